@@ -1,0 +1,99 @@
+//! The raw-CRI floor: starting and tearing down a one-container pod with exactly the CRI
+//! calls podvisor makes, and nothing else. Whatever podvisor adds on top is measured
+//! against this, in the same run.
+
+use std::time::{Duration, Instant};
+
+use podvisor_cri::CriClient;
+use podvisor_cri::sample::{container_config, sandbox_config};
+
+/// Timings of one raw pod start.
+#[derive(Debug, Clone, Copy)]
+pub struct PodStart {
+    pub sandbox: Duration,
+    pub container: Duration,
+}
+
+impl PodStart {
+    pub fn total(&self) -> Duration {
+        self.sandbox + self.container
+    }
+}
+
+/// A pod started by [`start_pod`]; pass it to [`teardown_pod`].
+#[derive(Debug, Clone)]
+pub struct RawPod {
+    pub uid: String,
+    pub sandbox_id: String,
+    pub container_id: String,
+}
+
+/// RunPodSandbox, then CreateContainer + StartContainer of one `sleep` container.
+pub async fn start_pod(
+    cri: &CriClient,
+    uid: &str,
+    host_network: bool,
+    log_dir: &str,
+) -> anyhow::Result<(RawPod, PodStart)> {
+    let sandbox = sandbox_config(uid, &format!("bench-{uid}"), host_network, log_dir);
+    let t0 = Instant::now();
+    let sandbox_id = cri.run_pod_sandbox(sandbox.clone(), "").await?;
+    let t1 = Instant::now();
+    let container = container_config(&sandbox, "main", &["/bin/sleep", "3600"]);
+    let container_id = cri
+        .create_container(&sandbox_id, container, sandbox)
+        .await?;
+    cri.start_container(&container_id).await?;
+    let t2 = Instant::now();
+    Ok((
+        RawPod {
+            uid: uid.to_string(),
+            sandbox_id,
+            container_id,
+        },
+        PodStart {
+            sandbox: t1 - t0,
+            container: t2 - t1,
+        },
+    ))
+}
+
+/// StopContainer (no grace), RemoveContainer, StopPodSandbox, RemovePodSandbox: the
+/// kubelet's teardown order.
+pub async fn teardown_pod(cri: &CriClient, pod: &RawPod) -> anyhow::Result<Duration> {
+    let t0 = Instant::now();
+    cri.stop_container(&pod.container_id, Duration::ZERO)
+        .await?;
+    cri.remove_container(&pod.container_id).await?;
+    cri.stop_pod_sandbox(&pod.sandbox_id).await?;
+    cri.remove_pod_sandbox(&pod.sandbox_id).await?;
+    Ok(t0.elapsed())
+}
+
+/// Starts `n` pods with at most `parallelism` starts in flight; returns the pods and the
+/// wall time until the last one ran.
+pub async fn start_pods_parallel(
+    cri: &CriClient,
+    prefix: &str,
+    n: usize,
+    parallelism: usize,
+    host_network: bool,
+    log_dir: &str,
+) -> anyhow::Result<(Vec<RawPod>, Duration)> {
+    use futures_util::StreamExt;
+    let t0 = Instant::now();
+    let results: Vec<_> = futures_util::stream::iter(0..n)
+        .map(|i| {
+            let uid = format!("{prefix}-{i}");
+            async move { start_pod(cri, &uid, host_network, log_dir).await }
+        })
+        .buffer_unordered(parallelism.max(1))
+        .collect()
+        .await;
+    let elapsed = t0.elapsed();
+    let mut pods = Vec::with_capacity(n);
+    for r in results {
+        pods.push(r?.0);
+    }
+    Ok((pods, elapsed))
+}

@@ -1,0 +1,6 @@
+//! Shared pieces of podvisor's benchmarks: latency statistics and the raw-CRI floor
+//! (the same calls podvisor makes, issued directly), so every benchmark can measure its
+//! figure and the floor side by side in one run.
+
+pub mod floor;
+pub mod stats;

@@ -1,0 +1,374 @@
+//! The CRI gRPC client: one HTTP/2 channel over the runtime's unix socket, shared by every
+//! call. The channel connects lazily and reconnects on its own, so a runtime that restarts
+//! costs podvisor at most the calls that were in flight when it went away.
+
+use std::future::Future;
+use std::time::Duration;
+
+use hyper_util::rt::TokioIo;
+use tokio::net::UnixStream;
+use tonic::transport::{Channel, Uri};
+
+use crate::endpoint::Endpoint;
+use crate::error::CriError;
+use crate::proto::image_service_client::ImageServiceClient;
+use crate::proto::runtime_service_client::RuntimeServiceClient;
+use crate::proto::*;
+
+/// One call on a cloned client handle (cheap: it shares the channel), as an owned future.
+macro_rules! call {
+    ($svc:expr, $method:ident, $req:expr) => {{
+        let mut svc = $svc.clone();
+        let req = $req;
+        async move { svc.$method(req).await }
+    }};
+}
+
+/// Deadlines for CRI calls. Defaults follow the kubelet (two minutes per call) except for
+/// connecting, which fails fast so an absent runtime is reported at once.
+#[derive(Debug, Clone)]
+pub struct Timeouts {
+    pub connect: Duration,
+    pub call: Duration,
+    pub image_pull: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            connect: Duration::from_secs(5),
+            call: Duration::from_secs(120),
+            image_pull: Duration::from_secs(600),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct CriClient {
+    endpoint: String,
+    runtime: RuntimeServiceClient<Channel>,
+    images: ImageServiceClient<Channel>,
+    timeouts: Timeouts,
+}
+
+impl std::fmt::Debug for CriClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CriClient")
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CriClient {
+    /// Builds the client without touching the socket; the first call connects.
+    pub fn new(endpoint: &str, timeouts: Timeouts) -> Result<Self, CriError> {
+        let parsed = Endpoint::parse(endpoint)?;
+        let path = parsed.path().to_path_buf();
+        // The URI is required by tonic but unused: the connector below ignores it.
+        let channel = tonic::transport::Endpoint::from_static("http://cri.invalid")
+            .connect_timeout(timeouts.connect)
+            .connect_with_connector_lazy(tower::service_fn(move |_: Uri| {
+                let path = path.clone();
+                async move { UnixStream::connect(path).await.map(TokioIo::new) }
+            }));
+        Ok(Self {
+            endpoint: parsed.to_string(),
+            runtime: RuntimeServiceClient::new(channel.clone()),
+            images: ImageServiceClient::new(channel),
+            timeouts,
+        })
+    }
+
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    pub fn timeouts(&self) -> &Timeouts {
+        &self.timeouts
+    }
+
+    /// Runs one unary call under a client-side deadline, mapping failures to [`CriError`].
+    /// No retries here: tonic's channel reconnects by itself once the runtime is back, and
+    /// whether a failed call may be repeated is the caller's decision (a create that
+    /// reached the runtime before the connection broke must not simply run again).
+    async fn unary<T>(
+        &self,
+        op: &'static str,
+        limit: Duration,
+        call: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+    ) -> Result<T, CriError> {
+        match tokio::time::timeout(limit, call).await {
+            Ok(Ok(resp)) => Ok(resp.into_inner()),
+            Ok(Err(status)) => Err(CriError::from_status(op, &self.endpoint, status)),
+            Err(_) => Err(CriError::Timeout { op, after: limit }),
+        }
+    }
+
+    pub async fn version(&self) -> Result<VersionResponse, CriError> {
+        self.unary(
+            "Version",
+            self.timeouts.call,
+            call!(
+                self.runtime,
+                version,
+                VersionRequest {
+                    version: "v1".into(),
+                }
+            ),
+        )
+        .await
+    }
+
+    pub async fn status(&self, verbose: bool) -> Result<StatusResponse, CriError> {
+        self.unary(
+            "Status",
+            self.timeouts.call,
+            call!(self.runtime, status, StatusRequest { verbose }),
+        )
+        .await
+    }
+
+    pub async fn run_pod_sandbox(
+        &self,
+        config: PodSandboxConfig,
+        runtime_handler: &str,
+    ) -> Result<String, CriError> {
+        let req = RunPodSandboxRequest {
+            config: Some(config),
+            runtime_handler: runtime_handler.to_string(),
+        };
+        self.unary(
+            "RunPodSandbox",
+            self.timeouts.call,
+            call!(self.runtime, run_pod_sandbox, req),
+        )
+        .await
+        .map(|r| r.pod_sandbox_id)
+    }
+
+    pub async fn stop_pod_sandbox(&self, id: &str) -> Result<(), CriError> {
+        let req = StopPodSandboxRequest {
+            pod_sandbox_id: id.to_string(),
+        };
+        self.unary(
+            "StopPodSandbox",
+            self.timeouts.call,
+            call!(self.runtime, stop_pod_sandbox, req),
+        )
+        .await
+        .map(drop)
+    }
+
+    pub async fn remove_pod_sandbox(&self, id: &str) -> Result<(), CriError> {
+        let req = RemovePodSandboxRequest {
+            pod_sandbox_id: id.to_string(),
+        };
+        self.unary(
+            "RemovePodSandbox",
+            self.timeouts.call,
+            call!(self.runtime, remove_pod_sandbox, req),
+        )
+        .await
+        .map(drop)
+    }
+
+    pub async fn pod_sandbox_status(&self, id: &str) -> Result<PodSandboxStatus, CriError> {
+        let req = PodSandboxStatusRequest {
+            pod_sandbox_id: id.to_string(),
+            verbose: false,
+        };
+        let resp = self
+            .unary(
+                "PodSandboxStatus",
+                self.timeouts.call,
+                call!(self.runtime, pod_sandbox_status, req),
+            )
+            .await?;
+        resp.status
+            .ok_or_else(|| CriError::failed("PodSandboxStatus", "response without status"))
+    }
+
+    pub async fn list_pod_sandbox(
+        &self,
+        filter: Option<PodSandboxFilter>,
+    ) -> Result<Vec<PodSandbox>, CriError> {
+        let req = ListPodSandboxRequest { filter };
+        self.unary(
+            "ListPodSandbox",
+            self.timeouts.call,
+            call!(self.runtime, list_pod_sandbox, req),
+        )
+        .await
+        .map(|r| r.items)
+    }
+
+    pub async fn create_container(
+        &self,
+        sandbox_id: &str,
+        config: ContainerConfig,
+        sandbox_config: PodSandboxConfig,
+    ) -> Result<String, CriError> {
+        let req = CreateContainerRequest {
+            pod_sandbox_id: sandbox_id.to_string(),
+            config: Some(config),
+            sandbox_config: Some(sandbox_config),
+        };
+        self.unary(
+            "CreateContainer",
+            self.timeouts.call,
+            call!(self.runtime, create_container, req),
+        )
+        .await
+        .map(|r| r.container_id)
+    }
+
+    pub async fn start_container(&self, id: &str) -> Result<(), CriError> {
+        let req = StartContainerRequest {
+            container_id: id.to_string(),
+        };
+        self.unary(
+            "StartContainer",
+            self.timeouts.call,
+            call!(self.runtime, start_container, req),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Stops a container, giving it `grace` between SIGTERM and SIGKILL. The call itself
+    /// may take that long, so its deadline is the grace period plus the usual call budget.
+    pub async fn stop_container(&self, id: &str, grace: Duration) -> Result<(), CriError> {
+        let req = StopContainerRequest {
+            container_id: id.to_string(),
+            timeout: grace.as_secs() as i64,
+        };
+        let limit = self.timeouts.call + grace;
+        self.unary(
+            "StopContainer",
+            limit,
+            call!(self.runtime, stop_container, req),
+        )
+        .await
+        .map(drop)
+    }
+
+    pub async fn remove_container(&self, id: &str) -> Result<(), CriError> {
+        let req = RemoveContainerRequest {
+            container_id: id.to_string(),
+        };
+        self.unary(
+            "RemoveContainer",
+            self.timeouts.call,
+            call!(self.runtime, remove_container, req),
+        )
+        .await
+        .map(drop)
+    }
+
+    pub async fn list_containers(
+        &self,
+        filter: Option<ContainerFilter>,
+    ) -> Result<Vec<Container>, CriError> {
+        let req = ListContainersRequest { filter };
+        self.unary(
+            "ListContainers",
+            self.timeouts.call,
+            call!(self.runtime, list_containers, req),
+        )
+        .await
+        .map(|r| r.containers)
+    }
+
+    pub async fn container_status(&self, id: &str) -> Result<ContainerStatus, CriError> {
+        let req = ContainerStatusRequest {
+            container_id: id.to_string(),
+            verbose: false,
+        };
+        let resp = self
+            .unary(
+                "ContainerStatus",
+                self.timeouts.call,
+                call!(self.runtime, container_status, req),
+            )
+            .await?;
+        resp.status
+            .ok_or_else(|| CriError::failed("ContainerStatus", "response without status"))
+    }
+
+    pub async fn exec_sync(
+        &self,
+        id: &str,
+        cmd: Vec<String>,
+        timeout: Duration,
+    ) -> Result<ExecSyncResponse, CriError> {
+        let req = ExecSyncRequest {
+            container_id: id.to_string(),
+            cmd,
+            timeout: timeout.as_secs() as i64,
+        };
+        let limit = self.timeouts.call + timeout;
+        self.unary("ExecSync", limit, call!(self.runtime, exec_sync, req))
+            .await
+    }
+
+    /// Opens the runtime's container event stream. containerd 1.6 answers `Unimplemented`.
+    pub async fn get_container_events(
+        &self,
+    ) -> Result<tonic::Streaming<ContainerEventResponse>, CriError> {
+        self.unary(
+            "GetContainerEvents",
+            self.timeouts.call,
+            call!(self.runtime, get_container_events, GetEventsRequest {}),
+        )
+        .await
+    }
+
+    pub async fn image_status(&self, image: &str) -> Result<Option<Image>, CriError> {
+        let req = ImageStatusRequest {
+            image: Some(ImageSpec {
+                image: image.to_string(),
+                ..Default::default()
+            }),
+            verbose: false,
+        };
+        self.unary(
+            "ImageStatus",
+            self.timeouts.call,
+            call!(self.images, image_status, req),
+        )
+        .await
+        .map(|r| r.image)
+    }
+
+    pub async fn list_images(&self) -> Result<Vec<Image>, CriError> {
+        self.unary(
+            "ListImages",
+            self.timeouts.call,
+            call!(self.images, list_images, ListImagesRequest { filter: None }),
+        )
+        .await
+        .map(|r| r.images)
+    }
+
+    pub async fn pull_image(
+        &self,
+        image: &str,
+        sandbox_config: Option<PodSandboxConfig>,
+    ) -> Result<String, CriError> {
+        let req = PullImageRequest {
+            image: Some(ImageSpec {
+                image: image.to_string(),
+                ..Default::default()
+            }),
+            auth: None,
+            sandbox_config,
+        };
+        self.unary(
+            "PullImage",
+            self.timeouts.image_pull,
+            call!(self.images, pull_image, req),
+        )
+        .await
+        .map(|r| r.image_ref)
+    }
+}

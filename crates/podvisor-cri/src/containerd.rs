@@ -1,0 +1,197 @@
+//! [`Runtime`] over CRI: what podvisor runs against containerd.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::{StreamExt, TryStreamExt};
+
+use crate::client::{CriClient, Timeouts};
+use crate::error::CriError;
+use crate::labels;
+use crate::model::*;
+use crate::proto::{self, ContainerConfig, PodSandboxConfig};
+use crate::runtime::{EventStream, Runtime};
+
+#[derive(Debug, Clone)]
+pub struct CriRuntime {
+    client: CriClient,
+}
+
+impl CriRuntime {
+    pub fn new(endpoint: &str, timeouts: Timeouts) -> Result<Self, CriError> {
+        Ok(Self {
+            client: CriClient::new(endpoint, timeouts)?,
+        })
+    }
+
+    pub fn client(&self) -> &CriClient {
+        &self.client
+    }
+}
+
+fn by_pod_uid(uid: &str) -> HashMap<String, String> {
+    HashMap::from([(labels::POD_UID.to_string(), uid.to_string())])
+}
+
+#[async_trait]
+impl Runtime for CriRuntime {
+    async fn version(&self) -> Result<RuntimeVersion, CriError> {
+        let v = self.client.version().await?;
+        Ok(RuntimeVersion {
+            runtime_name: v.runtime_name,
+            runtime_version: v.runtime_version,
+            runtime_api_version: v.runtime_api_version,
+        })
+    }
+
+    async fn conditions(&self) -> Result<Vec<RuntimeCondition>, CriError> {
+        let status = self.client.status(false).await?.status.unwrap_or_default();
+        Ok(status
+            .conditions
+            .into_iter()
+            .map(|c| RuntimeCondition {
+                kind: c.r#type,
+                status: c.status,
+                reason: c.reason,
+                message: c.message,
+            })
+            .collect())
+    }
+
+    async fn list_pods(&self) -> Result<Vec<Pod>, CriError> {
+        let (sandboxes, containers) = tokio::try_join!(
+            self.client.list_pod_sandbox(None),
+            self.client.list_containers(None)
+        )?;
+        Ok(group_pods(
+            sandboxes.into_iter().map(Into::into).collect(),
+            containers.into_iter().map(Into::into).collect(),
+        ))
+    }
+
+    async fn pod_status(&self, uid: &str) -> Result<PodStatus, CriError> {
+        let sandbox_filter = proto::PodSandboxFilter {
+            label_selector: by_pod_uid(uid),
+            ..Default::default()
+        };
+        let container_filter = proto::ContainerFilter {
+            label_selector: by_pod_uid(uid),
+            ..Default::default()
+        };
+        let (sandboxes, containers) = tokio::try_join!(
+            self.client.list_pod_sandbox(Some(sandbox_filter)),
+            self.client.list_containers(Some(container_filter))
+        )?;
+        // Statuses are fetched concurrently: a pod's inspection is on the path between a
+        // container exiting and the pod worker seeing it.
+        let sandbox_statuses = futures_util::future::try_join_all(
+            sandboxes
+                .iter()
+                .map(|s| self.client.pod_sandbox_status(&s.id)),
+        );
+        let container_statuses = futures_util::future::try_join_all(
+            containers
+                .iter()
+                .map(|c| self.client.container_status(&c.id)),
+        );
+        let (sandbox_statuses, container_statuses) =
+            tokio::try_join!(sandbox_statuses, container_statuses)?;
+        Ok(PodStatus::assemble(
+            uid,
+            sandbox_statuses.into_iter().map(Into::into).collect(),
+            container_statuses.into_iter().map(Into::into).collect(),
+        ))
+    }
+
+    async fn run_sandbox(&self, config: &PodSandboxConfig) -> Result<String, CriError> {
+        self.client.run_pod_sandbox(config.clone(), "").await
+    }
+
+    async fn stop_sandbox(&self, id: &str) -> Result<(), CriError> {
+        self.client.stop_pod_sandbox(id).await
+    }
+
+    async fn remove_sandbox(&self, id: &str) -> Result<(), CriError> {
+        self.client.remove_pod_sandbox(id).await
+    }
+
+    async fn sandbox_status(&self, id: &str) -> Result<SandboxStatus, CriError> {
+        self.client.pod_sandbox_status(id).await.map(Into::into)
+    }
+
+    async fn create_container(
+        &self,
+        sandbox_id: &str,
+        config: &ContainerConfig,
+        sandbox: &PodSandboxConfig,
+    ) -> Result<String, CriError> {
+        self.client
+            .create_container(sandbox_id, config.clone(), sandbox.clone())
+            .await
+    }
+
+    async fn start_container(&self, id: &str) -> Result<(), CriError> {
+        self.client.start_container(id).await
+    }
+
+    async fn stop_container(&self, id: &str, grace: Duration) -> Result<(), CriError> {
+        self.client.stop_container(id, grace).await
+    }
+
+    async fn remove_container(&self, id: &str) -> Result<(), CriError> {
+        self.client.remove_container(id).await
+    }
+
+    async fn container_status(&self, id: &str) -> Result<ContainerStatus, CriError> {
+        self.client.container_status(id).await.map(Into::into)
+    }
+
+    async fn image_status(&self, image: &str) -> Result<Option<Image>, CriError> {
+        Ok(self.client.image_status(image).await?.map(Into::into))
+    }
+
+    async fn pull_image(
+        &self,
+        image: &str,
+        sandbox: Option<&PodSandboxConfig>,
+    ) -> Result<String, CriError> {
+        self.client.pull_image(image, sandbox.cloned()).await
+    }
+
+    async fn list_images(&self) -> Result<Vec<Image>, CriError> {
+        Ok(self
+            .client
+            .list_images()
+            .await?
+            .into_iter()
+            .map(Into::into)
+            .collect())
+    }
+
+    async fn exec_sync(
+        &self,
+        container_id: &str,
+        cmd: &[String],
+        timeout: Duration,
+    ) -> Result<ExecResult, CriError> {
+        let r = self
+            .client
+            .exec_sync(container_id, cmd.to_vec(), timeout)
+            .await?;
+        Ok(ExecResult {
+            stdout: r.stdout,
+            stderr: r.stderr,
+            exit_code: r.exit_code,
+        })
+    }
+
+    async fn container_events(&self) -> Result<EventStream, CriError> {
+        let endpoint = self.client.endpoint().to_string();
+        let stream = self.client.get_container_events().await?;
+        Ok(stream
+            .map_ok(ContainerEvent::from)
+            .map_err(move |s| CriError::from_status("GetContainerEvents", &endpoint, s))
+            .boxed())
+    }
+}

@@ -1,0 +1,99 @@
+//! The one error type of the runtime layer. Callers branch on three questions the kubelet
+//! logic needs answered: is the runtime there at all, does the object exist, or did the
+//! call fail for another reason.
+
+use std::time::Duration;
+
+use crate::endpoint::EndpointError;
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CriError {
+    /// No connection to the runtime (socket missing, refused, or dropped mid-call).
+    #[error("cannot reach the container runtime at {endpoint}: {reason}")]
+    Unreachable { endpoint: String, reason: String },
+    /// The sandbox, container or image named in the call does not exist.
+    #[error("{op}: not found: {message}")]
+    NotFound { op: &'static str, message: String },
+    /// The call did not complete within its deadline (the runtime may still act on it).
+    #[error("{op}: no answer within {after:?}")]
+    Timeout { op: &'static str, after: Duration },
+    /// The runtime does not implement this call (containerd 1.6 and GetContainerEvents).
+    #[error("{op}: not implemented by the runtime: {message}")]
+    Unimplemented { op: &'static str, message: String },
+    /// Any other failure the runtime reported.
+    #[error("{op} failed ({code:?}): {message}")]
+    Failed {
+        op: &'static str,
+        code: tonic::Code,
+        message: String,
+    },
+    #[error(transparent)]
+    Endpoint(#[from] EndpointError),
+}
+
+impl CriError {
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Self::NotFound { .. })
+    }
+
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, Self::Unreachable { .. })
+    }
+
+    /// A generic failure, for code (like the fake runtime) that has no gRPC status at hand.
+    pub fn failed(op: &'static str, message: impl Into<String>) -> Self {
+        Self::Failed {
+            op,
+            code: tonic::Code::Unknown,
+            message: message.into(),
+        }
+    }
+
+    pub fn not_found(op: &'static str, message: impl Into<String>) -> Self {
+        Self::NotFound {
+            op,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn from_status(op: &'static str, endpoint: &str, status: tonic::Status) -> Self {
+        match status.code() {
+            tonic::Code::Unavailable => Self::Unreachable {
+                endpoint: endpoint.to_string(),
+                reason: root_cause(&status),
+            },
+            tonic::Code::NotFound => Self::NotFound {
+                op,
+                message: status.message().to_string(),
+            },
+            tonic::Code::Unimplemented => Self::Unimplemented {
+                op,
+                message: status.message().to_string(),
+            },
+            tonic::Code::DeadlineExceeded => Self::Timeout {
+                op,
+                after: Duration::ZERO,
+            },
+            code => Self::Failed {
+                op,
+                code,
+                message: status.message().to_string(),
+            },
+        }
+    }
+}
+
+/// The innermost cause of a transport failure ("No such file or directory (os error 2)")
+/// says more to an operator than tonic's outer "transport error".
+fn root_cause(status: &tonic::Status) -> String {
+    let mut err: &dyn std::error::Error = status;
+    while let Some(next) = err.source() {
+        err = next;
+    }
+    let inner = err.to_string();
+    if inner.is_empty() || std::ptr::addr_eq(err, status as &dyn std::error::Error) {
+        status.message().to_string()
+    } else {
+        inner
+    }
+}

@@ -1,0 +1,470 @@
+//! An in-memory [`Runtime`] for unit tests. It follows containerd's rules where the kubelet
+//! logic depends on them (name reservation, a stop that kills, remove that stops first,
+//! images that must be present) and lets a test script what containers do
+//! ([`Program`]), slow any call down, make calls fail, and read back every call made.
+//!
+//! Time comes from tokio's clock, so tests with paused time control exits and delays
+//! exactly. It is a test double, never a proof that a feature works: every behaviour is
+//! also tested against containerd.
+
+mod state;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use tokio::sync::broadcast;
+use tokio::time::Instant;
+
+pub use state::{Program, SIGKILL_EXIT, SIGTERM_EXIT};
+
+use crate::error::CriError;
+use crate::model::*;
+use crate::proto::{ContainerConfig, PodSandboxConfig};
+use crate::runtime::{EventStream, Runtime};
+use state::State;
+
+/// The runtime calls a test can delay, fail or count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Op {
+    Version,
+    Conditions,
+    ListPods,
+    PodStatus,
+    RunSandbox,
+    StopSandbox,
+    RemoveSandbox,
+    SandboxStatus,
+    CreateContainer,
+    StartContainer,
+    StopContainer,
+    RemoveContainer,
+    ContainerStatus,
+    ImageStatus,
+    PullImage,
+    ListImages,
+    ExecSync,
+    Events,
+}
+
+/// One recorded call: the operation and the object it named (pod UID, sandbox or
+/// container id, image), so tests can assert exact call sequences.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    pub op: Op,
+    pub target: String,
+}
+
+struct Inner {
+    state: State,
+    delays: BTreeMap<Op, Duration>,
+    failures: BTreeMap<Op, VecDeque<CriError>>,
+    calls: Vec<Call>,
+    events: Option<broadcast::Sender<ContainerEvent>>,
+    last_ts: i64,
+}
+
+/// Cheap to clone; clones share one runtime.
+#[derive(Clone)]
+pub struct FakeRuntime {
+    inner: Arc<Mutex<Inner>>,
+    epoch: Instant,
+}
+
+impl Default for FakeRuntime {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Wall-clock base of the fake's timestamps (2026-01-01T00:00:00Z), so they look like
+/// CRI's nanoseconds since the epoch.
+const BASE_NANOS: i64 = 1_767_225_600_000_000_000;
+
+impl FakeRuntime {
+    /// A runtime with the test images present and no event stream (like containerd 1.6).
+    pub fn new() -> Self {
+        let mut state = State::default();
+        state.images.insert(crate::sample::TEST_IMAGE.to_string());
+        Self {
+            inner: Arc::new(Mutex::new(Inner {
+                state,
+                delays: BTreeMap::new(),
+                failures: BTreeMap::new(),
+                calls: Vec::new(),
+                events: None,
+                last_ts: 0,
+            })),
+            epoch: Instant::now(),
+        }
+    }
+
+    /// Makes `container_events` stream events (like containerd 1.7+).
+    pub fn with_event_stream(self) -> Self {
+        self.lock().events = Some(broadcast::channel(1024).0);
+        self
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A test that panicked while holding the lock has failed already; keep going so
+        // its cleanup can still read the state.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Monotonic nanosecond timestamps: tokio time (pausable) plus strictly increasing, so
+    /// "newest first" orderings are never ties.
+    fn now(&self, inner: &mut Inner) -> i64 {
+        let elapsed = Instant::now().duration_since(self.epoch).as_nanos() as i64;
+        inner.last_ts = (BASE_NANOS + elapsed).max(inner.last_ts + 1);
+        inner.last_ts
+    }
+
+    /// What containers named `container_name` do once started (default: run forever).
+    pub fn set_program(&self, container_name: &str, program: Program) {
+        self.lock()
+            .state
+            .programs
+            .insert(container_name.to_string(), program);
+    }
+
+    pub fn add_image(&self, image: &str) {
+        self.lock().state.images.insert(image.to_string());
+    }
+
+    /// Lets `pull_image(image)` succeed (others fail like an unreachable registry).
+    pub fn allow_pull(&self, image: &str) {
+        self.lock().state.pullable.insert(image.to_string());
+    }
+
+    pub fn set_delay(&self, op: Op, delay: Duration) {
+        self.lock().delays.insert(op, delay);
+    }
+
+    /// The next call of `op` fails with `error` (queue several for several failures).
+    pub fn fail_next(&self, op: Op, error: CriError) {
+        self.lock().failures.entry(op).or_default().push_back(error);
+    }
+
+    pub fn calls(&self) -> Vec<Call> {
+        self.lock().calls.clone()
+    }
+
+    pub fn calls_of(&self, op: Op) -> Vec<String> {
+        self.lock()
+            .calls
+            .iter()
+            .filter(|c| c.op == op)
+            .map(|c| c.target.clone())
+            .collect()
+    }
+
+    pub fn clear_calls(&self) {
+        self.lock().calls.clear();
+    }
+
+    /// Makes a running container exit now with `code`, as if its process ended.
+    pub fn exit_container(&self, id: &str, code: i32) {
+        let mut inner = self.lock();
+        let now = self.now(&mut inner);
+        if inner.state.exit(id, code, "Error", now) {
+            emit(&inner, id, ContainerEventKind::Stopped, now);
+        }
+    }
+
+    /// Removes a container behind the agent's back (as `crictl rm` would).
+    pub fn remove_container_externally(&self, id: &str) {
+        let mut inner = self.lock();
+        let now = self.now(&mut inner);
+        let _ = inner.state.remove_container(id, now);
+    }
+
+    /// Records the call, applies its delay and any injected failure.
+    async fn enter(&self, op: Op, target: &str) -> Result<(), CriError> {
+        let delay = {
+            let mut inner = self.lock();
+            inner.calls.push(Call {
+                op,
+                target: target.to_string(),
+            });
+            inner.delays.get(&op).copied()
+        };
+        if let Some(d) = delay {
+            tokio::time::sleep(d).await;
+        }
+        match self
+            .lock()
+            .failures
+            .get_mut(&op)
+            .and_then(VecDeque::pop_front)
+        {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
+    }
+
+    /// Exits the container when its program says so, unless something else ended it first.
+    fn schedule_exit(&self, id: &str, program: &Program) {
+        let Some(after) = program.exits_after else {
+            return;
+        };
+        let weak: Weak<Mutex<Inner>> = Arc::downgrade(&self.inner);
+        let epoch = self.epoch;
+        let (id, code) = (id.to_string(), program.exit_code);
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            if let Some(inner) = weak.upgrade() {
+                FakeRuntime { inner, epoch }.exit_container(&id, code);
+            }
+        });
+    }
+}
+
+fn emit(inner: &Inner, container_id: &str, kind: ContainerEventKind, at: i64) {
+    if let Some(tx) = &inner.events {
+        let pod = inner
+            .state
+            .containers
+            .get(container_id)
+            .and_then(|c| inner.state.sandboxes.get(&c.sandbox_id))
+            .map(|s| s.status.pod.clone());
+        let _ = tx.send(ContainerEvent {
+            container_id: container_id.to_string(),
+            kind,
+            created_at: at,
+            pod,
+        });
+    }
+}
+
+#[async_trait]
+impl Runtime for FakeRuntime {
+    async fn version(&self) -> Result<RuntimeVersion, CriError> {
+        self.enter(Op::Version, "").await?;
+        Ok(RuntimeVersion {
+            runtime_name: "fake".into(),
+            runtime_version: "0.0.0".into(),
+            runtime_api_version: "v1".into(),
+        })
+    }
+
+    async fn conditions(&self) -> Result<Vec<RuntimeCondition>, CriError> {
+        self.enter(Op::Conditions, "").await?;
+        Ok(["RuntimeReady", "NetworkReady"]
+            .into_iter()
+            .map(|kind| RuntimeCondition {
+                kind: kind.into(),
+                status: true,
+                reason: String::new(),
+                message: String::new(),
+            })
+            .collect())
+    }
+
+    async fn list_pods(&self) -> Result<Vec<Pod>, CriError> {
+        self.enter(Op::ListPods, "").await?;
+        Ok(self.lock().state.list_pods())
+    }
+
+    async fn pod_status(&self, uid: &str) -> Result<PodStatus, CriError> {
+        self.enter(Op::PodStatus, uid).await?;
+        Ok(self.lock().state.pod_status(uid))
+    }
+
+    async fn run_sandbox(&self, config: &PodSandboxConfig) -> Result<String, CriError> {
+        let uid = config
+            .metadata
+            .as_ref()
+            .map(|m| m.uid.as_str())
+            .unwrap_or("");
+        self.enter(Op::RunSandbox, uid).await?;
+        let mut inner = self.lock();
+        let now = self.now(&mut inner);
+        inner.state.run_sandbox(config, now)
+    }
+
+    async fn stop_sandbox(&self, id: &str) -> Result<(), CriError> {
+        self.enter(Op::StopSandbox, id).await?;
+        let mut inner = self.lock();
+        let now = self.now(&mut inner);
+        for cid in inner.state.stop_sandbox(id, now)? {
+            emit(&inner, &cid, ContainerEventKind::Stopped, now);
+        }
+        Ok(())
+    }
+
+    async fn remove_sandbox(&self, id: &str) -> Result<(), CriError> {
+        self.enter(Op::RemoveSandbox, id).await?;
+        let mut inner = self.lock();
+        let now = self.now(&mut inner);
+        for cid in inner.state.remove_sandbox(id, now)? {
+            emit(&inner, &cid, ContainerEventKind::Deleted, now);
+        }
+        Ok(())
+    }
+
+    async fn sandbox_status(&self, id: &str) -> Result<SandboxStatus, CriError> {
+        self.enter(Op::SandboxStatus, id).await?;
+        self.lock()
+            .state
+            .sandboxes
+            .get(id)
+            .map(|s| s.status.clone())
+            .ok_or_else(|| CriError::not_found("PodSandboxStatus", format!("sandbox {id}")))
+    }
+
+    async fn create_container(
+        &self,
+        sandbox_id: &str,
+        config: &ContainerConfig,
+        _sandbox: &PodSandboxConfig,
+    ) -> Result<String, CriError> {
+        let name = config
+            .metadata
+            .as_ref()
+            .map(|m| m.name.as_str())
+            .unwrap_or("");
+        self.enter(Op::CreateContainer, name).await?;
+        let mut inner = self.lock();
+        let now = self.now(&mut inner);
+        let id = inner.state.create_container(sandbox_id, config, now)?;
+        emit(&inner, &id, ContainerEventKind::Created, now);
+        Ok(id)
+    }
+
+    async fn start_container(&self, id: &str) -> Result<(), CriError> {
+        self.enter(Op::StartContainer, id).await?;
+        let program = {
+            let mut inner = self.lock();
+            let now = self.now(&mut inner);
+            let program = inner.state.start_container(id, now)?;
+            emit(&inner, id, ContainerEventKind::Started, now);
+            program
+        };
+        self.schedule_exit(id, &program);
+        Ok(())
+    }
+
+    async fn stop_container(&self, id: &str, grace: Duration) -> Result<(), CriError> {
+        self.enter(Op::StopContainer, id).await?;
+        let ignores_sigterm = {
+            let inner = self.lock();
+            let c =
+                inner.state.containers.get(id).ok_or_else(|| {
+                    CriError::not_found("StopContainer", format!("container {id}"))
+                })?;
+            c.status.state == ContainerState::Running && c.program.ignores_sigterm
+        };
+        let code = if ignores_sigterm {
+            tokio::time::sleep(grace).await;
+            SIGKILL_EXIT
+        } else {
+            SIGTERM_EXIT
+        };
+        self.exit_container(id, code);
+        Ok(())
+    }
+
+    async fn remove_container(&self, id: &str) -> Result<(), CriError> {
+        self.enter(Op::RemoveContainer, id).await?;
+        let mut inner = self.lock();
+        let now = self.now(&mut inner);
+        emit(&inner, id, ContainerEventKind::Deleted, now);
+        inner.state.remove_container(id, now)
+    }
+
+    async fn container_status(&self, id: &str) -> Result<ContainerStatus, CriError> {
+        self.enter(Op::ContainerStatus, id).await?;
+        self.lock()
+            .state
+            .containers
+            .get(id)
+            .map(|c| c.status.clone())
+            .ok_or_else(|| CriError::not_found("ContainerStatus", format!("container {id}")))
+    }
+
+    async fn image_status(&self, image: &str) -> Result<Option<Image>, CriError> {
+        self.enter(Op::ImageStatus, image).await?;
+        Ok(self
+            .lock()
+            .state
+            .images
+            .contains(image)
+            .then(|| fake_image(image)))
+    }
+
+    async fn pull_image(
+        &self,
+        image: &str,
+        _sandbox: Option<&PodSandboxConfig>,
+    ) -> Result<String, CriError> {
+        self.enter(Op::PullImage, image).await?;
+        let mut inner = self.lock();
+        if !inner.state.pullable.contains(image) {
+            return Err(CriError::failed(
+                "PullImage",
+                format!("failed to pull {image:?}: registry unreachable (fake)"),
+            ));
+        }
+        inner.state.images.insert(image.to_string());
+        Ok(fake_image(image).id)
+    }
+
+    async fn list_images(&self) -> Result<Vec<Image>, CriError> {
+        self.enter(Op::ListImages, "").await?;
+        Ok(self
+            .lock()
+            .state
+            .images
+            .iter()
+            .map(|i| fake_image(i))
+            .collect())
+    }
+
+    async fn exec_sync(
+        &self,
+        container_id: &str,
+        _cmd: &[String],
+        _timeout: Duration,
+    ) -> Result<ExecResult, CriError> {
+        self.enter(Op::ExecSync, container_id).await?;
+        let inner = self.lock();
+        match inner.state.containers.get(container_id) {
+            Some(c) if c.status.state == ContainerState::Running => Ok(c.program.exec.clone()),
+            Some(_) => Err(CriError::failed("ExecSync", "container is not running")),
+            None => Err(CriError::not_found(
+                "ExecSync",
+                format!("container {container_id}"),
+            )),
+        }
+    }
+
+    async fn container_events(&self) -> Result<EventStream, CriError> {
+        self.enter(Op::Events, "").await?;
+        let rx = match &self.lock().events {
+            Some(tx) => tx.subscribe(),
+            None => {
+                return Err(CriError::Unimplemented {
+                    op: "GetContainerEvents",
+                    message: "fake runtime configured without an event stream".into(),
+                });
+            }
+        };
+        Ok(tokio_stream::wrappers::BroadcastStream::new(rx)
+            .map(|r| r.map_err(|e| CriError::failed("GetContainerEvents", e.to_string())))
+            .boxed())
+    }
+}
+
+fn fake_image(name: &str) -> Image {
+    Image {
+        id: format!("sha256:{:064x}", name.len()),
+        repo_tags: vec![name.to_string()],
+        repo_digests: Vec::new(),
+        size: 1,
+    }
+}
+
+#[cfg(test)]
+mod tests;

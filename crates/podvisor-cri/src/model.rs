@@ -1,0 +1,424 @@
+//! What the kubelet logic sees of the runtime: pods made of sandboxes and containers, and
+//! their statuses, in plain Rust types. Configs going *into* the runtime stay CRI messages
+//! ([`crate::proto::PodSandboxConfig`], [`crate::proto::ContainerConfig`]): copying them
+//! would add a second schema to keep in step with the first.
+//!
+//! Timestamps are nanoseconds since the Unix epoch, as CRI reports them.
+
+use std::collections::BTreeMap;
+
+use crate::proto;
+
+pub type Labels = BTreeMap<String, String>;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeVersion {
+    pub runtime_name: String,
+    pub runtime_version: String,
+    pub runtime_api_version: String,
+}
+
+/// One of the runtime's health conditions (`RuntimeReady`, `NetworkReady`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeCondition {
+    pub kind: String,
+    pub status: bool,
+    pub reason: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SandboxState {
+    Ready,
+    NotReady,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ContainerState {
+    Created,
+    Running,
+    Exited,
+    Unknown,
+}
+
+/// Identity of a pod as the runtime records it (sandbox metadata).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PodRef {
+    pub uid: String,
+    pub name: String,
+    pub namespace: String,
+}
+
+/// A sandbox as listed (cheap; no network details).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sandbox {
+    pub id: String,
+    pub pod: PodRef,
+    pub attempt: u32,
+    pub state: SandboxState,
+    pub created_at: i64,
+    pub labels: Labels,
+    pub annotations: Labels,
+}
+
+/// A container as listed (cheap; no exit code or times beyond creation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Container {
+    pub id: String,
+    pub sandbox_id: String,
+    pub name: String,
+    pub attempt: u32,
+    pub image: String,
+    pub image_ref: String,
+    pub state: ContainerState,
+    pub created_at: i64,
+    pub labels: Labels,
+    pub annotations: Labels,
+}
+
+/// The runtime's record of one pod: every sandbox and container carrying its UID,
+/// including exited and not-ready ones.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Pod {
+    pub pod: PodRef,
+    pub sandboxes: Vec<Sandbox>,
+    pub containers: Vec<Container>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxStatus {
+    pub id: String,
+    pub pod: PodRef,
+    pub attempt: u32,
+    pub state: SandboxState,
+    pub created_at: i64,
+    /// Primary pod IP; `None` with host networking or before the network is set up.
+    pub ip: Option<String>,
+    pub additional_ips: Vec<String>,
+    pub host_network: bool,
+    pub labels: Labels,
+    pub annotations: Labels,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerStatus {
+    pub id: String,
+    pub name: String,
+    pub attempt: u32,
+    pub state: ContainerState,
+    pub created_at: i64,
+    pub started_at: i64,
+    pub finished_at: i64,
+    pub exit_code: i32,
+    pub image: String,
+    pub image_ref: String,
+    pub reason: String,
+    pub message: String,
+    pub labels: Labels,
+    pub annotations: Labels,
+    pub log_path: String,
+}
+
+/// Everything the runtime knows about one pod, as the PLEG caches it. Sandboxes and
+/// containers are sorted newest first, so index 0 is the current attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PodStatus {
+    pub pod: PodRef,
+    pub ips: Vec<String>,
+    pub sandboxes: Vec<SandboxStatus>,
+    pub containers: Vec<ContainerStatus>,
+}
+
+impl PodStatus {
+    /// Assembles a pod's status from everything the runtime holds for `uid`: sorts newest
+    /// first and takes the pod's identity and IPs from the newest sandbox (IPs only while
+    /// it is ready: a stopped sandbox's address may already belong to another pod).
+    pub fn assemble(
+        uid: &str,
+        mut sandboxes: Vec<SandboxStatus>,
+        mut containers: Vec<ContainerStatus>,
+    ) -> Self {
+        sandboxes.sort_by_key(|s| std::cmp::Reverse(s.created_at));
+        containers.sort_by_key(|c| std::cmp::Reverse(c.created_at));
+        let pod = sandboxes
+            .first()
+            .map(|s| s.pod.clone())
+            .unwrap_or_else(|| PodRef {
+                uid: uid.to_string(),
+                ..Default::default()
+            });
+        let ips = sandboxes
+            .first()
+            .filter(|s| s.state == SandboxState::Ready)
+            .map(|s| s.ip.iter().chain(&s.additional_ips).cloned().collect())
+            .unwrap_or_default();
+        Self {
+            pod,
+            ips,
+            sandboxes,
+            containers,
+        }
+    }
+
+    /// The newest status of the container named `name`, if it ever ran.
+    pub fn container(&self, name: &str) -> Option<&ContainerStatus> {
+        self.containers.iter().find(|c| c.name == name)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
+    pub id: String,
+    pub repo_tags: Vec<String>,
+    pub repo_digests: Vec<String>,
+    pub size: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecResult {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub exit_code: i32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContainerEventKind {
+    Created,
+    Started,
+    Stopped,
+    Deleted,
+}
+
+/// One event of the runtime's container event stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerEvent {
+    pub container_id: String,
+    pub kind: ContainerEventKind,
+    pub created_at: i64,
+    /// The pod the container belongs to, when the runtime says.
+    pub pod: Option<PodRef>,
+}
+
+// ---- conversions from CRI messages -------------------------------------------------------
+
+fn labels(map: std::collections::HashMap<String, String>) -> Labels {
+    map.into_iter().collect()
+}
+
+fn pod_ref(meta: Option<proto::PodSandboxMetadata>) -> (PodRef, u32) {
+    let m = meta.unwrap_or_default();
+    (
+        PodRef {
+            uid: m.uid,
+            name: m.name,
+            namespace: m.namespace,
+        },
+        m.attempt,
+    )
+}
+
+impl From<proto::PodSandboxState> for SandboxState {
+    fn from(s: proto::PodSandboxState) -> Self {
+        match s {
+            proto::PodSandboxState::SandboxReady => Self::Ready,
+            proto::PodSandboxState::SandboxNotready => Self::NotReady,
+        }
+    }
+}
+
+impl From<SandboxState> for proto::PodSandboxState {
+    fn from(s: SandboxState) -> Self {
+        match s {
+            SandboxState::Ready => Self::SandboxReady,
+            SandboxState::NotReady => Self::SandboxNotready,
+        }
+    }
+}
+
+impl From<proto::ContainerState> for ContainerState {
+    fn from(s: proto::ContainerState) -> Self {
+        match s {
+            proto::ContainerState::ContainerCreated => Self::Created,
+            proto::ContainerState::ContainerRunning => Self::Running,
+            proto::ContainerState::ContainerExited => Self::Exited,
+            proto::ContainerState::ContainerUnknown => Self::Unknown,
+        }
+    }
+}
+
+impl From<ContainerState> for proto::ContainerState {
+    fn from(s: ContainerState) -> Self {
+        match s {
+            ContainerState::Created => Self::ContainerCreated,
+            ContainerState::Running => Self::ContainerRunning,
+            ContainerState::Exited => Self::ContainerExited,
+            ContainerState::Unknown => Self::ContainerUnknown,
+        }
+    }
+}
+
+impl From<proto::PodSandbox> for Sandbox {
+    fn from(s: proto::PodSandbox) -> Self {
+        let state = s.state().into();
+        let (pod, attempt) = pod_ref(s.metadata);
+        Self {
+            id: s.id,
+            pod,
+            attempt,
+            state,
+            created_at: s.created_at,
+            labels: labels(s.labels),
+            annotations: labels(s.annotations),
+        }
+    }
+}
+
+impl From<proto::Container> for Container {
+    fn from(c: proto::Container) -> Self {
+        let state = c.state().into();
+        let meta = c.metadata.unwrap_or_default();
+        Self {
+            id: c.id,
+            sandbox_id: c.pod_sandbox_id,
+            name: meta.name,
+            attempt: meta.attempt,
+            image: c.image.map(|i| i.image).unwrap_or_default(),
+            image_ref: c.image_ref,
+            state,
+            created_at: c.created_at,
+            labels: labels(c.labels),
+            annotations: labels(c.annotations),
+        }
+    }
+}
+
+impl From<proto::PodSandboxStatus> for SandboxStatus {
+    fn from(s: proto::PodSandboxStatus) -> Self {
+        let state = s.state().into();
+        let (pod, attempt) = pod_ref(s.metadata);
+        let host_network = s
+            .linux
+            .as_ref()
+            .and_then(|l| l.namespaces.as_ref())
+            .and_then(|n| n.options.as_ref())
+            .is_some_and(|o| o.network() == proto::NamespaceMode::Node);
+        let network = s.network.unwrap_or_default();
+        Self {
+            id: s.id,
+            pod,
+            attempt,
+            state,
+            created_at: s.created_at,
+            ip: Some(network.ip).filter(|ip| !ip.is_empty()),
+            additional_ips: network.additional_ips.into_iter().map(|i| i.ip).collect(),
+            host_network,
+            labels: labels(s.labels),
+            annotations: labels(s.annotations),
+        }
+    }
+}
+
+impl From<proto::ContainerStatus> for ContainerStatus {
+    fn from(c: proto::ContainerStatus) -> Self {
+        let state = c.state().into();
+        let meta = c.metadata.unwrap_or_default();
+        Self {
+            id: c.id,
+            name: meta.name,
+            attempt: meta.attempt,
+            state,
+            created_at: c.created_at,
+            started_at: c.started_at,
+            finished_at: c.finished_at,
+            exit_code: c.exit_code,
+            image: c.image.map(|i| i.image).unwrap_or_default(),
+            image_ref: c.image_ref,
+            reason: c.reason,
+            message: c.message,
+            labels: labels(c.labels),
+            annotations: labels(c.annotations),
+            log_path: c.log_path,
+        }
+    }
+}
+
+impl From<proto::Image> for Image {
+    fn from(i: proto::Image) -> Self {
+        Self {
+            id: i.id,
+            repo_tags: i.repo_tags,
+            repo_digests: i.repo_digests,
+            size: i.size,
+        }
+    }
+}
+
+impl From<proto::ContainerEventType> for ContainerEventKind {
+    fn from(t: proto::ContainerEventType) -> Self {
+        match t {
+            proto::ContainerEventType::ContainerCreatedEvent => Self::Created,
+            proto::ContainerEventType::ContainerStartedEvent => Self::Started,
+            proto::ContainerEventType::ContainerStoppedEvent => Self::Stopped,
+            proto::ContainerEventType::ContainerDeletedEvent => Self::Deleted,
+        }
+    }
+}
+
+impl From<proto::ContainerEventResponse> for ContainerEvent {
+    fn from(e: proto::ContainerEventResponse) -> Self {
+        let kind = e.container_event_type().into();
+        Self {
+            container_id: e.container_id,
+            kind,
+            created_at: e.created_at,
+            pod: e.pod_sandbox_status.map(|s| pod_ref(s.metadata).0),
+        }
+    }
+}
+
+/// Groups listed sandboxes and containers into pods by UID. A container joins the pod of
+/// its sandbox; one whose sandbox is gone falls back to its pod-UID label, so a container
+/// orphaned by a half-finished teardown is still found and cleaned up.
+pub fn group_pods(sandboxes: Vec<Sandbox>, containers: Vec<Container>) -> Vec<Pod> {
+    let mut pods: BTreeMap<String, Pod> = BTreeMap::new();
+    let mut uid_of_sandbox = std::collections::HashMap::new();
+    for s in sandboxes {
+        uid_of_sandbox.insert(s.id.clone(), s.pod.uid.clone());
+        let pod = pods.entry(s.pod.uid.clone()).or_default();
+        if pod.pod.uid.is_empty() {
+            pod.pod = s.pod.clone();
+        }
+        pod.sandboxes.push(s);
+    }
+    for c in containers {
+        let uid = uid_of_sandbox
+            .get(&c.sandbox_id)
+            .cloned()
+            .or_else(|| c.labels.get(crate::labels::POD_UID).cloned())
+            .unwrap_or_default();
+        let pod = pods.entry(uid.clone()).or_default();
+        if pod.pod.uid.is_empty() {
+            pod.pod = PodRef {
+                uid,
+                name: c
+                    .labels
+                    .get(crate::labels::POD_NAME)
+                    .cloned()
+                    .unwrap_or_default(),
+                namespace: c
+                    .labels
+                    .get(crate::labels::POD_NAMESPACE)
+                    .cloned()
+                    .unwrap_or_default(),
+            };
+        }
+        pod.containers.push(c);
+    }
+    for pod in pods.values_mut() {
+        pod.sandboxes
+            .sort_by_key(|s| std::cmp::Reverse(s.created_at));
+        pod.containers
+            .sort_by_key(|c| std::cmp::Reverse(c.created_at));
+    }
+    pods.into_values().collect()
+}

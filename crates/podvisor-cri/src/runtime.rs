@@ -1,0 +1,65 @@
+//! The runtime interface the kubelet logic is written against, at the level of the
+//! kubelet's own runtime abstraction: pods and their status rather than raw RPCs. Both
+//! containerd ([`crate::CriRuntime`]) and the in-memory [`crate::FakeRuntime`] implement it,
+//! so actors hold an `Arc<dyn Runtime>` and tests swap the implementation.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::stream::BoxStream;
+
+use crate::error::CriError;
+use crate::model::*;
+use crate::proto::{ContainerConfig, PodSandboxConfig};
+
+pub type EventStream = BoxStream<'static, Result<ContainerEvent, CriError>>;
+
+#[async_trait]
+pub trait Runtime: Send + Sync + 'static {
+    async fn version(&self) -> Result<RuntimeVersion, CriError>;
+    async fn conditions(&self) -> Result<Vec<RuntimeCondition>, CriError>;
+
+    /// Every pod the runtime knows, with all its sandboxes and containers (also exited
+    /// and not-ready ones): the PLEG's relist.
+    async fn list_pods(&self) -> Result<Vec<Pod>, CriError>;
+    /// Full status of one pod: every sandbox and container status carrying its UID.
+    async fn pod_status(&self, uid: &str) -> Result<PodStatus, CriError>;
+
+    async fn run_sandbox(&self, config: &PodSandboxConfig) -> Result<String, CriError>;
+    async fn stop_sandbox(&self, id: &str) -> Result<(), CriError>;
+    async fn remove_sandbox(&self, id: &str) -> Result<(), CriError>;
+    async fn sandbox_status(&self, id: &str) -> Result<SandboxStatus, CriError>;
+
+    async fn create_container(
+        &self,
+        sandbox_id: &str,
+        config: &ContainerConfig,
+        sandbox: &PodSandboxConfig,
+    ) -> Result<String, CriError>;
+    async fn start_container(&self, id: &str) -> Result<(), CriError>;
+    /// SIGTERM, then SIGKILL once `grace` has passed.
+    async fn stop_container(&self, id: &str, grace: Duration) -> Result<(), CriError>;
+    async fn remove_container(&self, id: &str) -> Result<(), CriError>;
+    async fn container_status(&self, id: &str) -> Result<ContainerStatus, CriError>;
+
+    /// `None` when the image is not present on the node.
+    async fn image_status(&self, image: &str) -> Result<Option<Image>, CriError>;
+    /// Pulls an image and returns its reference (digest).
+    async fn pull_image(
+        &self,
+        image: &str,
+        sandbox: Option<&PodSandboxConfig>,
+    ) -> Result<String, CriError>;
+    async fn list_images(&self) -> Result<Vec<Image>, CriError>;
+
+    async fn exec_sync(
+        &self,
+        container_id: &str,
+        cmd: &[String],
+        timeout: Duration,
+    ) -> Result<ExecResult, CriError>;
+
+    /// The runtime's container event stream. Runtimes that cannot stream answer
+    /// [`CriError::Unimplemented`] (containerd 1.6 does).
+    async fn container_events(&self) -> Result<EventStream, CriError>;
+}

@@ -1,0 +1,91 @@
+//! Shared set-up for the integration tests: finding the test containerd and naming things
+//! so parallel tests and repeated runs never collide.
+
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use podvisor_cri::{CriRuntime, Runtime, Timeouts};
+
+/// Where `scripts/containerd-up` puts its socket unless told otherwise.
+pub const DEFAULT_TEST_ENDPOINT: &str = "unix:///var/lib/podvisor-containerd/containerd.sock";
+
+pub fn endpoint() -> String {
+    std::env::var("PODVISOR_TEST_ENDPOINT").unwrap_or_else(|_| DEFAULT_TEST_ENDPOINT.to_string())
+}
+
+/// Connects to the test containerd, failing at once, with the fix in the message, when it
+/// is not running: a missing runtime must not look like a hung test.
+pub async fn runtime() -> CriRuntime {
+    let endpoint = endpoint();
+    let rt = CriRuntime::new(
+        &endpoint,
+        Timeouts {
+            call: Duration::from_secs(60),
+            ..Default::default()
+        },
+    )
+    .expect("valid endpoint");
+    if let Err(e) = rt.version().await {
+        panic!(
+            "the integration tests need a running containerd: {e}\n\
+             start one with `scripts/containerd-up` (or point PODVISOR_TEST_ENDPOINT at yours)"
+        );
+    }
+    rt
+}
+
+/// A pod UID unique to this process and call.
+pub fn unique_uid(prefix: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!(
+        "{prefix}-{}-{nanos:x}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A fresh directory for pod logs.
+pub fn log_dir(uid: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join("podvisor-tests").join(uid);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Stops and removes every sandbox and container of pod `uid`.
+pub async fn remove_pod(rt: &CriRuntime, uid: &str) {
+    let pods = rt.list_pods().await.unwrap_or_default();
+    for pod in pods.into_iter().filter(|p| p.pod.uid == uid) {
+        for c in &pod.containers {
+            let _ = rt.stop_container(&c.id, Duration::ZERO).await;
+            let _ = rt.remove_container(&c.id).await;
+        }
+        for s in &pod.sandboxes {
+            let _ = rt.stop_sandbox(&s.id).await;
+            let _ = rt.remove_sandbox(&s.id).await;
+        }
+    }
+}
+
+/// Polls `check` every 20 ms until it returns `Some`, or panics after `limit`.
+pub async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        if tokio::time::Instant::now() > deadline {
+            panic!("timed out after {limit:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -1,0 +1,206 @@
+//! The CRI client and the containerd `Runtime` against a real containerd
+//! (started by `scripts/containerd-up`).
+
+mod common;
+
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use podvisor_cri::sample::{container_config, sandbox_config};
+use podvisor_cri::{ContainerState, CriError, Runtime, SandboxState};
+
+/// Runs `body`, then removes pod `uid` whether the body passed or panicked.
+async fn with_pod_cleanup<F: std::future::Future<Output = ()>>(uid: &str, body: F) {
+    let result = std::panic::AssertUnwindSafe(body).catch_unwind().await;
+    common::remove_pod(&common::runtime().await, uid).await;
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+#[tokio::test]
+async fn runtime_reports_containerd_and_ready_conditions() {
+    let rt = common::runtime().await;
+    let v = rt.version().await.unwrap();
+    assert_eq!(v.runtime_name, "containerd");
+    assert_eq!(v.runtime_api_version, "v1");
+    let conditions = rt.conditions().await.unwrap();
+    for kind in ["RuntimeReady", "NetworkReady"] {
+        let c = conditions.iter().find(|c| c.kind == kind).unwrap();
+        assert!(c.status, "{kind} is not ready: {c:?}");
+    }
+}
+
+#[tokio::test]
+async fn host_network_sandbox_runs_without_pod_ip() {
+    let rt = common::runtime().await;
+    let uid = common::unique_uid("hostnet");
+    with_pod_cleanup(&uid, async {
+        let dir = common::log_dir(&uid);
+        let cfg = sandbox_config(&uid, "hostnet", true, dir.to_str().unwrap());
+        let id = rt.run_sandbox(&cfg).await.unwrap();
+        let status = rt.sandbox_status(&id).await.unwrap();
+        assert_eq!(status.state, SandboxState::Ready);
+        assert!(status.host_network);
+        assert_eq!(status.pod.uid, uid);
+        assert_eq!(status.ip, None, "a host-network pod has no pod IP");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn bridge_sandbox_gets_an_ip_from_the_cni_range() {
+    let rt = common::runtime().await;
+    let uid = common::unique_uid("bridge");
+    with_pod_cleanup(&uid, async {
+        let dir = common::log_dir(&uid);
+        let cfg = sandbox_config(&uid, "bridge", false, dir.to_str().unwrap());
+        let id = rt.run_sandbox(&cfg).await.unwrap();
+        let status = rt.sandbox_status(&id).await.unwrap();
+        assert_eq!(status.state, SandboxState::Ready);
+        assert!(!status.host_network);
+        let ip = status.ip.expect("bridge pod has an IP");
+        assert!(ip.starts_with("10.88."), "IP {ip} outside 10.88.0.0/16");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn container_exit_code_and_log_line_are_reported_then_everything_is_removed() {
+    let rt = common::runtime().await;
+    let uid = common::unique_uid("exit3");
+    with_pod_cleanup(&uid, async {
+        let dir = common::log_dir(&uid);
+        let sandbox = sandbox_config(&uid, "exit3", false, dir.to_str().unwrap());
+        let sandbox_id = rt.run_sandbox(&sandbox).await.unwrap();
+        let config = container_config(
+            &sandbox,
+            "printer",
+            &["/bin/sh", "-c", "echo hello from podvisor; exit 3"],
+        );
+        let id = rt
+            .create_container(&sandbox_id, &config, &sandbox)
+            .await
+            .unwrap();
+        rt.start_container(&id).await.unwrap();
+
+        let status = common::eventually("container to exit", Duration::from_secs(20), || async {
+            let s = rt.container_status(&id).await.unwrap();
+            (s.state == ContainerState::Exited).then_some(s)
+        })
+        .await;
+        assert_eq!(status.exit_code, 3);
+        assert_eq!(status.name, "printer");
+        assert!(status.started_at > 0, "{status:?}");
+        // containerd stamps started_at after the start call returns, so a process that exits
+        // at once can show finished_at a little *before* started_at: only order vs creation.
+        assert!(status.finished_at > status.created_at, "{status:?}");
+
+        let log = std::fs::read_to_string(dir.join("printer/0.log")).unwrap();
+        let line = log.lines().next().expect("one log line");
+        let mut parts = line.splitn(4, ' ');
+        let (_time, stream, tag, text) = (
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+        );
+        assert_eq!((stream, tag, text), ("stdout", "F", "hello from podvisor"));
+
+        // The runtime's view of the pod groups the sandbox and container under the UID.
+        let pods = rt.list_pods().await.unwrap();
+        let pod = pods.iter().find(|p| p.pod.uid == uid).expect("pod listed");
+        assert_eq!(pod.sandboxes.len(), 1);
+        assert_eq!(pod.containers.len(), 1);
+        assert_eq!(pod.containers[0].state, ContainerState::Exited);
+        let full = rt.pod_status(&uid).await.unwrap();
+        assert_eq!(full.container("printer").unwrap().exit_code, 3);
+        assert_eq!(full.ips.len(), 1);
+
+        rt.stop_container(&id, Duration::from_secs(1))
+            .await
+            .unwrap();
+        rt.remove_container(&id).await.unwrap();
+        rt.stop_sandbox(&sandbox_id).await.unwrap();
+        rt.remove_sandbox(&sandbox_id).await.unwrap();
+        let pods = rt.list_pods().await.unwrap();
+        assert!(
+            pods.iter().all(|p| p.pod.uid != uid),
+            "pod {uid} still in the runtime after removal"
+        );
+        assert!(rt.container_status(&id).await.unwrap_err().is_not_found());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn missing_objects_are_not_found_errors() {
+    let rt = common::runtime().await;
+    let err = rt.container_status("no-such-container").await.unwrap_err();
+    assert!(err.is_not_found(), "{err}");
+    let err = rt.sandbox_status("no-such-sandbox").await.unwrap_err();
+    assert!(err.is_not_found(), "{err}");
+    assert_eq!(rt.image_status("localhost/nope:1").await.unwrap(), None);
+    let img = rt
+        .image_status(podvisor_cri::sample::TEST_IMAGE)
+        .await
+        .unwrap()
+        .expect("test image imported by containerd-up");
+    assert!(
+        img.repo_tags
+            .iter()
+            .any(|t| t == podvisor_cri::sample::TEST_IMAGE)
+    );
+}
+
+#[tokio::test]
+async fn exec_sync_returns_output_and_exit_code() {
+    let rt = common::runtime().await;
+    let uid = common::unique_uid("exec");
+    with_pod_cleanup(&uid, async {
+        let dir = common::log_dir(&uid);
+        let sandbox = sandbox_config(&uid, "exec", true, dir.to_str().unwrap());
+        let sandbox_id = rt.run_sandbox(&sandbox).await.unwrap();
+        let config = container_config(&sandbox, "sleeper", &["/bin/sleep", "3600"]);
+        let id = rt
+            .create_container(&sandbox_id, &config, &sandbox)
+            .await
+            .unwrap();
+        rt.start_container(&id).await.unwrap();
+        let cmd = ["/bin/sh", "-c", "echo out; echo err >&2; exit 5"].map(String::from);
+        let r = rt
+            .exec_sync(&id, &cmd, Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert_eq!(r.exit_code, 5);
+        assert_eq!(r.stdout, b"out\n");
+        assert_eq!(r.stderr, b"err\n");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn containerd_1_6_does_not_stream_container_events() {
+    let rt = common::runtime().await;
+    match rt.container_events().await {
+        Err(CriError::Unimplemented { .. }) => {}
+        Err(other) => panic!("expected Unimplemented, got {other}"),
+        Ok(_) => panic!("expected Unimplemented, got a stream"),
+    }
+}
+
+#[tokio::test]
+async fn unreachable_runtime_is_reported_at_once() {
+    let rt = podvisor_cri::CriRuntime::new("unix:///nonexistent/podvisor.sock", Default::default())
+        .unwrap();
+    let started = std::time::Instant::now();
+    let err = rt.version().await.unwrap_err();
+    assert!(err.is_unreachable(), "{err}");
+    assert!(
+        err.to_string().starts_with(
+            "cannot reach the container runtime at unix:///nonexistent/podvisor.sock: "
+        ),
+        "{err}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
