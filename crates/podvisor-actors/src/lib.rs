@@ -1,0 +1,21 @@
+//! The actor layer under every podvisor component: supervision with restart backoff and
+//! escalation, mailboxes that count and survive restarts, and the registry the debug
+//! endpoint reads. See ARCHITECTURE.md ("Actors and supervision").
+
+pub mod actor;
+pub mod histogram;
+pub mod id;
+pub mod mailbox;
+pub mod panic_capture;
+mod pump;
+pub mod registry;
+pub mod supervisor;
+
+pub use actor::{StartInfo, SupervisedActor};
+pub use id::ActorId;
+pub use mailbox::{ActorRef, Lifecycle, MailboxError, MailboxSnapshot, Recipient, SendError};
+pub use pump::{ChildExit, ExitReason};
+pub use registry::{ActorSnapshot, Registry, TreeSnapshot};
+pub use supervisor::{
+    ChildSpec, Restart, StartChild, StopChild, Strategy, Supervisor, SupervisorConfig, start_root,
+};
