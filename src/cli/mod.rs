@@ -1,6 +1,7 @@
 //! Command-line interface: argument definitions and dispatch. Each subcommand lives in its
 //! own module.
 
+mod inspect;
 mod runtime;
 mod version;
 
@@ -41,6 +42,9 @@ pub enum Command {
     /// Talk to the container runtime directly.
     #[command(subcommand)]
     Runtime(runtime::RuntimeCommand),
+    /// Look inside a running podvisor through its debug endpoint.
+    #[command(subcommand)]
+    Inspect(inspect::InspectCommand),
 }
 
 pub fn init_logging(global: &GlobalArgs) {
@@ -56,6 +60,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Version(args) => version::run(&args).await,
         Command::Runtime(cmd) => runtime::run(cmd).await,
+        Command::Inspect(cmd) => inspect::run(cmd).await,
     }
 }
 

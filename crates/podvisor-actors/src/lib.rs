@@ -3,6 +3,7 @@
 //! endpoint reads. See ARCHITECTURE.md ("Actors and supervision").
 
 pub mod actor;
+mod clock;
 pub mod histogram;
 pub mod id;
 pub mod mailbox;

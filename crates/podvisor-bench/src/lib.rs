@@ -2,5 +2,6 @@
 //! (the same calls podvisor makes, issued directly), so every benchmark can measure its
 //! figure and the floor side by side in one run.
 
+pub mod alloc;
 pub mod floor;
 pub mod stats;

@@ -32,7 +32,7 @@ where
     M::Result: Send,
 {
     fn type_name(&self) -> &'static str {
-        short_type_name(std::any::type_name::<M>())
+        std::any::type_name::<M>()
     }
 
     fn deliver(self: Box<Self>, act: &mut A, ctx: &mut Context<A>) {
@@ -46,8 +46,8 @@ where
 }
 
 /// `podvisor_kubelet::pleg::Relist` → `pleg::Relist`: enough to recognise the message
-/// without the crate path noise.
-fn short_type_name(full: &'static str) -> &'static str {
+/// without the crate path noise. Done when a snapshot is read, not per message.
+pub(crate) fn short_type_name(full: &'static str) -> &'static str {
     let base = full.split('<').next().unwrap_or(full);
     let mut parts = base.rsplitn(3, "::");
     let last = parts.next().unwrap_or(base);

@@ -9,8 +9,9 @@
 //! at the crash is lost (its asker gets an error).
 //!
 //! The queue is a `VecDeque` behind a `Mutex` held only for a push or a pop, never while a
-//! handler runs: it makes `queued` and the oldest message's age exact, and costs nothing
-//! for an idle actor (an empty `VecDeque` does not allocate).
+//! handler runs: it makes `queued` exact and the oldest message's age exact to the coarse
+//! clock's resolution (`crate::clock`), and costs nothing for an idle actor (an empty
+//! `VecDeque` does not allocate).
 
 mod actor_ref;
 mod envelope;
@@ -20,15 +21,13 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard};
 use std::task::Waker;
-use std::time::Duration;
 
 use actix::{Actor, Context};
 use futures_util::task::AtomicWaker;
 use tokio::sync::Notify;
-use tokio::time::Instant;
 
 pub use actor_ref::{ActorRef, MailboxError, Recipient, SendError};
-pub(crate) use envelope::{Envelope, MessageEnvelope};
+pub(crate) use envelope::{Envelope, MessageEnvelope, short_type_name};
 pub(crate) use stats::Counters;
 pub use stats::{Lifecycle, MailboxSnapshot};
 
@@ -49,7 +48,8 @@ pub(crate) enum Control {
 }
 
 struct Queued<A: Actor<Context = Context<A>>> {
-    at: Instant,
+    /// Coarse monotonic milliseconds (`crate::clock`).
+    at_ms: u64,
     env: Box<dyn Envelope<A>>,
 }
 
@@ -123,18 +123,21 @@ impl<A: Actor<Context = Context<A>>> Mailbox<A> {
     /// if the mailbox is closed. Refusals are counted by the caller, which knows whether
     /// it gives up (`try_send`) or waits for room (`send`).
     pub fn push<E: Envelope<A> + 'static>(&self, env: Box<E>) -> Result<(), (Box<E>, bool)> {
-        {
+        let at_ms = crate::clock::coarse_now_ms();
+        let was_empty = {
             let mut q = self.lock();
             if q.closed || q.items.len() >= self.capacity {
                 return Err((env, q.closed));
             }
-            q.items.push_back(Queued {
-                at: Instant::now(),
-                env,
-            });
-        }
+            q.items.push_back(Queued { at_ms, env });
+            q.items.len() == 1
+        };
         Counters::bump(&self.counters.sent);
-        self.receiver.wake();
+        // The pump registers its waker only when it finds the queue empty; while messages
+        // are waiting it is running or already woken.
+        if was_empty {
+            self.receiver.wake();
+        }
         Ok(())
     }
 
@@ -195,7 +198,6 @@ impl<A: Actor<Context = Context<A>>> Mailbox<A> {
         let item = q.items.pop_front()?;
         q.last_message = Some(item.env.type_name());
         drop(q);
-        Counters::bump(&self.counters.received);
         if was_full {
             self.space.notify_one();
         }
@@ -255,24 +257,23 @@ impl<A: Actor<Context = Context<A>>> Mailbox<A> {
     }
 
     pub fn snapshot(&self) -> MailboxSnapshot {
-        let now = Instant::now();
-        let (queued, oldest, last_message, last_panic) = {
+        let now_ms = crate::clock::coarse_now_ms();
+        let (queued, oldest_ms, last_message, last_panic) = {
             let q = self.lock();
-            let oldest = q.items.front().map(|i| now.saturating_duration_since(i.at));
+            let oldest = q.items.front().map(|i| now_ms.saturating_sub(i.at_ms));
             (q.items.len(), oldest, q.last_message, q.last_panic.clone())
         };
         let c = &self.counters;
         MailboxSnapshot {
             capacity: self.capacity,
             sent: c.sent.load(Relaxed),
-            received: c.received.load(Relaxed),
             handled: c.handled.load(Relaxed),
             queued,
-            oldest_queued_ms: oldest.unwrap_or(Duration::ZERO).as_secs_f64() * 1e3,
+            oldest_queued_ms: oldest_ms.unwrap_or(0) as f64,
             rejected: c.rejected.load(Relaxed),
             failed: c.failed.load(Relaxed),
             dropped: c.dropped.load(Relaxed),
-            last_message,
+            last_message: last_message.map(short_type_name),
             handle_time: self.handle_time.snapshot().summary(),
             restarts: c.restarts.load(Relaxed),
             last_panic,

@@ -8,6 +8,7 @@ mod child;
 pub mod policy;
 mod root;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message, StreamHandler};
@@ -87,6 +88,8 @@ enum SlotState {
 
 struct Slot {
     spec: ChildSpec,
+    /// Start order, for rest-for-one and for starting a group in order.
+    seq: u64,
     dynamic: bool,
     state: SlotState,
     instance: u64,
@@ -100,8 +103,9 @@ pub struct Supervisor {
     static_children: Vec<ChildSpec>,
     me: Option<ActorRef<Supervisor>>,
     exits: Option<UnboundedSender<ChildExit>>,
-    slots: Vec<Slot>,
+    slots: BTreeMap<ActorId, Slot>,
     tracker: RestartTracker,
+    next_seq: u64,
     next_instance: u64,
     escalated: bool,
 }
@@ -129,8 +133,9 @@ impl Supervisor {
             static_children: children,
             me: None,
             exits: None,
-            slots: Vec::new(),
+            slots: BTreeMap::new(),
             tracker: RestartTracker::new(config.backoff, config.intensity),
+            next_seq: 0,
             next_instance: 0,
             escalated: false,
         }
@@ -151,36 +156,35 @@ impl Supervisor {
         .build()
     }
 
-    fn slot(&self, id: &ActorId) -> Option<usize> {
-        self.slots.iter().position(|s| s.spec.id() == id)
-    }
-
-    fn add_child(&mut self, spec: ChildSpec, dynamic: bool, ctx: &mut Context<Self>) {
-        if let Some(i) = self.slot(spec.id()) {
-            warn!(supervisor = %self.name, child = %spec.id(), "child already supervised; ignoring");
-            let _ = i;
+    fn add_child(&mut self, spec: ChildSpec, dynamic: bool) {
+        let id = spec.id().clone();
+        if self.slots.contains_key(&id) {
+            warn!(supervisor = %self.name, child = %id, "child already supervised; ignoring");
             return;
         }
         let parent = self.me.as_ref().map(|m| m.id().clone());
         spec.cell.reopen();
         self.registry
             .register(spec.cell.probe(), spec.cell.key().map(String::from), parent);
-        self.slots.push(Slot {
+        self.next_seq += 1;
+        let now = Instant::now();
+        let slot = Slot {
             spec,
+            seq: self.next_seq,
             dynamic,
-            state: SlotState::Waiting {
-                due: Instant::now(),
-            },
+            state: SlotState::Waiting { due: now },
             instance: 0,
-            started_at: Instant::now(),
-        });
-        let i = self.slots.len() - 1;
-        self.start(i, ctx);
+            started_at: now,
+        };
+        self.slots.insert(id.clone(), slot);
+        self.start(&id);
     }
 
-    fn start(&mut self, i: usize, _ctx: &mut Context<Self>) {
+    fn start(&mut self, id: &ActorId) {
+        let Some(slot) = self.slots.get_mut(id) else {
+            return;
+        };
         self.next_instance += 1;
-        let slot = &mut self.slots[i];
         slot.instance = self.next_instance;
         slot.state = SlotState::Running;
         slot.started_at = Instant::now();
@@ -195,46 +199,44 @@ impl Supervisor {
             .spawn(slot.instance, self.exits.clone(), &arbiter);
     }
 
-    /// Forgets slot `i`: its mailbox refuses further messages and it leaves the registry.
-    fn remove(&mut self, i: usize) {
-        let slot = self.slots.remove(i);
-        slot.spec.cell.close();
-        self.registry.deregister(slot.spec.id());
-        self.tracker.forget(slot.spec.id());
+    /// Forgets a child: its mailbox refuses further messages and it leaves the registry.
+    fn remove(&mut self, id: &ActorId) {
+        if let Some(slot) = self.slots.remove(id) {
+            slot.spec.cell.close();
+            self.registry.deregister(id);
+            self.tracker.forget(id);
+        }
     }
 
-    /// Starts every waiting child whose backoff has passed, unless a group restart is
-    /// still waiting for members to stop.
-    fn start_due(&mut self, ctx: &mut Context<Self>) {
-        if self.escalated
-            || self
-                .slots
-                .iter()
-                .any(|s| s.state == SlotState::StoppingForRestart)
-        {
+    /// Starts every waiting child whose backoff has passed, in start order, unless a group
+    /// restart is still waiting for members to stop.
+    fn start_due(&mut self) {
+        let stopping = self
+            .slots
+            .values()
+            .any(|s| s.state == SlotState::StoppingForRestart);
+        if self.escalated || stopping {
             return;
         }
         let now = Instant::now();
-        for i in 0..self.slots.len() {
-            if let SlotState::Waiting { due } = self.slots[i].state {
-                if due <= now {
-                    self.start(i, ctx);
-                }
-            }
+        let mut due: Vec<(u64, ActorId)> = self
+            .slots
+            .iter()
+            .filter(|(_, s)| matches!(s.state, SlotState::Waiting { due } if due <= now))
+            .map(|(id, s)| (s.seq, id.clone()))
+            .collect();
+        due.sort();
+        for (_, id) in due {
+            self.start(&id);
         }
     }
 
-    fn schedule(&mut self, i: usize, after: std::time::Duration, ctx: &mut Context<Self>) {
-        self.slots[i].state = SlotState::Waiting {
-            due: Instant::now() + after,
+    fn on_unexpected_exit(&mut self, id: &ActorId, reason: ExitReason, ctx: &mut Context<Self>) {
+        let Some(slot) = self.slots.get(id) else {
+            return;
         };
-        self.slots[i].spec.cell.set_lifecycle(Lifecycle::Restarting);
-        ctx.run_later(after, |act, ctx| act.start_due(ctx));
-    }
-
-    fn on_unexpected_exit(&mut self, i: usize, reason: ExitReason, ctx: &mut Context<Self>) {
-        let id = self.slots[i].spec.id().clone();
-        let restart = match self.slots[i].spec.restart {
+        let (seq, started_at) = (slot.seq, slot.started_at);
+        let restart = match slot.spec.restart {
             Restart::Permanent => true,
             Restart::Transient => reason.is_failure(),
             Restart::Temporary => false,
@@ -249,14 +251,11 @@ impl Supervisor {
             ExitReason::Normal => info!(supervisor = %self.name, child = %id, "child stopped"),
         }
         if !restart {
-            self.remove(i);
+            self.remove(id);
             return;
         }
-        self.slots[i].spec.cell.count_restart();
-        match self
-            .tracker
-            .on_crash(&id, self.slots[i].started_at, Instant::now())
-        {
+        slot.spec.cell.count_restart();
+        match self.tracker.on_crash(id, started_at, Instant::now()) {
             Decision::Escalate { restarts, within } => {
                 let why = format!(
                     "restart intensity exceeded: {restarts} restarts within {within:?}, last by {id} ({reason:?})"
@@ -264,18 +263,25 @@ impl Supervisor {
                 self.escalate(why, ctx);
             }
             Decision::Restart { after } => {
-                let group: Vec<usize> = match self.config.strategy {
-                    Strategy::OneForOne => Vec::new(),
-                    Strategy::OneForAll => (0..self.slots.len()).filter(|&j| j != i).collect(),
-                    Strategy::RestForOne => (i + 1..self.slots.len()).collect(),
-                };
-                for j in group {
-                    if self.slots[j].state == SlotState::Running {
-                        self.slots[j].state = SlotState::StoppingForRestart;
-                        self.slots[j].spec.cell.stop();
+                let strategy = self.config.strategy;
+                for (other, s) in self.slots.iter_mut() {
+                    let in_group = match strategy {
+                        Strategy::OneForOne => false,
+                        Strategy::OneForAll => other != id,
+                        Strategy::RestForOne => s.seq > seq,
+                    };
+                    if in_group && s.state == SlotState::Running {
+                        s.state = SlotState::StoppingForRestart;
+                        s.spec.cell.stop();
                     }
                 }
-                self.schedule(i, after, ctx);
+                if let Some(slot) = self.slots.get_mut(id) {
+                    slot.state = SlotState::Waiting {
+                        due: Instant::now() + after,
+                    };
+                    slot.spec.cell.set_lifecycle(Lifecycle::Restarting);
+                }
+                ctx.run_later(after, |act, _| act.start_due());
             }
         }
     }
@@ -285,7 +291,7 @@ impl Supervisor {
     fn escalate(&mut self, why: String, ctx: &mut Context<Self>) {
         error!(supervisor = %self.name, reason = %why, "escalating");
         self.escalated = true;
-        for slot in &mut self.slots {
+        for slot in self.slots.values_mut() {
             if slot.state == SlotState::Running {
                 slot.spec.cell.stop();
             }
@@ -312,7 +318,7 @@ impl SupervisedActor for Supervisor {
         self.exits = Some(tx);
         ctx.add_stream(tokio_stream::wrappers::UnboundedReceiverStream::new(rx));
         for spec in self.static_children.clone() {
-            self.add_child(spec, false, ctx);
+            self.add_child(spec, false);
         }
     }
 
@@ -322,7 +328,7 @@ impl SupervisedActor for Supervisor {
             children: self.slots.len(),
             restarting: self
                 .slots
-                .iter()
+                .values()
                 .filter(|s| s.state != SlotState::Running)
                 .count(),
         }
@@ -331,20 +337,22 @@ impl SupervisedActor for Supervisor {
 
 impl StreamHandler<ChildExit> for Supervisor {
     fn handle(&mut self, exit: ChildExit, ctx: &mut Context<Self>) {
-        let Some(i) = self.slot(&exit.id) else { return };
-        if self.slots[i].instance != exit.instance {
+        let Some(slot) = self.slots.get_mut(&exit.id) else {
+            return;
+        };
+        if slot.instance != exit.instance {
             return; // a predecessor's late report
         }
-        match self.slots[i].state {
-            SlotState::StoppingForGood => self.remove(i),
+        match slot.state {
+            SlotState::StoppingForGood => self.remove(&exit.id),
             SlotState::StoppingForRestart => {
-                self.slots[i].state = SlotState::Waiting {
+                slot.state = SlotState::Waiting {
                     due: Instant::now(),
                 };
-                self.slots[i].spec.cell.set_lifecycle(Lifecycle::Restarting);
-                self.start_due(ctx);
+                slot.spec.cell.set_lifecycle(Lifecycle::Restarting);
+                self.start_due();
             }
-            SlotState::Running => self.on_unexpected_exit(i, exit.reason, ctx),
+            SlotState::Running => self.on_unexpected_exit(&exit.id, exit.reason, ctx),
             SlotState::Waiting { .. } => {}
         }
     }
@@ -357,9 +365,9 @@ impl StreamHandler<ChildExit> for Supervisor {
 impl Handler<StartChild> for Supervisor {
     type Result = ();
 
-    fn handle(&mut self, msg: StartChild, ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: StartChild, _ctx: &mut Context<Self>) {
         if !self.escalated {
-            self.add_child(msg.0, true, ctx);
+            self.add_child(msg.0, true);
         }
     }
 }
@@ -368,13 +376,15 @@ impl Handler<StopChild> for Supervisor {
     type Result = ();
 
     fn handle(&mut self, msg: StopChild, _ctx: &mut Context<Self>) {
-        let Some(i) = self.slot(&msg.0) else { return };
-        match self.slots[i].state {
+        let Some(slot) = self.slots.get_mut(&msg.0) else {
+            return;
+        };
+        match slot.state {
             SlotState::Running | SlotState::StoppingForRestart => {
-                self.slots[i].spec.cell.stop();
-                self.slots[i].state = SlotState::StoppingForGood;
+                slot.spec.cell.stop();
+                slot.state = SlotState::StoppingForGood;
             }
-            SlotState::Waiting { .. } => self.remove(i),
+            SlotState::Waiting { .. } => self.remove(&msg.0),
             SlotState::StoppingForGood => {}
         }
     }
@@ -388,12 +398,12 @@ impl Drop for Supervisor {
     /// Dynamic children belonged to this instance alone and are always closed.
     fn drop(&mut self) {
         let crashed = std::thread::panicking();
-        for slot in &self.slots {
+        for (id, slot) in &self.slots {
             slot.spec.cell.stop();
             if slot.dynamic || !crashed {
                 slot.spec.cell.close();
             }
-            self.registry.deregister(slot.spec.id());
+            self.registry.deregister(id);
         }
     }
 }

@@ -1,0 +1,21 @@
+//! The debug endpoint: what an operator opens to see inside a running podvisor. It reads
+//! the actor [`Registry`](podvisor_actors::Registry) (never the actors themselves, so a
+//! stuck actor is still visible) and the health checks.
+//!
+//! Routes: `GET /debug/actors` (JSON tree, paginated), `GET /debug/actors/{id}`,
+//! `GET /debug` (HTML, auto-refreshing), `GET /metrics` (Prometheus text), `GET /healthz`,
+//! `GET /readyz`. Bound to loopback by default; a non-loopback address is refused unless
+//! a bearer token is configured, and then every route but the health checks requires it.
+//! Builds with the `fault-injection` feature add `POST /debug/fault/panic/{id}`, served
+//! only when the config opts in as well.
+
+mod auth;
+pub mod client;
+pub mod health;
+mod html;
+mod metrics;
+mod routes;
+mod server;
+
+pub use health::{Check, Health};
+pub use server::{DebugConfig, DebugError, DebugServer};

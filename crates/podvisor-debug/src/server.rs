@@ -1,0 +1,118 @@
+//! Binding and running the debug HTTP server.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use actix_web::{App, HttpServer, web};
+use podvisor_actors::Registry;
+use tracing::info;
+
+use crate::health::Health;
+use crate::routes;
+
+/// Where podvisor's debug endpoint listens unless configured otherwise.
+pub const DEFAULT_ADDRESS: &str = "127.0.0.1:9740";
+
+#[derive(Debug, Clone)]
+pub struct DebugConfig {
+    pub address: SocketAddr,
+    /// Required as `Authorization: Bearer <token>` on every route but the health checks.
+    /// Mandatory for a non-loopback address.
+    pub token: Option<String>,
+    /// Most actors one response lists (pages continue with `?offset=`).
+    pub max_actors: usize,
+    /// Serve `POST /debug/fault/panic/{id}` (only in builds with the `fault-injection`
+    /// feature; refused otherwise).
+    pub allow_fault_injection: bool,
+}
+
+impl Default for DebugConfig {
+    fn default() -> Self {
+        Self {
+            address: DEFAULT_ADDRESS.parse().expect("valid default address"),
+            token: None,
+            max_actors: 500,
+            allow_fault_injection: false,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DebugError {
+    #[error(
+        "refusing to serve the debug endpoint on non-loopback address {0} without a bearer token (set debug token)"
+    )]
+    NonLoopbackWithoutToken(SocketAddr),
+    #[error("the debug endpoint's token must not be empty")]
+    EmptyToken,
+    #[error("cannot bind the debug endpoint to {address}: {source}")]
+    Bind {
+        address: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+pub(crate) struct State {
+    pub registry: Arc<Registry>,
+    pub health: Health,
+    pub token: Option<String>,
+    pub max_actors: usize,
+    #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
+    pub allow_fault_injection: bool,
+}
+
+/// A running debug server. Dropping it does not stop it; call [`DebugServer::stop`].
+pub struct DebugServer {
+    address: SocketAddr,
+    handle: actix_web::dev::ServerHandle,
+}
+
+impl DebugServer {
+    /// Binds and starts serving on the current actix/tokio runtime (one worker thread).
+    pub fn start(
+        config: DebugConfig,
+        registry: Arc<Registry>,
+        health: Health,
+    ) -> Result<Self, DebugError> {
+        if config.token.as_deref() == Some("") {
+            return Err(DebugError::EmptyToken);
+        }
+        if !config.address.ip().is_loopback() && config.token.is_none() {
+            return Err(DebugError::NonLoopbackWithoutToken(config.address));
+        }
+        let state = web::Data::new(State {
+            registry,
+            health,
+            token: config.token.clone(),
+            max_actors: config.max_actors.max(1),
+            allow_fault_injection: config.allow_fault_injection,
+        });
+        let server = HttpServer::new(move || {
+            App::new()
+                .app_data(state.clone())
+                .configure(routes::configure)
+        })
+        .workers(1)
+        .disable_signals()
+        .bind(config.address)
+        .map_err(|source| DebugError::Bind {
+            address: config.address,
+            source,
+        })?;
+        let address = server.addrs().first().copied().unwrap_or(config.address);
+        let server = server.run();
+        let handle = server.handle();
+        actix_web::rt::spawn(server);
+        info!(%address, "debug endpoint listening");
+        Ok(Self { address, handle })
+    }
+
+    /// The bound address (with the real port when configured with port 0).
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    pub async fn stop(&self) {
+        self.handle.stop(true).await;
+    }
+}
