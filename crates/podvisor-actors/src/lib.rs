@@ -11,6 +11,8 @@ pub mod panic_capture;
 mod pump;
 pub mod registry;
 pub mod supervisor;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 pub use actor::{StartInfo, SupervisedActor};
 pub use id::ActorId;
@@ -18,5 +20,6 @@ pub use mailbox::{ActorRef, Lifecycle, MailboxError, MailboxSnapshot, Recipient,
 pub use pump::{ChildExit, ExitReason};
 pub use registry::{ActorSnapshot, Registry, TreeSnapshot};
 pub use supervisor::{
-    ChildSpec, Restart, StartChild, StopChild, Strategy, Supervisor, SupervisorConfig, start_root,
+    ChildSpec, Restart, Shutdown, StartChild, StopChild, Strategy, Supervisor, SupervisorConfig,
+    start_root,
 };

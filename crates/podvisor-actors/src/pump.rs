@@ -87,7 +87,7 @@ impl<A: SupervisedActor> Pump<A> {
         let now = act.summary();
         if self.last_summary.as_ref() != Some(&now) {
             if let Ok(v) = serde_json::to_value(&now) {
-                self.mailbox.set_summary(v);
+                self.mailbox.set_summary(Some(v));
             }
             self.last_summary = Some(now);
         }
@@ -111,7 +111,11 @@ impl<A: SupervisedActor> ActorFuture<A> for Pump<A> {
             }
             this.receiving = true;
         }
-        if !this.started {
+        // Timers and spawned futures change state too: every wake-up of the actor polls
+        // the pump, so the summary is never staler than the actor's last wake-up.
+        if this.started {
+            this.publish_summary(act);
+        } else {
             this.started = true;
             this.mailbox.set_lifecycle(Lifecycle::Running);
             let start = StartInfo {
@@ -179,6 +183,8 @@ impl<A: SupervisedActor> Drop for Pump<A> {
         } else {
             ExitReason::Normal
         };
+        // The state the summary described died with this instance.
+        self.mailbox.set_summary(None);
         if self.receiving {
             self.mailbox.release();
         }

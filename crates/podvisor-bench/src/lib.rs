@@ -3,5 +3,6 @@
 //! figure and the floor side by side in one run.
 
 pub mod alloc;
+pub mod cpu;
 pub mod floor;
 pub mod stats;

@@ -252,8 +252,9 @@ impl<A: Actor<Context = Context<A>>> Mailbox<A> {
         self.lock().error.take()
     }
 
-    pub fn set_summary(&self, summary: serde_json::Value) {
-        self.lock().summary = Some(summary);
+    /// `None`: the instance that published the summary is gone.
+    pub fn set_summary(&self, summary: Option<serde_json::Value>) {
+        self.lock().summary = summary;
     }
 
     pub fn snapshot(&self) -> MailboxSnapshot {

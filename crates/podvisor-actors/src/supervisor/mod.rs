@@ -40,6 +40,12 @@ pub struct StartChild(pub ChildSpec);
 #[rtype(result = "()")]
 pub struct StopChild(pub ActorId);
 
+/// Stops every child and then the supervisor itself, cleanly (not an escalation): how a
+/// tree is taken down at process exit.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Shutdown;
+
 // ---- configuration -------------------------------------------------------------------------
 
 /// Which children restart when one crashes.
@@ -76,8 +82,10 @@ impl Default for SupervisorConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum SlotState {
     Running,
-    /// Asked to stop as part of a group restart; starts again with the group.
-    StoppingForRestart,
+    /// Asked to stop as part of a group restart; starts again with the group at `due`.
+    StoppingForRestart {
+        due: Instant,
+    },
     /// Asked to stop for good.
     StoppingForGood,
     /// Down; starts again at `due`.
@@ -214,7 +222,7 @@ impl Supervisor {
         let stopping = self
             .slots
             .values()
-            .any(|s| s.state == SlotState::StoppingForRestart);
+            .any(|s| matches!(s.state, SlotState::StoppingForRestart { .. }));
         if self.escalated || stopping {
             return;
         }
@@ -263,6 +271,9 @@ impl Supervisor {
                 self.escalate(why, ctx);
             }
             Decision::Restart { after } => {
+                // The group restarts together, in start order, once the crashed child's
+                // backoff has passed; each member counts a restart.
+                let due = Instant::now() + after;
                 let strategy = self.config.strategy;
                 for (other, s) in self.slots.iter_mut() {
                     let in_group = match strategy {
@@ -271,14 +282,13 @@ impl Supervisor {
                         Strategy::RestForOne => s.seq > seq,
                     };
                     if in_group && s.state == SlotState::Running {
-                        s.state = SlotState::StoppingForRestart;
+                        s.state = SlotState::StoppingForRestart { due };
+                        s.spec.cell.count_restart();
                         s.spec.cell.stop();
                     }
                 }
                 if let Some(slot) = self.slots.get_mut(id) {
-                    slot.state = SlotState::Waiting {
-                        due: Instant::now() + after,
-                    };
+                    slot.state = SlotState::Waiting { due };
                     slot.spec.cell.set_lifecycle(Lifecycle::Restarting);
                 }
                 ctx.run_later(after, |act, _| act.start_due());
@@ -345,10 +355,8 @@ impl StreamHandler<ChildExit> for Supervisor {
         }
         match slot.state {
             SlotState::StoppingForGood => self.remove(&exit.id),
-            SlotState::StoppingForRestart => {
-                slot.state = SlotState::Waiting {
-                    due: Instant::now(),
-                };
+            SlotState::StoppingForRestart { due } => {
+                slot.state = SlotState::Waiting { due };
                 slot.spec.cell.set_lifecycle(Lifecycle::Restarting);
                 self.start_due();
             }
@@ -380,13 +388,29 @@ impl Handler<StopChild> for Supervisor {
             return;
         };
         match slot.state {
-            SlotState::Running | SlotState::StoppingForRestart => {
+            SlotState::Running | SlotState::StoppingForRestart { .. } => {
                 slot.spec.cell.stop();
                 slot.state = SlotState::StoppingForGood;
             }
             SlotState::Waiting { .. } => self.remove(&msg.0),
             SlotState::StoppingForGood => {}
         }
+    }
+}
+
+impl Handler<Shutdown> for Supervisor {
+    type Result = ();
+
+    fn handle(&mut self, _: Shutdown, ctx: &mut Context<Self>) {
+        info!(supervisor = %self.name, "shutting down");
+        self.escalated = true;
+        for slot in self.slots.values_mut() {
+            if slot.state == SlotState::Running {
+                slot.spec.cell.stop();
+            }
+            slot.state = SlotState::StoppingForGood;
+        }
+        ctx.stop();
     }
 }
 

@@ -150,29 +150,8 @@ impl Handler<Tick> for Worker {
     }
 }
 
-/// An actix system whose tokio clock is paused (timers advance instantly when idle).
-pub fn paused_system() -> actix::SystemRunner {
-    actix::System::with_tokio_rt(|| {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .start_paused(true)
-            .build()
-            .unwrap()
-    })
-}
-
-/// Polls `cond` until it holds, advancing (paused) time in small steps; panics after
-/// `limit` of virtual time.
-pub async fn until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + limit;
-    while !cond() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
-}
+#[allow(unused_imports)]
+pub use podvisor_actors::testing::{paused_system, until};
 
 /// Stops the instance cleanly (its work is done).
 #[derive(Message)]

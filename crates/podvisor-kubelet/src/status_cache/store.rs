@@ -1,0 +1,188 @@
+//! The status cache's rules, as plain data: what the newest status of each pod is, how
+//! fresh the whole cache is, and who is waiting for what. The actor around it only moves
+//! messages in and out.
+//!
+//! Times are monotonic instants. "Newer than `t`" is strict everywhere: a waiter asking
+//! for data newer than `t` is answered by data stamped after `t`, or by a global timestamp
+//! after `t` (every pod's data is at least that fresh).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use podvisor_cri::{PodRef, PodStatus};
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+/// What the cache holds for one pod: the runtime's status as of `modified`, or the error
+/// that inspecting it gave.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CachedStatus {
+    pub status: Arc<PodStatus>,
+    pub error: Option<String>,
+    pub modified: Option<Instant>,
+}
+
+impl CachedStatus {
+    /// What an unknown pod looks like: no sandboxes, no containers, no error.
+    pub fn empty(uid: &str) -> Self {
+        Self {
+            status: Arc::new(PodStatus {
+                pod: PodRef {
+                    uid: uid.to_string(),
+                    ..Default::default()
+                },
+                ..Default::default()
+            }),
+            error: None,
+            modified: None,
+        }
+    }
+}
+
+struct Entry {
+    data: CachedStatus,
+    modified: Instant,
+}
+
+struct Waiter {
+    min: Instant,
+    seq: u64,
+    reply: oneshot::Sender<CachedStatus>,
+}
+
+#[derive(Default)]
+pub struct Store {
+    pods: HashMap<String, Entry>,
+    timestamp: Option<Instant>,
+    waiters: BTreeMap<String, Vec<Waiter>>,
+    next_seq: u64,
+}
+
+impl Store {
+    pub fn get(&self, uid: &str) -> CachedStatus {
+        self.pods
+            .get(uid)
+            .map(|e| e.data.clone())
+            .unwrap_or_else(|| CachedStatus::empty(uid))
+    }
+
+    fn newer_than(&self, uid: &str, min: Instant) -> Option<CachedStatus> {
+        let global = self.timestamp.is_some_and(|t| t > min);
+        match self.pods.get(uid) {
+            Some(e) if e.modified > min || global => Some(e.data.clone()),
+            None if global => Some(CachedStatus::empty(uid)),
+            _ => None,
+        }
+    }
+
+    /// Stores `status` unless the cache already holds something newer; answers the
+    /// waiters this satisfies. Returns whether it stored.
+    pub fn set(
+        &mut self,
+        uid: &str,
+        status: Arc<PodStatus>,
+        error: Option<String>,
+        at: Instant,
+    ) -> bool {
+        if self.pods.get(uid).is_some_and(|e| e.modified > at) {
+            return false;
+        }
+        let data = CachedStatus {
+            status,
+            error,
+            modified: Some(at),
+        };
+        self.pods
+            .insert(uid.to_string(), Entry { data, modified: at });
+        self.notify(uid);
+        true
+    }
+
+    pub fn delete(&mut self, uid: &str) {
+        self.pods.remove(uid);
+    }
+
+    /// Every pod's data is at least as fresh as `t`: answers every waiter it satisfies.
+    pub fn update_time(&mut self, t: Instant) {
+        if self.timestamp.is_some_and(|old| old >= t) {
+            return;
+        }
+        self.timestamp = Some(t);
+        let uids: Vec<String> = self.waiters.keys().cloned().collect();
+        for uid in uids {
+            self.notify(&uid);
+        }
+    }
+
+    /// Answers at once (returns `Ok(reply)` consumed) if data newer than `min` is held,
+    /// otherwise keeps `reply` until a `set` or `update_time` makes it so.
+    pub fn subscribe(&mut self, uid: &str, min: Instant, reply: oneshot::Sender<CachedStatus>) {
+        if let Some(d) = self.newer_than(uid, min) {
+            let _ = reply.send(d);
+            return;
+        }
+        self.next_seq += 1;
+        self.waiters
+            .entry(uid.to_string())
+            .or_default()
+            .push(Waiter {
+                min,
+                seq: self.next_seq,
+                reply,
+            });
+    }
+
+    /// Answers the waiters for `uid` that are now satisfied, oldest request time first
+    /// (ties in arrival order); drops the ones whose askers have gone away.
+    fn notify(&mut self, uid: &str) {
+        let Some(mut list) = self.waiters.remove(uid) else {
+            return;
+        };
+        list.retain(|w| !w.reply.is_closed());
+        list.sort_by_key(|w| (w.min, w.seq));
+        let mut keep = Vec::new();
+        for w in list {
+            match self.newer_than(uid, w.min) {
+                Some(d) => {
+                    let _ = w.reply.send(d);
+                }
+                None => keep.push(w),
+            }
+        }
+        if !keep.is_empty() {
+            self.waiters.insert(uid.to_string(), keep);
+        }
+    }
+
+    /// Forgets waiters whose askers have gone away (so abandoned waits never pile up).
+    pub fn prune(&mut self) {
+        self.waiters.retain(|_, list| {
+            list.retain(|w| !w.reply.is_closed());
+            !list.is_empty()
+        });
+    }
+
+    pub fn len(&self) -> usize {
+        self.pods.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pods.is_empty()
+    }
+
+    pub fn timestamp(&self) -> Option<Instant> {
+        self.timestamp
+    }
+
+    /// Waiting subscribers per pod UID.
+    pub fn waiting(&self) -> BTreeMap<String, usize> {
+        self.waiters
+            .iter()
+            .map(|(k, v)| (k.clone(), v.len()))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+#[path = "store_tests.rs"]
+mod tests;

@@ -1,0 +1,139 @@
+use std::time::Duration;
+
+use super::*;
+
+fn status(uid: &str, ip: &str) -> Arc<PodStatus> {
+    Arc::new(PodStatus {
+        pod: PodRef {
+            uid: uid.into(),
+            ..Default::default()
+        },
+        ips: vec![ip.into()],
+        ..Default::default()
+    })
+}
+
+fn ip(d: &CachedStatus) -> &str {
+    d.status.ips.first().map(String::as_str).unwrap_or("")
+}
+
+#[test]
+fn unknown_pods_read_as_empty() {
+    let s = Store::default();
+    let d = s.get("u1");
+    assert_eq!(d.status.pod.uid, "u1");
+    assert!(d.status.containers.is_empty() && d.error.is_none() && d.modified.is_none());
+}
+
+#[test]
+fn set_keeps_only_newer_data() {
+    let mut s = Store::default();
+    let t0 = Instant::now();
+    assert!(s.set("u1", status("u1", "a"), None, t0 + Duration::from_secs(2)));
+    assert!(!s.set("u1", status("u1", "old"), None, t0 + Duration::from_secs(1)));
+    assert_eq!(ip(&s.get("u1")), "a");
+    assert!(s.set(
+        "u1",
+        status("u1", "b"),
+        Some("boom".into()),
+        t0 + Duration::from_secs(2)
+    ));
+    assert_eq!(s.get("u1").error.as_deref(), Some("boom"));
+    s.delete("u1");
+    assert!(s.get("u1").modified.is_none());
+}
+
+#[test]
+fn subscriber_is_answered_at_once_when_data_is_newer() {
+    let mut s = Store::default();
+    let t0 = Instant::now();
+    s.set("u1", status("u1", "a"), None, t0 + Duration::from_secs(1));
+    let (tx, mut rx) = oneshot::channel();
+    s.subscribe("u1", t0, tx);
+    assert_eq!(ip(&rx.try_recv().unwrap()), "a");
+    // Not newer than itself: strictly after.
+    let (tx, mut rx) = oneshot::channel();
+    s.subscribe("u1", t0 + Duration::from_secs(1), tx);
+    assert!(rx.try_recv().is_err());
+    assert_eq!(s.waiting()["u1"], 1);
+}
+
+#[test]
+fn a_later_set_wakes_the_subscriber() {
+    let mut s = Store::default();
+    let t0 = Instant::now();
+    let (tx, mut rx) = oneshot::channel();
+    s.subscribe("u1", t0, tx);
+    s.set("u1", status("u1", "stale"), None, t0); // not newer than t0
+    assert!(rx.try_recv().is_err());
+    s.set(
+        "u1",
+        status("u1", "fresh"),
+        None,
+        t0 + Duration::from_millis(1),
+    );
+    assert_eq!(ip(&rx.try_recv().unwrap()), "fresh");
+    assert!(s.waiting().is_empty(), "answered waiters are gone");
+}
+
+#[test]
+fn the_global_timestamp_wakes_subscribers_of_every_pod() {
+    let mut s = Store::default();
+    let t0 = Instant::now();
+    s.set("u1", status("u1", "a"), None, t0);
+    let (tx1, mut rx1) = oneshot::channel();
+    let (tx2, mut rx2) = oneshot::channel();
+    s.subscribe("u1", t0, tx1);
+    s.subscribe("never-seen", t0, tx2);
+    s.update_time(t0); // not after t0
+    assert!(rx1.try_recv().is_err() && rx2.try_recv().is_err());
+    s.update_time(t0 + Duration::from_secs(1));
+    // u1 answers with what it holds (the relist found nothing newer to store).
+    assert_eq!(ip(&rx1.try_recv().unwrap()), "a");
+    let empty = rx2.try_recv().unwrap();
+    assert!(empty.status.containers.is_empty() && empty.modified.is_none());
+}
+
+#[test]
+fn waiters_are_answered_in_timestamp_order_and_only_when_satisfied() {
+    let mut s = Store::default();
+    let t0 = Instant::now();
+    let at = |ms: u64| t0 + Duration::from_millis(ms);
+    let mut rxs = Vec::new();
+    // Arrival order differs from time order.
+    for ms in [30, 10, 20] {
+        let (tx, rx) = oneshot::channel();
+        s.subscribe("u1", at(ms), tx);
+        rxs.push((ms, rx));
+    }
+    s.set("u1", status("u1", "x"), None, at(25));
+    let answered: Vec<u64> = rxs
+        .iter_mut()
+        .filter_map(|(ms, rx)| rx.try_recv().ok().map(|_| *ms))
+        .collect();
+    assert_eq!(answered, [10, 20]);
+    assert_eq!(s.waiting()["u1"], 1);
+    s.update_time(at(31));
+    assert!(rxs[0].1.try_recv().is_ok());
+    assert!(s.waiting().is_empty());
+}
+
+#[test]
+fn abandoned_waiters_do_not_leak() {
+    let mut s = Store::default();
+    let t0 = Instant::now();
+    for _ in 0..100 {
+        let (tx, rx) = oneshot::channel();
+        s.subscribe("u1", t0, tx);
+        drop(rx);
+    }
+    assert_eq!(s.waiting()["u1"], 100);
+    s.prune();
+    assert!(s.waiting().is_empty());
+    // A notify also drops them.
+    let (tx, rx) = oneshot::channel();
+    s.subscribe("u2", t0, tx);
+    drop(rx);
+    s.set("u2", status("u2", "a"), None, t0);
+    assert!(s.waiting().is_empty());
+}

@@ -1,0 +1,432 @@
+//! The PLEG and the status cache as actors, on the fake runtime with paused time.
+
+mod support;
+
+use std::time::Duration;
+
+use podvisor_cri::fake::Op;
+use podvisor_cri::{CriError, FakeRuntime, Runtime};
+use podvisor_kubelet::pleg::{PlegConfig, PlegEventKind::*, PlegMode, Reinspect, RelistNow};
+use podvisor_kubelet::status_cache::{GetNewerThan, GetStatus};
+use support::*;
+use tokio::time::Instant;
+
+fn named(
+    kind: podvisor_kubelet::pleg::PlegEventKind,
+    name: &str,
+) -> (podvisor_kubelet::pleg::PlegEventKind, String) {
+    (kind, name.to_string())
+}
+
+#[test]
+fn first_relist_reports_every_running_container_and_fills_the_cache() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new();
+        start_pod(&fake, "u1", &["web", "log"]).await;
+        start_pod(&fake, "u2", &["db"]).await;
+        let h = harness(fake, manual());
+        // The PLEG relists once at start; wait for it through the cache.
+        let before = Instant::now();
+        let rx = h
+            .cache
+            .send(GetNewerThan {
+                uid: "u1".into(),
+                min: before - Duration::from_millis(1),
+            })
+            .await
+            .unwrap();
+        let cached = rx.await.unwrap();
+        assert_eq!(cached.status.containers.len(), 2);
+        until("events", Duration::from_secs(1), || h.events.len() == 3).await;
+        let mut got = h.events.take();
+        got.sort_by(|a, b| a.1.cmp(&b.1));
+        assert_eq!(
+            got,
+            [
+                named(ContainerStarted, "db"),
+                named(ContainerStarted, "log"),
+                named(ContainerStarted, "web")
+            ]
+        );
+        assert!(h.health.check().is_ok(), "healthy after the first relist");
+    });
+}
+
+#[test]
+fn an_unchanged_runtime_emits_nothing() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new();
+        start_pod(&fake, "u1", &["web"]).await;
+        let h = harness(fake.clone(), manual());
+        h.pleg.send(RelistNow).await.unwrap().unwrap();
+        h.events.take();
+        fake.clear_calls();
+        let report = h.pleg.send(RelistNow).await.unwrap().unwrap();
+        assert_eq!((report.events, report.inspected), (0, 0));
+        assert!(h.events.take().is_empty());
+        assert!(
+            fake.calls_of(Op::PodStatus).is_empty(),
+            "nothing changed, nothing inspected"
+        );
+    });
+}
+
+#[test]
+fn an_exit_is_a_death_and_the_cache_holds_the_exit_code() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new();
+        let (_, ids) = start_pod(&fake, "u1", &["job"]).await;
+        let h = harness(fake.clone(), manual());
+        h.pleg.send(RelistNow).await.unwrap().unwrap();
+        h.events.take();
+        fake.exit_container(&ids[0], 7);
+        let t = Instant::now();
+        h.pleg.send(RelistNow).await.unwrap().unwrap();
+        assert_eq!(h.events.take(), [named(ContainerDied, "job")]);
+        let rx = h
+            .cache
+            .send(GetNewerThan {
+                uid: "u1".into(),
+                min: t - Duration::from_nanos(1),
+            })
+            .await
+            .unwrap();
+        let cached = rx.await.unwrap();
+        assert_eq!(cached.status.container("job").unwrap().exit_code, 7);
+    });
+}
+
+#[test]
+fn a_pod_removed_between_relists_died_and_was_removed() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new();
+        let (sandbox, _) = start_pod(&fake, "u1", &["web"]).await;
+        let h = harness(fake.clone(), manual());
+        h.pleg.send(RelistNow).await.unwrap().unwrap();
+        h.events.take();
+        fake.remove_sandbox(&sandbox).await.unwrap();
+        h.pleg.send(RelistNow).await.unwrap().unwrap();
+        assert_eq!(
+            h.events.take(),
+            [named(ContainerDied, "web"), named(ContainerRemoved, "web")]
+        );
+        let report = h.pleg.send(RelistNow).await.unwrap().unwrap();
+        assert_eq!(report.pods, 0, "a vanished pod is forgotten");
+    });
+}
+
+#[test]
+fn a_sandbox_only_change_is_a_pod_sync() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new();
+        let (sandbox, _) = start_pod(&fake, "u1", &[]).await;
+        let h = harness(fake.clone(), manual());
+        h.pleg.send(RelistNow).await.unwrap().unwrap();
+        assert_eq!(h.events.take(), [named(PodSync, "")]);
+        fake.stop_sandbox(&sandbox).await.unwrap();
+        h.pleg.send(RelistNow).await.unwrap().unwrap();
+        assert_eq!(h.events.take(), [named(PodSync, "")]);
+    });
+}
+
+#[test]
+fn a_failed_inspection_emits_nothing_and_is_retried_next_relist() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new();
+        let h = harness(fake.clone(), manual());
+        h.pleg.send(RelistNow).await.unwrap().unwrap();
+        start_pod(&fake, "u1", &["web"]).await;
+        fake.fail_next(
+            Op::PodStatus,
+            CriError::failed("ContainerStatus", "transient"),
+        );
+        let report = h.pleg.send(RelistNow).await.unwrap().unwrap();
+        assert_eq!((report.failed, report.events), (1, 0));
+        assert!(h.events.take().is_empty());
+        let cached = h.cache.send(GetStatus { uid: "u1".into() }).await.unwrap();
+        assert!(
+            cached.error.unwrap().contains("transient"),
+            "the cache records the error"
+        );
+        let report = h.pleg.send(RelistNow).await.unwrap().unwrap();
+        assert_eq!((report.failed, report.events), (0, 1));
+        assert_eq!(h.events.take(), [named(ContainerStarted, "web")]);
+        assert!(
+            h.cache
+                .send(GetStatus { uid: "u1".into() })
+                .await
+                .unwrap()
+                .error
+                .is_none()
+        );
+    });
+}
+
+#[test]
+fn a_failed_listing_keeps_the_records_and_the_health_mark() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new();
+        start_pod(&fake, "u1", &["web"]).await;
+        let h = harness(fake.clone(), manual());
+        h.pleg.send(RelistNow).await.unwrap().unwrap();
+        h.events.take();
+        fake.fail_next(
+            Op::ListPods,
+            CriError::Unreachable {
+                endpoint: "x".into(),
+                reason: "down".into(),
+            },
+        );
+        assert!(h.pleg.send(RelistNow).await.unwrap().is_err());
+        assert!(h.pleg.send(RelistNow).await.unwrap().is_ok());
+        assert!(h.events.take().is_empty(), "nothing changed in the runtime");
+    });
+}
+
+#[test]
+fn reinspect_refreshes_one_pod_without_waiting_for_a_relist() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new();
+        let (_, ids) = start_pod(&fake, "u1", &["job"]).await;
+        let h = harness(fake.clone(), manual());
+        h.pleg.send(RelistNow).await.unwrap().unwrap();
+        h.events.take();
+        fake.exit_container(&ids[0], 3);
+        let t = Instant::now();
+        let rx = h
+            .cache
+            .send(GetNewerThan {
+                uid: "u1".into(),
+                min: t,
+            })
+            .await
+            .unwrap();
+        tokio::time::advance(Duration::from_millis(1)).await;
+        h.pleg
+            .send(Reinspect { uid: "u1".into() })
+            .await
+            .unwrap()
+            .unwrap();
+        let cached = rx.await.unwrap();
+        assert_eq!(cached.status.container("job").unwrap().exit_code, 3);
+        assert_eq!(h.events.take(), [named(ContainerDied, "job")]);
+        // The next relist has nothing left to report for it.
+        h.pleg.send(RelistNow).await.unwrap().unwrap();
+        assert!(h.events.take().is_empty());
+    });
+}
+
+#[test]
+fn relisting_runs_on_its_own_every_period() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new();
+        let (_, ids) = start_pod(&fake, "u1", &["job"]).await;
+        let h = harness(
+            fake.clone(),
+            PlegConfig {
+                relist_period: Duration::from_secs(1),
+                ..PlegConfig::default()
+            },
+        );
+        until("first relist", Duration::from_secs(2), || {
+            h.events.len() == 1
+        })
+        .await;
+        h.events.take();
+        fake.exit_container(&ids[0], 0);
+        let t0 = Instant::now();
+        until("death seen", Duration::from_secs(2), || h.events.len() == 1).await;
+        assert!(
+            t0.elapsed() <= Duration::from_secs(1),
+            "seen within one period"
+        );
+        assert_eq!(h.events.take(), [named(ContainerDied, "job")]);
+        let listed = fake.calls_of(Op::ListPods).len();
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let more = fake.calls_of(Op::ListPods).len() - listed;
+        assert!((9..=11).contains(&more), "{more} relists in 10 s");
+    });
+}
+
+#[test]
+fn evented_mode_reports_exits_from_the_stream() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new().with_event_stream();
+        let (_, ids) = start_pod(&fake, "u1", &["job"]).await;
+        let h = harness(
+            fake.clone(),
+            PlegConfig {
+                mode: PlegMode::Evented,
+                ..manual()
+            },
+        );
+        until("first relist", Duration::from_secs(1), || {
+            h.events.len() == 1
+        })
+        .await;
+        h.events.take();
+        let relists = fake.calls_of(Op::ListPods).len();
+        fake.exit_container(&ids[0], 9);
+        until("death from the stream", Duration::from_millis(100), || {
+            h.events.len() == 1
+        })
+        .await;
+        assert_eq!(h.events.take(), [named(ContainerDied, "job")]);
+        assert_eq!(
+            fake.calls_of(Op::ListPods).len(),
+            relists,
+            "no relist needed"
+        );
+        let cached = h.cache.send(GetStatus { uid: "u1".into() }).await.unwrap();
+        assert_eq!(cached.status.container("job").unwrap().exit_code, 9);
+        let summary = h.registry.get("pleg").unwrap().state.unwrap();
+        assert_eq!(summary["mode"], "evented");
+    });
+}
+
+#[test]
+fn a_runtime_that_cannot_stream_lands_in_relisting_at_once() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new(); // answers Unimplemented, like containerd 1.6
+        start_pod(&fake, "u1", &["web"]).await;
+        let h = harness(
+            fake.clone(),
+            PlegConfig {
+                mode: PlegMode::Evented,
+                relist_period: Duration::from_millis(100),
+                ..PlegConfig::default()
+            },
+        );
+        let t0 = Instant::now();
+        until("relisting mode", Duration::from_secs(1), || {
+            h.registry
+                .get("pleg")
+                .and_then(|a| a.state)
+                .is_some_and(|s| s["mode"] == "relist")
+        })
+        .await;
+        assert!(t0.elapsed() < Duration::from_secs(1));
+        assert_eq!(
+            fake.calls_of(Op::Events).len(),
+            1,
+            "one attempt, no retry storm"
+        );
+        let listed = fake.calls_of(Op::ListPods).len();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(
+            fake.calls_of(Op::ListPods).len() - listed >= 9,
+            "relisting at the fast period"
+        );
+    });
+}
+
+#[test]
+fn a_restarted_pleg_relists_everything_once_and_misses_nothing() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new();
+        let (_, ids) = start_pod(&fake, "u1", &["web", "job"]).await;
+        let h = harness(fake.clone(), manual());
+        h.pleg.send(RelistNow).await.unwrap().unwrap();
+        h.events.take();
+        assert!(h.registry.inject_panic("pleg", "test"));
+        // While it is down, a container exits.
+        fake.exit_container(&ids[1], 1);
+        until("pleg restarted", Duration::from_secs(1), || {
+            h.registry
+                .get("pleg")
+                .is_some_and(|a| a.mailbox.restarts == 1)
+        })
+        .await;
+        h.pleg.send(RelistNow).await.unwrap().unwrap();
+        let mut got = h.events.take();
+        got.sort_by(|a, b| a.1.cmp(&b.1));
+        // Everything is reported afresh, including the exit that happened meanwhile.
+        assert_eq!(
+            got,
+            [named(ContainerDied, "job"), named(ContainerStarted, "web")]
+        );
+        assert_eq!(
+            h.registry.get("status-cache").unwrap().mailbox.restarts,
+            0,
+            "a PLEG restart leaves the cache alone"
+        );
+    });
+}
+
+#[test]
+fn a_restarted_cache_fails_its_waiters_and_is_refilled() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new();
+        start_pod(&fake, "u1", &["web"]).await;
+        let h = harness(fake.clone(), manual());
+        h.pleg.send(RelistNow).await.unwrap().unwrap();
+        let far_future = Instant::now() + Duration::from_secs(3600);
+        let waiting = h
+            .cache
+            .send(GetNewerThan {
+                uid: "u1".into(),
+                min: far_future,
+            })
+            .await
+            .unwrap();
+        assert!(h.registry.inject_panic("status-cache", "test"));
+        // The waiter learns at once; it does not hang until the far future.
+        let t0 = Instant::now();
+        assert!(waiting.await.is_err());
+        assert!(t0.elapsed() < Duration::from_millis(100));
+        // Rest-for-one: the PLEG restarts with the cache and its full relist refills it.
+        until("refilled", Duration::from_secs(1), || {
+            h.registry
+                .get("status-cache")
+                .is_some_and(|a| a.state.as_ref().is_some_and(|s| s["pods"] == 1))
+        })
+        .await;
+        let cached = h.cache.send(GetStatus { uid: "u1".into() }).await.unwrap();
+        assert_eq!(cached.status.containers.len(), 1);
+        assert_eq!(h.registry.get("pleg").unwrap().mailbox.restarts, 1);
+    });
+}
+
+#[test]
+fn cache_subscribers_wake_on_set_or_global_time_in_order() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new();
+        let h = harness(fake.clone(), manual());
+        h.pleg.send(RelistNow).await.unwrap().unwrap();
+        // Three concurrent waiters for a pod that does not exist yet.
+        let t = Instant::now();
+        let mut rxs = Vec::new();
+        for ms in [3u64, 1, 2] {
+            rxs.push(
+                h.cache
+                    .send(GetNewerThan {
+                        uid: "u1".into(),
+                        min: t + Duration::from_millis(ms),
+                    })
+                    .await
+                    .unwrap(),
+            );
+        }
+        tokio::time::advance(Duration::from_millis(10)).await;
+        start_pod(&fake, "u1", &["web"]).await;
+        h.pleg.send(RelistNow).await.unwrap().unwrap();
+        for rx in rxs {
+            assert_eq!(rx.await.unwrap().status.containers.len(), 1);
+        }
+        // Waiting on a pod nobody sets: answered by the global timestamp of the next relist.
+        let rx = h
+            .cache
+            .send(GetNewerThan {
+                uid: "ghost".into(),
+                min: Instant::now(),
+            })
+            .await
+            .unwrap();
+        tokio::time::advance(Duration::from_millis(1)).await;
+        h.pleg.send(RelistNow).await.unwrap().unwrap();
+        let ghost = rx.await.unwrap();
+        assert!(ghost.status.containers.is_empty() && ghost.modified.is_none());
+        let summary = h.registry.get("status-cache").unwrap().state.unwrap();
+        assert_eq!(summary["waiting_total"], 0, "nobody left waiting");
+    });
+}

@@ -1,0 +1,96 @@
+//! The PLEG and status cache against a real containerd.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use podvisor_actors::testing::collector;
+use podvisor_actors::{Registry, SupervisorConfig, start_root};
+use podvisor_cri::Runtime;
+use podvisor_cri::sample::{container_config, sandbox_config};
+use podvisor_kubelet::groups::status_group;
+use podvisor_kubelet::pleg::{PlegConfig, PlegEventKind, PlegMode, PodLifecycleEvent};
+use podvisor_kubelet::status_cache::GetStatus;
+
+#[test]
+fn an_exit_with_code_7_is_a_container_death_with_code_7_in_the_cache() {
+    actix::System::new().block_on(async {
+        let rt = common::runtime().await;
+        let uid = common::unique_uid("pleg7");
+        let result = std::panic::AssertUnwindSafe(async {
+            let registry = Registry::new();
+            let (events_ref, events_spec, events) = collector::<PodLifecycleEvent>();
+            // Evented mode on containerd 1.6 must fall back to relisting by itself.
+            let config = PlegConfig {
+                mode: PlegMode::Evented,
+                relist_period: Duration::from_millis(100),
+                ..PlegConfig::default()
+            };
+            let group = status_group(
+                &registry,
+                Arc::new(rt.clone()),
+                vec![events_ref.recipient()],
+                config,
+                SupervisorConfig::default(),
+            );
+            start_root(
+                "root",
+                SupervisorConfig::default(),
+                registry.clone(),
+                vec![events_spec, group.spec],
+                |e| panic!("escalated: {e:?}"),
+            );
+
+            let dir = common::log_dir(&uid);
+            let sandbox = sandbox_config(&uid, "pleg7", true, dir.to_str().unwrap());
+            let sandbox_id = rt.run_sandbox(&sandbox).await.unwrap();
+            let config =
+                container_config(&sandbox, "seven", &["/bin/sh", "-c", "sleep 0.5; exit 7"]);
+            let id = rt
+                .create_container(&sandbox_id, &config, &sandbox)
+                .await
+                .unwrap();
+            rt.start_container(&id).await.unwrap();
+
+            let mine = |kind| {
+                let events = events.snapshot();
+                events
+                    .iter()
+                    .any(|e| e.uid == uid && e.id == id && e.kind == kind)
+            };
+            common::eventually("ContainerStarted", Duration::from_secs(10), || async {
+                mine(PlegEventKind::ContainerStarted).then_some(())
+            })
+            .await;
+            common::eventually("ContainerDied", Duration::from_secs(10), || async {
+                mine(PlegEventKind::ContainerDied).then_some(())
+            })
+            .await;
+            let cached = group
+                .cache
+                .send(GetStatus { uid: uid.clone() })
+                .await
+                .unwrap();
+            let c = cached
+                .status
+                .container("seven")
+                .expect("container in the cache");
+            assert_eq!(c.exit_code, 7);
+            assert_eq!(c.state, podvisor_cri::ContainerState::Exited);
+            let pleg = registry.get("pleg").unwrap().state.unwrap();
+            assert_eq!(
+                pleg["mode"], "relist",
+                "fell back from evented on containerd 1.6"
+            );
+            assert_eq!(pleg["healthy"], true);
+        })
+        .catch_unwind()
+        .await;
+        common::remove_pod(&rt, &uid).await;
+        if let Err(p) = result {
+            std::panic::resume_unwind(p);
+        }
+    });
+}
