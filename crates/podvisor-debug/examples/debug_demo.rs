@@ -106,7 +106,7 @@ fn main() {
                 busy.do_send(Work(Duration::from_millis(20)));
             }
             flaky.do_send(Work(Duration::from_millis(1)));
-            if tick % 20 == 0 {
+            if tick.is_multiple_of(20) {
                 flaky.do_send(Crash);
             }
             pods[(tick % 5) as usize].do_send(Work(Duration::from_micros(300)));
