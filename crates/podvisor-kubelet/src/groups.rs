@@ -8,8 +8,9 @@ use podvisor_actors::{
 };
 use podvisor_cri::Runtime;
 
-use crate::pleg::{CacheHandle, Pleg, PlegConfig, PlegHealth, PodLifecycleEvent};
-use crate::status_cache::StatusCache;
+use crate::pleg::{CacheHandle, Pleg, PlegConfig, PlegHealth, PodLifecycleEvent, Reinspect};
+use crate::pod_workers::{GetDesiredPods, PodSyncer, PodWorkers, PodWorkersDeps, Timings};
+use crate::status_cache::{GetNewerThan, GetStatus, StatusCache};
 
 /// Room for a full relist's worth of status updates (one per pod) plus its waiters.
 const CACHE_CAPACITY: usize = 16 * 1024;
@@ -62,6 +63,85 @@ pub fn status_group(
         cache,
         pleg,
         health,
+        spec,
+    }
+}
+
+/// The pod-workers dispatcher and the supervisor of its workers, rest-for-one: when the
+/// dispatcher restarts, its workers restart with it and it recreates them from desired
+/// state plus the runtime; a crashing worker is restarted alone.
+pub struct PodWorkerGroup {
+    pub dispatcher: ActorRef<PodWorkers>,
+    pub workers: ActorRef<Supervisor>,
+    pub spec: ChildSpec,
+}
+
+/// What the pod-worker group is wired to.
+pub struct PodWorkerWiring {
+    pub syncer: Arc<dyn PodSyncer>,
+    pub runtime: Arc<dyn Runtime>,
+    pub cache: Recipient<GetNewerThan>,
+    pub cache_get: Recipient<GetStatus>,
+    pub reinspect: Recipient<Reinspect>,
+    pub desired: Option<Recipient<GetDesiredPods>>,
+    pub timings: Timings,
+    pub status_wait: std::time::Duration,
+}
+
+/// Enough room for a burst of pod creations (one `StartChild` each).
+const WORKERS_SUPERVISOR_CAPACITY: usize = 1 << 16;
+/// Every update, report and query of every pod goes through the dispatcher.
+const DISPATCHER_CAPACITY: usize = 1 << 16;
+
+pub fn pod_worker_group(
+    registry: &Arc<Registry>,
+    wiring: PodWorkerWiring,
+    supervision: SupervisorConfig,
+) -> PodWorkerGroup {
+    let (workers, workers_spec) = ChildSpec::of({
+        let registry = registry.clone();
+        move || {
+            Supervisor::new(
+                "pod-workers",
+                SupervisorConfig {
+                    strategy: Strategy::OneForOne,
+                    ..supervision
+                },
+                registry.clone(),
+                Vec::new(),
+            )
+        }
+    })
+    .key("pod-workers")
+    .capacity(WORKERS_SUPERVISOR_CAPACITY)
+    .build();
+    let deps = Arc::new(PodWorkersDeps {
+        syncer: wiring.syncer,
+        runtime: wiring.runtime,
+        cache: wiring.cache,
+        cache_get: wiring.cache_get,
+        reinspect: wiring.reinspect,
+        start_worker: workers.recipient(),
+        stop_worker: workers.recipient(),
+        desired: wiring.desired,
+        timings: wiring.timings,
+        status_wait: wiring.status_wait,
+    });
+    let (dispatcher, dispatcher_spec) = ChildSpec::of(move || PodWorkers::new(deps.clone()))
+        .capacity(DISPATCHER_CAPACITY)
+        .build();
+    let (_, spec) = Supervisor::spec(
+        "pod-worker-group",
+        SupervisorConfig {
+            strategy: Strategy::RestForOne,
+            ..supervision
+        },
+        registry.clone(),
+        vec![dispatcher_spec, workers_spec],
+    );
+    PodWorkerGroup {
+        dispatcher,
+        workers,
         spec,
     }
 }

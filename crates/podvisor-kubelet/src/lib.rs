@@ -2,4 +2,5 @@
 
 pub mod groups;
 pub mod pleg;
+pub mod pod_workers;
 pub mod status_cache;

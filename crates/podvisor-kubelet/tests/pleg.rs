@@ -31,7 +31,7 @@ fn first_relist_reports_every_running_container_and_fills_the_cache() {
             .cache
             .send(GetNewerThan {
                 uid: "u1".into(),
-                min: before - Duration::from_millis(1),
+                min: Some(before - Duration::from_millis(1)),
             })
             .await
             .unwrap();
@@ -87,7 +87,7 @@ fn an_exit_is_a_death_and_the_cache_holds_the_exit_code() {
             .cache
             .send(GetNewerThan {
                 uid: "u1".into(),
-                min: t - Duration::from_nanos(1),
+                min: Some(t - Duration::from_nanos(1)),
             })
             .await
             .unwrap();
@@ -197,7 +197,7 @@ fn reinspect_refreshes_one_pod_without_waiting_for_a_relist() {
             .cache
             .send(GetNewerThan {
                 uid: "u1".into(),
-                min: t,
+                min: Some(t),
             })
             .await
             .unwrap();
@@ -365,7 +365,7 @@ fn a_restarted_cache_fails_its_waiters_and_is_refilled() {
             .cache
             .send(GetNewerThan {
                 uid: "u1".into(),
-                min: far_future,
+                min: Some(far_future),
             })
             .await
             .unwrap();
@@ -401,7 +401,7 @@ fn cache_subscribers_wake_on_set_or_global_time_in_order() {
                 h.cache
                     .send(GetNewerThan {
                         uid: "u1".into(),
-                        min: t + Duration::from_millis(ms),
+                        min: Some(t + Duration::from_millis(ms)),
                     })
                     .await
                     .unwrap(),
@@ -418,7 +418,7 @@ fn cache_subscribers_wake_on_set_or_global_time_in_order() {
             .cache
             .send(GetNewerThan {
                 uid: "ghost".into(),
-                min: Instant::now(),
+                min: Some(Instant::now()),
             })
             .await
             .unwrap();

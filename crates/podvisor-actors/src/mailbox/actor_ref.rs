@@ -77,6 +77,15 @@ impl<A: SupervisedActor> ActorRef<A> {
         self.mailbox.id()
     }
 
+    /// Publishes a state summary for this actor on its behalf, for an owner that holds the
+    /// actor's state (the pod-workers dispatcher, for each pod worker). Only for actors
+    /// whose own `Summary` is `()`, or the two would overwrite each other.
+    pub fn annotate(&self, summary: &impl serde::Serialize) {
+        if let Ok(v) = serde_json::to_value(summary) {
+            self.mailbox.set_summary(Some(v));
+        }
+    }
+
     /// The mailbox's counters right now.
     pub fn mailbox_snapshot(&self) -> super::MailboxSnapshot {
         self.mailbox.snapshot()

@@ -328,7 +328,7 @@ async fn freshness(
                 .cache
                 .send(GetNewerThan {
                     uid: uid.clone(),
-                    min: stopped,
+                    min: Some(stopped),
                 })
                 .await?;
             if i % 2 == 0 {

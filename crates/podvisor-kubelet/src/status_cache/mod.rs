@@ -51,14 +51,15 @@ pub struct DeleteStatus {
 #[rtype(result = "()")]
 pub struct UpdateTime(pub Instant);
 
-/// Subscribes for data newer than `min`. The answer is a receiver that resolves at once
-/// if such data is held, else when a later `SetStatus` or `UpdateTime` provides it; it
-/// fails at once if the cache restarts meanwhile.
+/// Subscribes for data newer than `min` (`None`: any data, or any completed relist). The
+/// answer is a receiver that resolves at once if such data is held, else when a later
+/// `SetStatus` or `UpdateTime` provides it; it fails at once if the cache restarts
+/// meanwhile.
 #[derive(Message)]
 #[rtype(result = "oneshot::Receiver<CachedStatus>")]
 pub struct GetNewerThan {
     pub uid: String,
-    pub min: Instant,
+    pub min: Option<Instant>,
 }
 
 // ---- actor ---------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ struct Entry {
 }
 
 struct Waiter {
-    min: Instant,
+    min: Option<Instant>,
     seq: u64,
     reply: oneshot::Sender<CachedStatus>,
 }
@@ -66,10 +66,12 @@ impl Store {
             .unwrap_or_else(|| CachedStatus::empty(uid))
     }
 
-    fn newer_than(&self, uid: &str, min: Instant) -> Option<CachedStatus> {
-        let global = self.timestamp.is_some_and(|t| t > min);
+    /// `min == None` stands for the beginning of time: any data, or any relist at all.
+    fn newer_than(&self, uid: &str, min: Option<Instant>) -> Option<CachedStatus> {
+        let after = |t: Instant| min.is_none_or(|m| t > m);
+        let global = self.timestamp.is_some_and(after);
         match self.pods.get(uid) {
-            Some(e) if e.modified > min || global => Some(e.data.clone()),
+            Some(e) if after(e.modified) || global => Some(e.data.clone()),
             None if global => Some(CachedStatus::empty(uid)),
             _ => None,
         }
@@ -116,7 +118,12 @@ impl Store {
 
     /// Answers at once (returns `Ok(reply)` consumed) if data newer than `min` is held,
     /// otherwise keeps `reply` until a `set` or `update_time` makes it so.
-    pub fn subscribe(&mut self, uid: &str, min: Instant, reply: oneshot::Sender<CachedStatus>) {
+    pub fn subscribe(
+        &mut self,
+        uid: &str,
+        min: Option<Instant>,
+        reply: oneshot::Sender<CachedStatus>,
+    ) {
         if let Some(d) = self.newer_than(uid, min) {
             let _ = reply.send(d);
             return;

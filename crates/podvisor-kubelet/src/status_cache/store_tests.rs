@@ -49,11 +49,11 @@ fn subscriber_is_answered_at_once_when_data_is_newer() {
     let t0 = Instant::now();
     s.set("u1", status("u1", "a"), None, t0 + Duration::from_secs(1));
     let (tx, mut rx) = oneshot::channel();
-    s.subscribe("u1", t0, tx);
+    s.subscribe("u1", Some(t0), tx);
     assert_eq!(ip(&rx.try_recv().unwrap()), "a");
     // Not newer than itself: strictly after.
     let (tx, mut rx) = oneshot::channel();
-    s.subscribe("u1", t0 + Duration::from_secs(1), tx);
+    s.subscribe("u1", Some(t0 + Duration::from_secs(1)), tx);
     assert!(rx.try_recv().is_err());
     assert_eq!(s.waiting()["u1"], 1);
 }
@@ -63,7 +63,7 @@ fn a_later_set_wakes_the_subscriber() {
     let mut s = Store::default();
     let t0 = Instant::now();
     let (tx, mut rx) = oneshot::channel();
-    s.subscribe("u1", t0, tx);
+    s.subscribe("u1", Some(t0), tx);
     s.set("u1", status("u1", "stale"), None, t0); // not newer than t0
     assert!(rx.try_recv().is_err());
     s.set(
@@ -83,8 +83,8 @@ fn the_global_timestamp_wakes_subscribers_of_every_pod() {
     s.set("u1", status("u1", "a"), None, t0);
     let (tx1, mut rx1) = oneshot::channel();
     let (tx2, mut rx2) = oneshot::channel();
-    s.subscribe("u1", t0, tx1);
-    s.subscribe("never-seen", t0, tx2);
+    s.subscribe("u1", Some(t0), tx1);
+    s.subscribe("never-seen", Some(t0), tx2);
     s.update_time(t0); // not after t0
     assert!(rx1.try_recv().is_err() && rx2.try_recv().is_err());
     s.update_time(t0 + Duration::from_secs(1));
@@ -103,7 +103,7 @@ fn waiters_are_answered_in_timestamp_order_and_only_when_satisfied() {
     // Arrival order differs from time order.
     for ms in [30, 10, 20] {
         let (tx, rx) = oneshot::channel();
-        s.subscribe("u1", at(ms), tx);
+        s.subscribe("u1", Some(at(ms)), tx);
         rxs.push((ms, rx));
     }
     s.set("u1", status("u1", "x"), None, at(25));
@@ -124,7 +124,7 @@ fn abandoned_waiters_do_not_leak() {
     let t0 = Instant::now();
     for _ in 0..100 {
         let (tx, rx) = oneshot::channel();
-        s.subscribe("u1", t0, tx);
+        s.subscribe("u1", Some(t0), tx);
         drop(rx);
     }
     assert_eq!(s.waiting()["u1"], 100);
@@ -132,7 +132,7 @@ fn abandoned_waiters_do_not_leak() {
     assert!(s.waiting().is_empty());
     // A notify also drops them.
     let (tx, rx) = oneshot::channel();
-    s.subscribe("u2", t0, tx);
+    s.subscribe("u2", Some(t0), tx);
     drop(rx);
     s.set("u2", status("u2", "a"), None, t0);
     assert!(s.waiting().is_empty());

@@ -97,3 +97,156 @@ pub async fn start_pod(
     }
     (sandbox, ids)
 }
+
+// ---- pod workers ---------------------------------------------------------------------------
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use k8s_openapi::api::core::v1::Pod;
+use podvisor_kubelet::pod_workers::{
+    PodSyncer, RuntimePod, StatusFn, SyncContext, SyncError, SyncOutcome, UpdateType, WorkKind,
+};
+
+/// One call of a sync function, as the fake syncer saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyncCall {
+    pub uid: String,
+    pub kind: WorkKind,
+    pub update: Option<UpdateType>,
+    pub grace: Option<i64>,
+    /// Containers in the status the worker handed over.
+    pub containers_seen: usize,
+    pub runtime_only: bool,
+}
+
+#[derive(Default)]
+struct SyncerState {
+    calls: Vec<SyncCall>,
+    block: HashSet<String>,
+    fail: HashMap<String, usize>,
+}
+
+/// Records every call; can block a pod's `sync_pod` until cancelled, fail a pod's next
+/// syncs, and (given a fake runtime) start one container for a pod that has none, so the
+/// next sync sees the change.
+#[derive(Clone, Default)]
+pub struct FakeSyncer {
+    state: Arc<Mutex<SyncerState>>,
+    runtime: Option<FakeRuntime>,
+}
+
+impl FakeSyncer {
+    pub fn with_runtime(runtime: FakeRuntime) -> Self {
+        Self {
+            runtime: Some(runtime),
+            ..Default::default()
+        }
+    }
+    pub fn calls(&self) -> Vec<SyncCall> {
+        self.state.lock().unwrap().calls.clone()
+    }
+    pub fn calls_for(&self, uid: &str) -> Vec<SyncCall> {
+        self.calls().into_iter().filter(|c| c.uid == uid).collect()
+    }
+    pub fn kinds_for(&self, uid: &str) -> Vec<WorkKind> {
+        self.calls_for(uid).into_iter().map(|c| c.kind).collect()
+    }
+    pub fn block(&self, uid: &str) {
+        self.state.lock().unwrap().block.insert(uid.into());
+    }
+    pub fn unblock(&self, uid: &str) {
+        self.state.lock().unwrap().block.remove(uid);
+    }
+    pub fn fail_next(&self, uid: &str, times: usize) {
+        self.state.lock().unwrap().fail.insert(uid.into(), times);
+    }
+    fn record(&self, call: SyncCall) -> Result<(), SyncError> {
+        let mut s = self.state.lock().unwrap();
+        let uid = call.uid.clone();
+        s.calls.push(call);
+        match s.fail.get_mut(&uid) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                Err(SyncError::Other("injected failure".into()))
+            }
+            _ => Ok(()),
+        }
+    }
+    fn blocked(&self, uid: &str) -> bool {
+        self.state.lock().unwrap().block.contains(uid)
+    }
+}
+
+#[async_trait]
+impl PodSyncer for FakeSyncer {
+    async fn sync_pod(
+        &self,
+        ctx: &SyncContext,
+        update: UpdateType,
+        _pod: &Pod,
+        status: &podvisor_cri::PodStatus,
+    ) -> Result<SyncOutcome, SyncError> {
+        self.record(SyncCall {
+            uid: ctx.uid.clone(),
+            kind: WorkKind::Sync,
+            update: Some(update),
+            grace: None,
+            containers_seen: status.containers.len(),
+            runtime_only: false,
+        })?;
+        while self.blocked(&ctx.uid) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let mut changed = false;
+        if let (Some(rt), true) = (&self.runtime, status.sandboxes.is_empty()) {
+            let sb = sandbox_config(&ctx.uid, &ctx.uid, false, "/logs");
+            let id = rt.run_sandbox(&sb).await?;
+            let c = rt
+                .create_container(&id, &container_config(&sb, "app", &["x"]), &sb)
+                .await?;
+            rt.start_container(&c).await?;
+            changed = true;
+        }
+        Ok(SyncOutcome {
+            terminal: false,
+            changed,
+        })
+    }
+
+    async fn sync_terminating_pod(
+        &self,
+        ctx: &SyncContext,
+        _pod: &Pod,
+        status: &podvisor_cri::PodStatus,
+        running_pod: Option<&RuntimePod>,
+        grace_period: i64,
+        _status_fns: &[StatusFn],
+    ) -> Result<(), SyncError> {
+        self.record(SyncCall {
+            uid: ctx.uid.clone(),
+            kind: WorkKind::Terminating,
+            update: None,
+            grace: Some(grace_period),
+            containers_seen: status.containers.len(),
+            runtime_only: running_pod.is_some(),
+        })
+    }
+
+    async fn sync_terminated_pod(
+        &self,
+        ctx: &SyncContext,
+        _pod: &Pod,
+        status: &podvisor_cri::PodStatus,
+    ) -> Result<(), SyncError> {
+        self.record(SyncCall {
+            uid: ctx.uid.clone(),
+            kind: WorkKind::Terminated,
+            update: None,
+            grace: None,
+            containers_seen: status.containers.len(),
+            runtime_only: false,
+        })
+    }
+}

@@ -1,0 +1,303 @@
+//! The pod workers as actors: dispatcher, one worker per pod, the status cache and the
+//! PLEG, on the fake runtime with paused time.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actix::prelude::*;
+use k8s_openapi::api::core::v1::{Pod, PodSpec};
+use podvisor_actors::testing::collector;
+use podvisor_actors::{
+    ActorRef, ChildSpec, Registry, StartInfo, SupervisedActor, SupervisorConfig, start_root,
+};
+use podvisor_cri::FakeRuntime;
+use podvisor_kubelet::groups::{PodWorkerWiring, pod_worker_group, status_group};
+use podvisor_kubelet::pleg::{PlegConfig, PodLifecycleEvent};
+use podvisor_kubelet::pod_workers::{
+    DesiredPods, GetDesiredPods, KillPodOptions, PodWorkers, Timings, UpdatePod, UpdatePodOptions,
+    UpdateType, WorkKind,
+};
+use support::*;
+
+/// Stands in for the sync loop as the source of desired pods.
+struct Desired(Arc<Mutex<Vec<Arc<Pod>>>>);
+
+impl Actor for Desired {
+    type Context = Context<Self>;
+}
+
+impl SupervisedActor for Desired {
+    const KIND: &'static str = "desired";
+    type Summary = ();
+    fn rebuild(&mut self, _: &mut Context<Self>, _: &StartInfo<Self>) {}
+    fn summary(&self) {}
+}
+
+impl Handler<GetDesiredPods> for Desired {
+    type Result = MessageResult<GetDesiredPods>;
+    fn handle(&mut self, _: GetDesiredPods, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(DesiredPods {
+            pods: self.0.lock().unwrap().clone(),
+            all_sources_seen: true,
+        })
+    }
+}
+
+struct World {
+    fake: FakeRuntime,
+    syncer: FakeSyncer,
+    registry: Arc<Registry>,
+    dispatcher: ActorRef<PodWorkers>,
+    desired: Arc<Mutex<Vec<Arc<Pod>>>>,
+}
+
+fn world(fake: FakeRuntime, syncer: FakeSyncer) -> World {
+    let registry = Registry::new();
+    let (events, events_spec, _) = collector::<PodLifecycleEvent>();
+    let status = status_group(
+        &registry,
+        Arc::new(fake.clone()),
+        vec![events.recipient()],
+        PlegConfig {
+            relist_period: Duration::from_secs(3600),
+            ..PlegConfig::default()
+        },
+        SupervisorConfig::default(),
+    );
+    let desired: Arc<Mutex<Vec<Arc<Pod>>>> = Arc::default();
+    let d = desired.clone();
+    let (source, source_spec) = ChildSpec::of(move || Desired(d.clone())).build();
+    let group = pod_worker_group(
+        &registry,
+        PodWorkerWiring {
+            syncer: Arc::new(syncer.clone()),
+            runtime: Arc::new(fake.clone()),
+            cache: status.cache.recipient(),
+            cache_get: status.cache.recipient(),
+            reinspect: status.pleg.recipient(),
+            desired: Some(source.recipient()),
+            timings: Timings::default(),
+            status_wait: Duration::from_secs(2),
+        },
+        SupervisorConfig::default(),
+    );
+    start_root(
+        "root",
+        SupervisorConfig::default(),
+        registry.clone(),
+        vec![events_spec, source_spec, status.spec, group.spec],
+        |e| panic!("escalated: {e:?}"),
+    );
+    World {
+        fake,
+        syncer,
+        registry,
+        dispatcher: group.dispatcher,
+        desired,
+    }
+}
+
+fn pod(uid: &str) -> Arc<Pod> {
+    let mut p = Pod::default();
+    p.metadata.uid = Some(uid.into());
+    p.metadata.name = Some(uid.into());
+    p.metadata.namespace = Some("default".into());
+    p.spec = Some(PodSpec {
+        termination_grace_period_seconds: Some(30),
+        ..Default::default()
+    });
+    Arc::new(p)
+}
+
+#[test]
+fn a_pod_lives_its_whole_life_through_the_actors() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new();
+        let w = world(fake.clone(), FakeSyncer::with_runtime(fake.clone()));
+        w.dispatcher.do_send(UpdatePod(UpdatePodOptions::new(
+            UpdateType::Create,
+            pod("u1"),
+        )));
+        until("first sync", Duration::from_secs(5), || {
+            w.syncer.calls_for("u1").len() == 1
+        })
+        .await;
+        // The sync started a container; the next sync must see it without a relist (the
+        // relist period is an hour): the worker asked the PLEG to re-inspect.
+        w.dispatcher.do_send(UpdatePod(UpdatePodOptions::new(
+            UpdateType::Sync,
+            pod("u1"),
+        )));
+        until("second sync", Duration::from_secs(5), || {
+            w.syncer.calls_for("u1").len() == 2
+        })
+        .await;
+        assert_eq!(w.syncer.calls_for("u1")[1].containers_seen, 1);
+        let worker = w.registry.get("pod-worker/u1").unwrap();
+        assert_eq!(worker.parent.unwrap().as_str(), "supervisor/pod-workers");
+        let summary = worker.state.unwrap();
+        assert_eq!(summary["phase"], "syncing");
+        assert_eq!(summary["last_result"], "Sync ok");
+
+        w.dispatcher.do_send(UpdatePod(UpdatePodOptions::kill(
+            pod("u1"),
+            KillPodOptions {
+                grace_period_override: Some(5),
+                ..Default::default()
+            },
+        )));
+        until("terminated", Duration::from_secs(5), || {
+            w.syncer.calls_for("u1").len() == 4
+        })
+        .await;
+        let calls = w.syncer.calls_for("u1");
+        assert_eq!(
+            calls.iter().map(|c| c.kind).collect::<Vec<_>>(),
+            [
+                WorkKind::Sync,
+                WorkKind::Sync,
+                WorkKind::Terminating,
+                WorkKind::Terminated
+            ]
+        );
+        assert_eq!(calls[2].grace, Some(5));
+        until("worker stopped", Duration::from_secs(5), || {
+            !w.registry.contains("pod-worker/u1")
+        })
+        .await;
+    });
+}
+
+#[test]
+fn a_kill_cancels_a_sync_in_flight() {
+    paused_system().block_on(async {
+        let syncer = FakeSyncer::default();
+        syncer.block("u1");
+        let w = world(FakeRuntime::new(), syncer.clone());
+        w.dispatcher.do_send(UpdatePod(UpdatePodOptions::new(
+            UpdateType::Create,
+            pod("u1"),
+        )));
+        until("sync started", Duration::from_secs(5), || {
+            syncer.calls_for("u1").len() == 1
+        })
+        .await;
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert_eq!(
+            syncer.calls_for("u1").len(),
+            1,
+            "still stuck in the first sync"
+        );
+        w.dispatcher.do_send(UpdatePod(UpdatePodOptions::kill(
+            pod("u1"),
+            KillPodOptions::default(),
+        )));
+        until("terminated", Duration::from_secs(5), || {
+            syncer.kinds_for("u1").len() == 3
+        })
+        .await;
+        assert_eq!(
+            syncer.kinds_for("u1"),
+            [WorkKind::Sync, WorkKind::Terminating, WorkKind::Terminated]
+        );
+    });
+}
+
+#[test]
+fn a_crashed_worker_carries_on_with_the_newest_update() {
+    paused_system().block_on(async {
+        let syncer = FakeSyncer::default();
+        syncer.block("u1");
+        let w = world(FakeRuntime::new(), syncer.clone());
+        w.dispatcher.do_send(UpdatePod(UpdatePodOptions::new(
+            UpdateType::Create,
+            pod("u1"),
+        )));
+        until("sync started", Duration::from_secs(5), || {
+            syncer.calls_for("u1").len() == 1
+        })
+        .await;
+        // An update waits behind the stuck sync; then the worker crashes.
+        w.dispatcher.do_send(UpdatePod(UpdatePodOptions::new(
+            UpdateType::Update,
+            pod("u1"),
+        )));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        syncer.unblock("u1");
+        assert!(w.registry.inject_panic("pod-worker/u1", "test"));
+        until("resynced", Duration::from_secs(5), || {
+            syncer
+                .calls_for("u1")
+                .iter()
+                .any(|c| c.update == Some(UpdateType::Update))
+        })
+        .await;
+        assert_eq!(w.registry.get("pod-worker/u1").unwrap().mailbox.restarts, 1);
+        assert!(
+            syncer.kinds_for("u1").iter().all(|k| *k == WorkKind::Sync),
+            "no pod was killed"
+        );
+    });
+}
+
+#[test]
+fn a_restarted_dispatcher_rebuilds_from_desired_pods_and_the_runtime() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new();
+        // Running before the restart: a desired pod and an orphan with podvisor's labels.
+        start_pod(&fake, "wanted", &["app"]).await;
+        start_pod(&fake, "orphan", &["app"]).await;
+        let syncer = FakeSyncer::default();
+        let w = world(fake.clone(), syncer.clone());
+        w.desired.lock().unwrap().push(pod("wanted"));
+        // The first start already rebuilds: the wanted pod syncs, the orphan is killed.
+        until("rebuilt", Duration::from_secs(5), || {
+            syncer.kinds_for("wanted") == [WorkKind::Sync]
+                && syncer.kinds_for("orphan") == [WorkKind::Terminating]
+        })
+        .await;
+        let before = syncer.calls().len();
+        assert!(w.registry.inject_panic("pod-workers", "test"));
+        until("dispatcher restarted", Duration::from_secs(5), || {
+            w.registry
+                .get("pod-workers")
+                .is_some_and(|a| a.mailbox.restarts == 1)
+        })
+        .await;
+        until("wanted pod synced again", Duration::from_secs(5), || {
+            syncer.calls_for("wanted").len() == 2
+        })
+        .await;
+        let after: Vec<_> = syncer.calls()[before..].to_vec();
+        assert!(
+            after
+                .iter()
+                .all(|c| c.uid != "wanted" || c.kind == WorkKind::Sync),
+            "a restart alone kills nothing: {after:?}"
+        );
+        assert!(syncer.calls_for("orphan")[0].runtime_only);
+        let _ = w.fake;
+    });
+}
+
+#[test]
+fn failed_syncs_report_their_error_in_the_worker_summary() {
+    paused_system().block_on(async {
+        let syncer = FakeSyncer::default();
+        syncer.fail_next("u1", 1);
+        let w = world(FakeRuntime::new(), syncer.clone());
+        w.dispatcher.do_send(UpdatePod(UpdatePodOptions::new(
+            UpdateType::Create,
+            pod("u1"),
+        )));
+        until("summary", Duration::from_secs(5), || {
+            w.registry
+                .get("pod-worker/u1")
+                .and_then(|a| a.state)
+                .is_some_and(|s| s["last_result"] == "Sync failed: injected failure")
+        })
+        .await;
+    });
+}
