@@ -1,5 +1,6 @@
 //! The `podvisor` command: the node agent and the tools that talk to it.
 
+mod agent;
 mod cli;
 
 use std::process::ExitCode;
@@ -8,18 +9,20 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
-    cli::init_logging(&args.global);
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("podvisor: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
+    let result = match args.command {
+        cli::Command::Run(run) => cli::run::run(run, args.global),
+        command => {
+            cli::init_logging(args.global.log.as_deref().unwrap_or("warn"), false);
+            match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt.block_on(cli::dispatch(command)),
+                Err(e) => Err(anyhow::anyhow!("cannot start the async runtime: {e}")),
+            }
         }
     };
-    match rt.block_on(cli::run(args)) {
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // One line, the whole cause chain: what an operator needs to act.

@@ -2,6 +2,8 @@
 //! own module.
 
 mod inspect;
+mod pods;
+pub mod run;
 mod runtime;
 mod version;
 
@@ -23,9 +25,10 @@ pub struct Cli {
 
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
-    /// Log filter (tracing EnvFilter syntax), e.g. `info` or `podvisor_cri=debug`.
-    #[arg(long, global = true, env = "PODVISOR_LOG", default_value = "warn")]
-    pub log: String,
+    /// Log filter (tracing EnvFilter syntax), e.g. `info` or `podvisor_kubelet=debug`.
+    /// Defaults to `warn` for client commands and the config's `log.filter` for `run`.
+    #[arg(long, global = true, env = "PODVISOR_LOG")]
+    pub log: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -35,8 +38,33 @@ pub struct RuntimeArgs {
     pub runtime_endpoint: String,
 }
 
+/// Where a client command finds the agent.
+#[derive(Debug, Args)]
+pub struct EndpointArgs {
+    /// The agent's debug endpoint and API.
+    #[arg(
+        long,
+        env = "PODVISOR_ENDPOINT",
+        default_value = "http://127.0.0.1:9740"
+    )]
+    pub endpoint: String,
+    /// Bearer token, when the endpoint requires one.
+    #[arg(long, env = "PODVISOR_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the node agent: the pods of a manifest directory, in containerd.
+    Run(run::RunArgs),
+    /// List pods.
+    #[command(subcommand)]
+    Get(pods::GetCommand),
+    /// Show a pod in detail: status, containers, recent events.
+    #[command(subcommand)]
+    Describe(pods::DescribeCommand),
+    /// Print a container's log.
+    Logs(pods::LogsArgs),
     /// Print podvisor's version and the container runtime's name, version and API version.
     Version(RuntimeArgs),
     /// Talk to the container runtime directly.
@@ -47,17 +75,25 @@ pub enum Command {
     Inspect(inspect::InspectCommand),
 }
 
-pub fn init_logging(global: &GlobalArgs) {
-    let filter = tracing_subscriber::EnvFilter::try_new(&global.log)
+pub fn init_logging(filter: &str, json: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    if json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
 }
 
-pub async fn run(cli: Cli) -> anyhow::Result<()> {
-    match cli.command {
+pub async fn dispatch(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Run(_) => unreachable!("run has its own runtime"),
+        Command::Get(cmd) => pods::get(cmd).await,
+        Command::Describe(cmd) => pods::describe(cmd).await,
+        Command::Logs(args) => pods::logs(args).await,
         Command::Version(args) => version::run(&args).await,
         Command::Runtime(cmd) => runtime::run(cmd).await,
         Command::Inspect(cmd) => inspect::run(cmd).await,

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod agent;
+
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

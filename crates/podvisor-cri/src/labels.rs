@@ -1,10 +1,17 @@
 //! Label and annotation keys podvisor puts on sandboxes and containers. The
 //! `io.kubernetes.*` keys are the kubelet's, so `crictl` and other tools show podvisor's
-//! pods the way they show any kubelet's; `podvisor.io/managed` marks what podvisor owns, so
-//! housekeeping never touches pods another agent created on the same containerd.
+//! pods the way they show any kubelet's; `podvisor.io/managed-by` names the node agent that
+//! owns a pod, so housekeeping never touches pods another agent (a kubelet, or another
+//! podvisor, as in tests) created on the same containerd.
 
 pub const POD_UID: &str = "io.kubernetes.pod.uid";
 pub const POD_NAME: &str = "io.kubernetes.pod.name";
 pub const POD_NAMESPACE: &str = "io.kubernetes.pod.namespace";
 pub const CONTAINER_NAME: &str = "io.kubernetes.container.name";
-pub const MANAGED_BY: &str = "podvisor.io/managed";
+pub const MANAGED_BY: &str = "podvisor.io/managed-by";
+
+/// Whether the agent of node `node` created this runtime pod.
+pub fn owned_by(pod: &crate::Pod, node: &str) -> bool {
+    let mine = |l: &crate::Labels| l.get(MANAGED_BY).is_some_and(|v| v == node);
+    pod.sandboxes.iter().any(|s| mine(&s.labels)) || pod.containers.iter().any(|c| mine(&c.labels))
+}

@@ -9,12 +9,15 @@ use crate::proto::*;
 /// The test image `scripts/containerd-up` builds and imports.
 pub const TEST_IMAGE: &str = "localhost/podvisor/busybox:test";
 
+/// The owner recorded on sample pods (no agent's node is called that).
+pub const SAMPLE_OWNER: &str = "podvisor-samples";
+
 fn pod_labels(uid: &str, name: &str, namespace: &str) -> HashMap<String, String> {
     HashMap::from([
         (labels::POD_UID.to_string(), uid.to_string()),
         (labels::POD_NAME.to_string(), name.to_string()),
         (labels::POD_NAMESPACE.to_string(), namespace.to_string()),
-        (labels::MANAGED_BY.to_string(), "true".to_string()),
+        (labels::MANAGED_BY.to_string(), SAMPLE_OWNER.to_string()),
     ])
 }
 

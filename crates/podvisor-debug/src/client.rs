@@ -40,11 +40,7 @@ pub async fn get(endpoint: &str, path: &str, token: Option<&str>) -> Result<Stri
 }
 
 async fn get_inner(endpoint: &str, path: &str, token: Option<&str>) -> Result<String, ClientError> {
-    let host = endpoint
-        .strip_prefix("http://")
-        .map(|h| h.trim_end_matches('/'))
-        .filter(|h| !h.is_empty() && !h.contains('/'))
-        .ok_or_else(|| ClientError::BadUrl(endpoint.to_string()))?;
+    let host = host_of(endpoint)?;
     let mut stream = TcpStream::connect(host)
         .await
         .map_err(|source| ClientError::Connect {
@@ -72,6 +68,120 @@ async fn get_inner(endpoint: &str, path: &str, token: Option<&str>) -> Result<St
         });
     }
     Ok(body)
+}
+
+/// `GET {endpoint}{path}`, handing the body to `sink` as it arrives (for `logs -f`), until
+/// the server ends it. No overall timeout: a followed log may flow for hours.
+pub async fn get_stream(
+    endpoint: &str,
+    path: &str,
+    token: Option<&str>,
+    mut sink: impl FnMut(&[u8]),
+) -> Result<(), ClientError> {
+    let host = host_of(endpoint)?;
+    let connect = |source| ClientError::Connect {
+        endpoint: endpoint.to_string(),
+        source,
+    };
+    let mut stream = TcpStream::connect(host).await.map_err(connect)?;
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n{auth}Connection: close\r\n\r\n");
+    stream
+        .write_all(request.as_bytes())
+        .await
+        .map_err(connect)?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    // Head first.
+    let head_end = loop {
+        let n = stream.read(&mut chunk).await.map_err(connect)?;
+        if n == 0 {
+            return Err(ClientError::Malformed(endpoint.to_string()));
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let status: u16 = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| ClientError::Malformed(endpoint.to_string()))?;
+    let mut body = buf.split_off(head_end + 4);
+    if !(200..300).contains(&status) {
+        stream.read_to_end(&mut body).await.map_err(connect)?;
+        let text = parse(&[head.as_bytes(), b"\r\n\r\n", &body].concat()).map(|(_, b)| b);
+        return Err(ClientError::Status {
+            endpoint: endpoint.to_string(),
+            path: path.to_string(),
+            status,
+            body: text.unwrap_or_default().trim().to_string(),
+        });
+    }
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    let mut decoder = Dechunker::default();
+    loop {
+        if chunked {
+            if decoder.feed(&body, &mut sink) {
+                return Ok(());
+            }
+        } else {
+            sink(&body);
+        }
+        body.clear();
+        let n = stream.read(&mut chunk).await.map_err(connect)?;
+        if n == 0 {
+            return Ok(());
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// Incremental chunked-encoding decoder: keeps what it cannot decode yet.
+#[derive(Default)]
+struct Dechunker {
+    pending: Vec<u8>,
+}
+
+impl Dechunker {
+    /// Feeds bytes; returns `true` once the final chunk was seen.
+    fn feed(&mut self, data: &[u8], sink: &mut impl FnMut(&[u8])) -> bool {
+        self.pending.extend_from_slice(data);
+        loop {
+            let Some(line_end) = self.pending.windows(2).position(|w| w == b"\r\n") else {
+                return false;
+            };
+            let size = std::str::from_utf8(&self.pending[..line_end])
+                .ok()
+                .and_then(|s| {
+                    usize::from_str_radix(s.split(';').next().unwrap_or("").trim(), 16).ok()
+                });
+            let Some(size) = size else { return true };
+            if size == 0 {
+                return true;
+            }
+            let start = line_end + 2;
+            if self.pending.len() < start + size + 2 {
+                return false;
+            }
+            sink(&self.pending[start..start + size]);
+            self.pending.drain(..start + size + 2);
+        }
+    }
+}
+
+fn host_of(endpoint: &str) -> Result<&str, ClientError> {
+    endpoint
+        .strip_prefix("http://")
+        .map(|h| h.trim_end_matches('/'))
+        .filter(|h| !h.is_empty() && !h.contains('/'))
+        .ok_or_else(|| ClientError::BadUrl(endpoint.to_string()))
 }
 
 fn parse(raw: &[u8]) -> Option<(u16, String)> {
@@ -115,5 +225,19 @@ mod tests {
         let chunked = b"HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
         assert_eq!(parse(chunked), Some((503, "abcde".into())));
         assert_eq!(parse(b"garbage"), None);
+    }
+
+    #[test]
+    fn chunks_split_anywhere_decode_the_same() {
+        let wire = b"5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n";
+        for split in 1..wire.len() {
+            let mut d = Dechunker::default();
+            let mut out = Vec::new();
+            let mut sink = |b: &[u8]| out.extend_from_slice(b);
+            let done_first = d.feed(&wire[..split], &mut sink);
+            let done = done_first || d.feed(&wire[split..], &mut sink);
+            assert!(done, "split at {split}");
+            assert_eq!(out, b"hello, world", "split at {split}");
+        }
     }
 }

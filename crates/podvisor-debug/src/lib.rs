@@ -18,4 +18,4 @@ mod routes;
 mod server;
 
 pub use health::{Check, Health};
-pub use server::{DebugConfig, DebugError, DebugServer};
+pub use server::{DEFAULT_ADDRESS, DebugConfig, DebugError, DebugServer, check_token};

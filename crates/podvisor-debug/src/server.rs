@@ -61,6 +61,19 @@ pub(crate) struct State {
     pub allow_fault_injection: bool,
 }
 
+/// For routes added with [`DebugServer::start_with`]: the 401 to return when the server has
+/// a token and the request does not carry it.
+pub fn check_token(req: &actix_web::HttpRequest) -> Option<actix_web::HttpResponse> {
+    let token = req
+        .app_data::<web::Data<State>>()
+        .and_then(|s| s.token.clone());
+    (!crate::auth::authorized(req, token.as_deref())).then(|| {
+        actix_web::HttpResponse::Unauthorized()
+            .insert_header(("WWW-Authenticate", "Bearer"))
+            .body("bearer token required\n")
+    })
+}
+
 /// A running debug server. Dropping it does not stop it; call [`DebugServer::stop`].
 pub struct DebugServer {
     address: SocketAddr,
@@ -74,6 +87,20 @@ impl DebugServer {
         registry: Arc<Registry>,
         health: Health,
     ) -> Result<Self, DebugError> {
+        Self::start_with(config, registry, health, |_: &mut web::ServiceConfig| {})
+    }
+
+    /// Like [`DebugServer::start`], with more routes served next to the debug ones (the
+    /// agent's API). Those routes call [`check_token`] themselves.
+    pub fn start_with<F>(
+        config: DebugConfig,
+        registry: Arc<Registry>,
+        health: Health,
+        routes: F,
+    ) -> Result<Self, DebugError>
+    where
+        F: Fn(&mut web::ServiceConfig) + Clone + Send + 'static,
+    {
         if config.token.as_deref() == Some("") {
             return Err(DebugError::EmptyToken);
         }
@@ -91,6 +118,7 @@ impl DebugServer {
             App::new()
                 .app_data(state.clone())
                 .configure(routes::configure)
+                .configure(routes.clone())
         })
         .workers(1)
         .disable_signals()

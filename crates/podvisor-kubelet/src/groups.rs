@@ -86,6 +86,7 @@ pub struct PodWorkerWiring {
     pub desired: Option<Recipient<GetDesiredPods>>,
     pub timings: Timings,
     pub status_wait: std::time::Duration,
+    pub node_name: String,
 }
 
 /// Enough room for a burst of pod creations (one `StartChild` each).
@@ -126,6 +127,7 @@ pub fn pod_worker_group(
         desired: wiring.desired,
         timings: wiring.timings,
         status_wait: wiring.status_wait,
+        node_name: wiring.node_name,
     });
     let (dispatcher, dispatcher_spec) = ChildSpec::of(move || PodWorkers::new(deps.clone()))
         .capacity(DISPATCHER_CAPACITY)

@@ -80,6 +80,7 @@ fn world(fake: FakeRuntime, syncer: FakeSyncer) -> World {
             desired: Some(source.recipient()),
             timings: Timings::default(),
             status_wait: Duration::from_secs(2),
+            node_name: podvisor_cri::sample::SAMPLE_OWNER.into(),
         },
         SupervisorConfig::default(),
     );

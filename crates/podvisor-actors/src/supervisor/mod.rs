@@ -363,6 +363,11 @@ impl StreamHandler<ChildExit> for Supervisor {
             SlotState::Running => self.on_unexpected_exit(&exit.id, exit.reason, ctx),
             SlotState::Waiting { .. } => {}
         }
+        // Exits arrive on a stream, not through the mailbox whose pump publishes the
+        // summary after each message: publish it here, so the debug view is current.
+        if let Some(me) = &self.me {
+            me.annotate(&self.summary());
+        }
     }
 
     fn finished(&mut self, _ctx: &mut Context<Self>) {

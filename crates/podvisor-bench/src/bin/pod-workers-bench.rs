@@ -117,6 +117,7 @@ async fn run(pods: usize, updates: usize) -> Run {
                 backoff: Duration::from_secs(3600),
             },
             status_wait: Duration::from_secs(2),
+            node_name: podvisor_cri::sample::SAMPLE_OWNER.into(),
         },
         SupervisorConfig::default(),
     );

@@ -118,6 +118,8 @@ pub struct PodWorkersDeps {
     pub desired: Option<Recipient<GetDesiredPods>>,
     pub timings: Timings,
     pub status_wait: Duration,
+    /// Runtime pods labelled with this node are the agent's own (see `labels::owned_by`).
+    pub node_name: String,
 }
 
 /// Mailbox capacity of one pod worker: the dispatcher sends it one work item at a time.
@@ -130,6 +132,8 @@ pub struct PodWorkers {
     worker_deps: Option<Arc<WorkerDeps>>,
     workers: HashMap<String, ActorRef<PodWorker>>,
     cancels: HashMap<String, CancellationToken>,
+    /// Wall-clock time of each pod's last sync result, for the debug view.
+    last_result_at: HashMap<String, u64>,
 }
 
 /// What the debug endpoint shows for one pod worker (published by the dispatcher).
@@ -159,6 +163,7 @@ impl PodWorkers {
             worker_deps: None,
             workers: HashMap::new(),
             cancels: HashMap::new(),
+            last_result_at: HashMap::new(),
         }
     }
 
@@ -202,6 +207,7 @@ impl PodWorkers {
                 }
                 Effect::StopWorker(uid) => {
                     self.cancels.remove(&uid);
+                    self.last_result_at.remove(&uid);
                     if let Some(w) = self.workers.remove(&uid) {
                         self.publish_for(&uid, &w);
                         self.deps.stop_worker.do_send(StopChild(w.id().clone()));
@@ -230,20 +236,12 @@ impl PodWorkers {
         } else {
             "syncing"
         };
-        let (last_result, last_result_unix_ms) = match &s.last_result {
-            Some((kind, r)) => (
-                Some(match r {
-                    WorkResult::Ok(_) => format!("{kind:?} ok"),
-                    WorkResult::Failed(e) => format!("{kind:?} failed: {e}"),
-                    WorkResult::Cancelled => format!("{kind:?} cancelled"),
-                }),
-                SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .ok()
-                    .map(|d| d.as_millis() as u64),
-            ),
-            None => (None, None),
-        };
+        let last_result = s.last_result.as_ref().map(|(kind, r)| match r {
+            WorkResult::Ok(_) => format!("{kind:?} ok"),
+            WorkResult::Failed(e) => format!("{kind:?} failed: {e}"),
+            WorkResult::Cancelled => format!("{kind:?} cancelled"),
+        });
+        let last_result_unix_ms = self.last_result_at.get(uid).copied();
         worker.annotate(&WorkerSummary {
             phase,
             working: s.working,
@@ -308,12 +306,7 @@ impl PodWorkers {
                 match running {
                     Ok(pods) if desired.all_sources_seen => {
                         for rp in pods {
-                            let ours = rp
-                                .sandboxes
-                                .iter()
-                                .any(|s| s.labels.contains_key(labels::MANAGED_BY))
-                                || rp.containers.iter().any(|c| c.labels.contains_key(labels::MANAGED_BY));
-                            if ours && !wanted.contains(&rp.pod.uid) {
+                            if labels::owned_by(&rp, &act.deps.node_name) && !wanted.contains(&rp.pod.uid) {
                                 info!(pod_uid = %rp.pod.uid, "runtime pod in no config: killing it");
                                 act.update(UpdatePodOptions::runtime_kill(RuntimePod(rp)), ctx);
                             }
@@ -372,6 +365,10 @@ impl Handler<UpdatePod> for PodWorkers {
 impl Handler<WorkDone> for PodWorkers {
     type Result = ();
     fn handle(&mut self, msg: WorkDone, _: &mut Context<Self>) {
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        self.last_result_at.insert(msg.uid.clone(), now_ms);
         let effects = self
             .state
             .work_done(&msg.uid, msg.seq, msg.result, Instant::now());

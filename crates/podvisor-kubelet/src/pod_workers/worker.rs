@@ -44,8 +44,6 @@ pub struct PodWorker {
     deps: Arc<WorkerDeps>,
     /// When the last sync ended: the next one needs status newer than this.
     last_sync: Option<Instant>,
-    /// The last sync changed the runtime, so a relist's status would be stale.
-    last_changed: bool,
 }
 
 impl PodWorker {
@@ -54,7 +52,6 @@ impl PodWorker {
             uid,
             deps,
             last_sync: None,
-            last_changed: false,
         }
     }
 }
@@ -205,7 +202,10 @@ impl Handler<Work> for PodWorker {
 
     fn handle(&mut self, Work(work, cancel): Work, ctx: &mut Context<Self>) {
         let seq = work.seq;
-        let ask_pleg = work.update_type != UpdateType::Sync || self.last_changed;
+        // Something outside changed the pod (a create, an update, a kill): make sure the
+        // status the sync sees is not from before it. After our own changes the PLEG was
+        // asked already, when the sync that made them ended.
+        let ask_pleg = work.update_type != UpdateType::Sync;
         let sync_ctx = SyncContext {
             uid: self.uid.clone(),
             cancel,
@@ -213,7 +213,13 @@ impl Handler<Work> for PodWorker {
         let fut = run(self.deps.clone(), work, sync_ctx, self.last_sync, ask_pleg);
         ctx.wait(fut.into_actor(self).map(move |(result, changed), act, _| {
             act.last_sync = Some(Instant::now());
-            act.last_changed = changed;
+            if changed {
+                // Fresh status now, not after the next relist: the PLEG's events for what
+                // this sync did bring the next sync (and the status) in milliseconds.
+                act.deps.reinspect.do_send(Reinspect {
+                    uid: act.uid.clone(),
+                });
+            }
             if let WorkResult::Failed(e) = &result {
                 warn!(pod_uid = %act.uid, error = %e, "pod sync failed");
             }

@@ -1,0 +1,227 @@
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Container, PodSpec};
+use podvisor_cri::{ContainerStatus, PodRef, SandboxStatus};
+
+use super::*;
+
+fn container(name: &str) -> Container {
+    Container {
+        name: name.into(),
+        image: Some("busybox".into()),
+        ..Default::default()
+    }
+}
+
+fn pod(policy: &str, inits: &[&str], apps: &[&str]) -> Pod {
+    let mut p = Pod::default();
+    p.metadata.uid = Some("u1".into());
+    p.spec = Some(PodSpec {
+        restart_policy: Some(policy.into()),
+        init_containers: (!inits.is_empty()).then(|| inits.iter().map(|n| container(n)).collect()),
+        containers: apps.iter().map(|n| container(n)).collect(),
+        ..Default::default()
+    });
+    p
+}
+
+fn sandbox(attempt: u32, ready: bool) -> SandboxStatus {
+    SandboxStatus {
+        id: format!("sb{attempt}"),
+        pod: PodRef::default(),
+        attempt,
+        state: if ready {
+            SandboxState::Ready
+        } else {
+            SandboxState::NotReady
+        },
+        created_at: attempt as i64,
+        ip: Some("10.88.0.2".into()),
+        additional_ips: vec![],
+        host_network: false,
+        labels: BTreeMap::new(),
+        annotations: BTreeMap::new(),
+    }
+}
+
+/// A container status; `exit: None` means running.
+fn c(pod: &Pod, name: &str, created: i64, exit: Option<i32>) -> ContainerStatus {
+    let spec = init_containers(pod)
+        .iter()
+        .chain(containers(pod))
+        .find(|c| c.name == name)
+        .unwrap();
+    ContainerStatus {
+        id: format!("{name}-{created}"),
+        name: name.into(),
+        attempt: 0,
+        state: if exit.is_some() {
+            ContainerState::Exited
+        } else {
+            ContainerState::Running
+        },
+        created_at: created,
+        started_at: created,
+        finished_at: 0,
+        exit_code: exit.unwrap_or(0),
+        image: String::new(),
+        image_ref: String::new(),
+        reason: String::new(),
+        message: String::new(),
+        labels: BTreeMap::new(),
+        annotations: BTreeMap::from([(CONTAINER_HASH.to_string(), container_hash(spec))]),
+        log_path: String::new(),
+    }
+}
+
+fn status(sandboxes: Vec<SandboxStatus>, mut containers: Vec<ContainerStatus>) -> PodStatus {
+    containers.sort_by_key(|c| std::cmp::Reverse(c.created_at));
+    PodStatus {
+        sandboxes,
+        containers,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_new_pod_gets_a_sandbox_and_its_first_init_container() {
+    let p = pod("Always", &["i1", "i2"], &["app"]);
+    let a = compute_pod_actions(&p, &PodStatus::default());
+    assert!(a.create_sandbox && a.kill_pod);
+    assert_eq!((a.attempt, a.next_init_container), (0, Some(0)));
+    assert!(a.containers_to_start.is_empty());
+    let plain = pod("Always", &[], &["a", "b"]);
+    assert_eq!(
+        compute_pod_actions(&plain, &PodStatus::default()).containers_to_start,
+        [0, 1]
+    );
+}
+
+#[test]
+fn init_containers_run_one_at_a_time_in_order() {
+    let p = pod("Always", &["i1", "i2"], &["app"]);
+    let running = status(vec![sandbox(0, true)], vec![c(&p, "i1", 1, None)]);
+    assert!(compute_pod_actions(&p, &running).is_noop(), "wait for i1");
+    let i1_done = status(vec![sandbox(0, true)], vec![c(&p, "i1", 1, Some(0))]);
+    assert_eq!(
+        compute_pod_actions(&p, &i1_done).next_init_container,
+        Some(1)
+    );
+    let both_done = status(
+        vec![sandbox(0, true)],
+        vec![c(&p, "i1", 1, Some(0)), c(&p, "i2", 2, Some(0))],
+    );
+    let a = compute_pod_actions(&p, &both_done);
+    assert_eq!(
+        (a.next_init_container, a.containers_to_start.clone()),
+        (None, vec![0])
+    );
+}
+
+#[test]
+fn a_failed_init_container_is_retried_unless_the_policy_is_never() {
+    let p = pod("Always", &["i1"], &["app"]);
+    let failed = status(vec![sandbox(0, true)], vec![c(&p, "i1", 1, Some(1))]);
+    assert_eq!(
+        compute_pod_actions(&p, &failed).next_init_container,
+        Some(0)
+    );
+    let never = pod("Never", &["i1"], &["app"]);
+    let failed = status(vec![sandbox(0, true)], vec![c(&never, "i1", 1, Some(1))]);
+    let a = compute_pod_actions(&never, &failed);
+    assert!(a.kill_pod && a.next_init_container.is_none());
+}
+
+#[test]
+fn completed_init_containers_are_not_rerun_once_an_app_container_runs() {
+    let p = pod("Always", &["i1"], &["app"]);
+    // After an agent restart the init container's record may be gone: the app runs.
+    let s = status(vec![sandbox(0, true)], vec![c(&p, "app", 2, None)]);
+    assert!(compute_pod_actions(&p, &s).is_noop());
+}
+
+#[test]
+fn restart_policies_decide_which_exited_containers_start_again() {
+    for (policy, code, restart) in [
+        ("Always", 0, true),
+        ("Always", 1, true),
+        ("OnFailure", 0, false),
+        ("OnFailure", 1, true),
+        ("Never", 0, false),
+        ("Never", 1, false),
+    ] {
+        let p = pod(policy, &[], &["a", "b"]);
+        let s = status(
+            vec![sandbox(0, true)],
+            vec![c(&p, "a", 1, Some(code)), c(&p, "b", 1, None)],
+        );
+        let a = compute_pod_actions(&p, &s);
+        assert_eq!(
+            a.containers_to_start == [0],
+            restart,
+            "{policy} exit {code}: {a:?}"
+        );
+        assert!(!a.kill_pod, "{policy}: b still runs");
+    }
+}
+
+#[test]
+fn a_pod_with_nothing_left_to_run_is_killed() {
+    let p = pod("Never", &[], &["a"]);
+    let s = status(vec![sandbox(0, true)], vec![c(&p, "a", 1, Some(0))]);
+    let a = compute_pod_actions(&p, &s);
+    assert!(a.kill_pod && !a.create_sandbox && a.containers_to_start.is_empty());
+    // Its sandbox is then gone: no new one for a pod that must not restart.
+    let s = status(vec![sandbox(0, false)], vec![c(&p, "a", 1, Some(0))]);
+    let a = compute_pod_actions(&p, &s);
+    assert!(a.kill_pod && !a.create_sandbox);
+}
+
+#[test]
+fn a_dead_sandbox_is_replaced_with_the_next_attempt() {
+    let p = pod("Always", &[], &["a"]);
+    let s = status(vec![sandbox(0, false)], vec![c(&p, "a", 1, Some(137))]);
+    let a = compute_pod_actions(&p, &s);
+    assert!(a.create_sandbox && a.kill_pod);
+    assert_eq!((a.attempt, a.containers_to_start.clone()), (1, vec![0]));
+}
+
+#[test]
+fn a_changed_container_spec_replaces_the_container() {
+    let p = pod("Always", &[], &["a", "b"]);
+    let mut s = status(
+        vec![sandbox(0, true)],
+        vec![c(&p, "a", 1, None), c(&p, "b", 1, None)],
+    );
+    s.containers
+        .iter_mut()
+        .find(|x| x.name == "b")
+        .unwrap()
+        .annotations
+        .insert(CONTAINER_HASH.into(), "old".into());
+    let a = compute_pod_actions(&p, &s);
+    assert_eq!(a.containers_to_start, [1]);
+    assert_eq!(a.containers_to_kill.len(), 1);
+    assert_eq!(a.containers_to_kill[0].1, "b");
+    assert!(!a.kill_pod);
+}
+
+#[test]
+fn an_unchanged_running_pod_needs_nothing() {
+    let p = pod("Always", &["i1"], &["a"]);
+    let s = status(
+        vec![sandbox(0, true)],
+        vec![c(&p, "i1", 1, Some(0)), c(&p, "a", 2, None)],
+    );
+    assert!(compute_pod_actions(&p, &s).is_noop());
+}
+
+#[test]
+fn the_hash_follows_the_spec() {
+    let a = container("a");
+    let mut b = container("a");
+    assert_eq!(container_hash(&a), container_hash(&b));
+    b.args = Some(vec!["x".into()]);
+    assert_ne!(container_hash(&a), container_hash(&b));
+    assert_eq!(container_hash(&a).len(), 16);
+}

@@ -1,0 +1,260 @@
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    ContainerPort, EmptyDirVolumeSource, EnvVarSource, HostPathVolumeSource, ObjectFieldSelector,
+    PodSpec, ResourceRequirements, VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+use super::*;
+
+fn node() -> NodeConfig {
+    NodeConfig {
+        node_name: "node-a".into(),
+        pod_log_dir: "/var/log/pods".into(),
+        pod_dir: "/var/lib/podvisor/pods".into(),
+        dns: Some(DnsConfig {
+            servers: vec!["10.0.0.1".into()],
+            searches: vec![],
+            options: vec![],
+        }),
+    }
+}
+
+fn app() -> Container {
+    Container {
+        name: "app".into(),
+        image: Some("busybox".into()),
+        ..Default::default()
+    }
+}
+
+fn pod_with(c: Container, volumes: Vec<Volume>) -> Pod {
+    let mut p = Pod::default();
+    p.metadata.uid = Some("u1".into());
+    p.metadata.name = Some("web-node-a".into());
+    p.metadata.namespace = Some("default".into());
+    p.spec = Some(PodSpec {
+        containers: vec![c],
+        volumes: Some(volumes),
+        ..Default::default()
+    });
+    p
+}
+
+#[test]
+fn downward_api_fields_are_filled_in() {
+    let field = |name: &str, path: &str| EnvVar {
+        name: name.into(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: path.into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let mut c = app();
+    c.env = Some(vec![
+        EnvVar {
+            name: "PLAIN".into(),
+            value: Some("x".into()),
+            ..Default::default()
+        },
+        field("NAME", "metadata.name"),
+        field("NS", "metadata.namespace"),
+        field("UID", "metadata.uid"),
+        field("IP", "status.podIP"),
+        field("NODE", "spec.nodeName"),
+    ]);
+    let p = pod_with(c.clone(), vec![]);
+    let cfg = container_config(&node(), &p, &c, "busybox", 0, 0, Some("10.88.0.7")).unwrap();
+    let env: BTreeMap<String, String> = cfg.envs.into_iter().map(|kv| (kv.key, kv.value)).collect();
+    assert_eq!(env["PLAIN"], "x");
+    assert_eq!(env["NAME"], "web-node-a");
+    assert_eq!(env["NS"], "default");
+    assert_eq!(env["UID"], "u1");
+    assert_eq!(env["IP"], "10.88.0.7");
+    assert_eq!(env["NODE"], "node-a");
+    let mut bad = app();
+    bad.env = Some(vec![field("X", "status.hostIP.nope")]);
+    let p = pod_with(bad.clone(), vec![]);
+    assert!(matches!(
+        container_config(&node(), &p, &bad, "busybox", 0, 0, None),
+        Err(ConfigError::UnsupportedEnv { .. })
+    ));
+}
+
+#[test]
+fn empty_dir_and_host_path_volumes_are_mounted() {
+    let mut c = app();
+    c.volume_mounts = Some(vec![
+        VolumeMount {
+            name: "scratch".into(),
+            mount_path: "/data".into(),
+            ..Default::default()
+        },
+        VolumeMount {
+            name: "host".into(),
+            mount_path: "/host".into(),
+            read_only: Some(true),
+            sub_path: Some("etc".into()),
+            ..Default::default()
+        },
+    ]);
+    let volumes = vec![
+        Volume {
+            name: "scratch".into(),
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..Default::default()
+        },
+        Volume {
+            name: "host".into(),
+            host_path: Some(HostPathVolumeSource {
+                path: "/srv".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+    ];
+    let p = pod_with(c.clone(), volumes);
+    let cfg = container_config(&node(), &p, &c, "busybox", 2, 1, None).unwrap();
+    assert_eq!(
+        cfg.mounts[0].host_path,
+        "/var/lib/podvisor/pods/u1/volumes/empty-dir/scratch"
+    );
+    assert_eq!(cfg.mounts[0].container_path, "/data");
+    assert_eq!(
+        (cfg.mounts[1].host_path.as_str(), cfg.mounts[1].readonly),
+        ("/srv/etc", true)
+    );
+    assert_eq!(cfg.log_path, "app/2.log");
+    assert_eq!(cfg.metadata.unwrap().attempt, 2);
+    assert_eq!(cfg.annotations[BACKOFF_BASE], "1");
+    assert_eq!(cfg.annotations[CONTAINER_HASH], container_hash(&c));
+    let mut missing = app();
+    missing.volume_mounts = Some(vec![VolumeMount {
+        name: "nope".into(),
+        mount_path: "/x".into(),
+        ..Default::default()
+    }]);
+    let p = pod_with(missing.clone(), vec![]);
+    assert!(matches!(
+        container_config(&node(), &p, &missing, "b", 0, 0, None),
+        Err(ConfigError::MissingVolume { .. })
+    ));
+}
+
+#[test]
+fn resources_become_shares_quota_and_memory_limit() {
+    let mut c = app();
+    c.resources = Some(ResourceRequirements {
+        requests: Some(BTreeMap::from([("cpu".into(), Quantity("250m".into()))])),
+        limits: Some(BTreeMap::from([
+            ("cpu".into(), Quantity("500m".into())),
+            ("memory".into(), Quantity("64Mi".into())),
+        ])),
+        ..Default::default()
+    });
+    let p = pod_with(c.clone(), vec![]);
+    let r = container_config(&node(), &p, &c, "b", 0, 0, None)
+        .unwrap()
+        .linux
+        .unwrap()
+        .resources
+        .unwrap();
+    assert_eq!(
+        (r.cpu_shares, r.cpu_period, r.cpu_quota),
+        (256, 100_000, 50_000)
+    );
+    assert_eq!(r.memory_limit_in_bytes, 64 << 20);
+}
+
+#[test]
+fn sandbox_config_follows_the_pod_network_and_ports() {
+    let mut c = app();
+    c.ports = Some(vec![ContainerPort {
+        container_port: 80,
+        host_port: Some(8080),
+        ..Default::default()
+    }]);
+    let mut p = pod_with(c, vec![]);
+    let cfg = sandbox_config(&node(), &p, 3);
+    assert_eq!(cfg.hostname, "web-node-a");
+    assert_eq!(cfg.log_directory, "/var/log/pods/default_web-node-a_u1");
+    assert_eq!(cfg.metadata.as_ref().unwrap().attempt, 3);
+    assert_eq!(cfg.port_mappings[0].host_port, 8080);
+    assert_eq!(cfg.labels[labels::MANAGED_BY], "node-a");
+    assert!(cfg.dns_config.is_some());
+    p.spec.as_mut().unwrap().host_network = Some(true);
+    let cfg = sandbox_config(&node(), &p, 0);
+    assert_eq!(
+        cfg.hostname, "",
+        "host-network pods share the node's hostname"
+    );
+    let ns = cfg
+        .linux
+        .unwrap()
+        .security_context
+        .unwrap()
+        .namespace_options
+        .unwrap();
+    assert_eq!(ns.network, NamespaceMode::Node as i32);
+}
+
+fn exited(attempt: u32, base: u32, ran_secs: i64) -> ContainerStatus {
+    ContainerStatus {
+        id: "c".into(),
+        name: "app".into(),
+        attempt,
+        state: ContainerState::Exited,
+        created_at: 0,
+        started_at: 1_000_000_000,
+        finished_at: 1_000_000_000 + ran_secs * 1_000_000_000,
+        exit_code: 1,
+        image: String::new(),
+        image_ref: String::new(),
+        reason: String::new(),
+        message: String::new(),
+        labels: BTreeMap::new(),
+        annotations: BTreeMap::from([(BACKOFF_BASE.to_string(), base.to_string())]),
+        log_path: String::new(),
+    }
+}
+
+#[test]
+fn crash_loop_backoff_doubles_from_10s_to_5min_and_resets_after_a_long_run() {
+    let waits: Vec<u64> = (0..8)
+        .map(|a| crash_backoff(&exited(a, 0, 1)).as_secs())
+        .collect();
+    assert_eq!(waits, [0, 10, 20, 40, 80, 160, 300, 300]);
+    assert_eq!(
+        crash_backoff(&exited(5, 0, 600)),
+        Duration::ZERO,
+        "ran 10 minutes"
+    );
+    assert_eq!(next_attempt(None), (0, 0));
+    assert_eq!(next_attempt(Some(&exited(5, 0, 1))), (6, 0));
+    assert_eq!(
+        next_attempt(Some(&exited(5, 0, 600))),
+        (6, 6),
+        "the long run resets the count"
+    );
+    // After the reset the next quick crash waits 0, then 10 s again.
+    assert_eq!(crash_backoff(&exited(6, 6, 1)), Duration::ZERO);
+    assert_eq!(crash_backoff(&exited(7, 6, 1)), Duration::from_secs(10));
+}
+
+#[test]
+fn resolv_conf_is_read() {
+    let dir = std::env::temp_dir().join(format!("podvisor-dns-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("resolv.conf");
+    std::fs::write(&f, "# comment\nnameserver 1.1.1.1\nnameserver 8.8.8.8\nsearch a.local b.local\noptions ndots:2\n").unwrap();
+    let dns = read_dns(&f).unwrap();
+    assert_eq!(dns.servers, ["1.1.1.1", "8.8.8.8"]);
+    assert_eq!(dns.searches, ["a.local", "b.local"]);
+    assert_eq!(dns.options, ["ndots:2"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

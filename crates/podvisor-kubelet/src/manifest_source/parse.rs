@@ -1,0 +1,347 @@
+//! Static pod manifests: reading a directory's YAML and JSON files into pods, validating
+//! them, and giving each the identity the kubelet would: a UID derived from the node, the
+//! file and the content (an edit makes a new pod), and the node name appended to its name.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Container, Pod, Toleration};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use crate::pod_workers::pod::CONFIG_SOURCE_ANNOTATION;
+use crate::quantity;
+
+/// Files larger than this are refused (a manifest is a few KB; this stops a stray log).
+pub const MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
+pub const CONFIG_HASH_ANNOTATION: &str = "kubernetes.io/config.hash";
+pub const MANIFEST_ANNOTATION: &str = "podvisor.io/manifest";
+
+/// One pod from a manifest, or why a file (or one of its documents) was refused.
+#[derive(Debug, Default)]
+pub struct Scan {
+    pub pods: Vec<Arc<Pod>>,
+    pub errors: Vec<(PathBuf, String)>,
+}
+
+/// Reads every manifest in `dir` (not recursing; hidden and editor backup files skipped).
+pub fn scan(dir: &Path, node: &str) -> Scan {
+    let mut out = Scan::default();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) => {
+            out.errors.push((
+                dir.to_path_buf(),
+                format!("cannot read the manifest directory: {e}"),
+            ));
+            return out;
+        }
+    };
+    let mut files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| is_manifest(p))
+        .collect();
+    files.sort();
+    let mut names: HashSet<(String, String)> = HashSet::new();
+    for path in files {
+        match read_file(&path, node) {
+            Ok(pods) => {
+                for p in pods {
+                    let key = (
+                        p.metadata.namespace.clone().unwrap_or_default(),
+                        p.metadata.name.clone().unwrap_or_default(),
+                    );
+                    if !names.insert(key.clone()) {
+                        out.errors.push((
+                            path.clone(),
+                            format!(
+                                "pod {}/{} is already defined by another manifest",
+                                key.0, key.1
+                            ),
+                        ));
+                        continue;
+                    }
+                    out.pods.push(Arc::new(p));
+                }
+            }
+            Err(why) => out.errors.push((path, why)),
+        }
+    }
+    out
+}
+
+fn is_manifest(p: &Path) -> bool {
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    !name.starts_with('.')
+        && p.is_file()
+        && matches!(
+            p.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml" | "json")
+        )
+}
+
+/// Every pod in one file, or the first reason the file cannot be used. A file is taken
+/// whole or not at all, so a half-valid file never runs half its pods.
+pub fn read_file(path: &Path, node: &str) -> Result<Vec<Pod>, String> {
+    let size = std::fs::metadata(path).map_err(|e| e.to_string())?.len();
+    if size > MAX_FILE_SIZE {
+        return Err(format!(
+            "file is {size} bytes, larger than the 10 MiB limit"
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read: {e}"))?;
+    let docs: Vec<serde_json::Value> = if path.extension().and_then(|e| e.to_str()) == Some("json")
+    {
+        vec![serde_json::from_str(&text).map_err(|e| format!("invalid JSON: {e}"))?]
+    } else {
+        let mut docs = Vec::new();
+        for (i, doc) in serde_yaml_ng::Deserializer::from_str(&text).enumerate() {
+            let v = serde_yaml_ng::Value::deserialize(doc)
+                .map_err(|e| format!("document {}: invalid YAML: {e}", i + 1))?;
+            if v.is_null() {
+                continue; // an empty document (e.g. a trailing ---)
+            }
+            docs.push(serde_json::to_value(v).map_err(|e| format!("document {}: {e}", i + 1))?);
+        }
+        docs
+    };
+    if docs.is_empty() {
+        return Err("no pod in file".into());
+    }
+    let many = docs.len() > 1;
+    docs.into_iter()
+        .enumerate()
+        .map(|(i, doc)| {
+            pod_from_document(doc, path, node).map_err(|e| {
+                if many {
+                    format!("document {}: {e}", i + 1)
+                } else {
+                    e
+                }
+            })
+        })
+        .collect()
+}
+
+fn pod_from_document(doc: serde_json::Value, path: &Path, node: &str) -> Result<Pod, String> {
+    let kind = doc.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+    let api = doc.get("apiVersion").and_then(|k| k.as_str()).unwrap_or("");
+    if kind != "Pod" || api != "v1" {
+        return Err(format!(
+            "expected apiVersion v1 and kind Pod, found {api:?} {kind:?}"
+        ));
+    }
+    let mut pod: Pod =
+        serde_json::from_value(doc.clone()).map_err(|e| format!("not a valid Pod: {e}"))?;
+    validate(&pod)?;
+    let uid = derive_uid(node, path, &doc);
+    let node = node.to_lowercase();
+    let name = format!("{}-{node}", pod.metadata.name.as_deref().unwrap_or(""));
+    check_subdomain("metadata.name with the node name appended", &name)?;
+    pod.metadata.name = Some(name);
+    pod.metadata
+        .namespace
+        .get_or_insert_with(|| "default".into());
+    pod.metadata.uid = Some(uid.clone());
+    let ann = pod
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default);
+    ann.insert(CONFIG_SOURCE_ANNOTATION.into(), "file".into());
+    ann.insert(CONFIG_HASH_ANNOTATION.into(), uid);
+    ann.insert(MANIFEST_ANNOTATION.into(), path.display().to_string());
+    let spec = pod.spec.as_mut().expect("validated");
+    spec.node_name = Some(node);
+    spec.restart_policy.get_or_insert_with(|| "Always".into());
+    spec.termination_grace_period_seconds.get_or_insert(30);
+    // Static pods tolerate every NoExecute taint, as with the kubelet.
+    spec.tolerations
+        .get_or_insert_with(Vec::new)
+        .push(Toleration {
+            operator: Some("Exists".into()),
+            effect: Some("NoExecute".into()),
+            ..Default::default()
+        });
+    Ok(pod)
+}
+
+/// A UID that is the same every time the same file with the same content is read on the
+/// same node, and different as soon as any of the three changes.
+pub fn derive_uid(node: &str, path: &Path, doc: &serde_json::Value) -> String {
+    let mut h = Sha256::new();
+    h.update(format!("host:{node}\0file:{}\0", path.display()));
+    // serde_json's maps are ordered, so the same content always serializes the same way.
+    h.update(serde_json::to_vec(doc).unwrap_or_default());
+    let d = h.finalize();
+    let hex: String = d[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
+fn check_label(what: &str, v: &str) -> Result<(), String> {
+    let ok = !v.is_empty()
+        && v.len() <= 63
+        && v.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !v.starts_with('-')
+        && !v.ends_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} {v:?} must be a DNS-1123 label: at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit"
+        ))
+    }
+}
+
+fn check_subdomain(what: &str, v: &str) -> Result<(), String> {
+    let ok =
+        !v.is_empty() && v.len() <= 253 && v.split('.').all(|part| check_label(what, part).is_ok());
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} {v:?} must be a DNS-1123 subdomain: at most 253 characters of lowercase letters, digits, '-' and '.'"
+        ))
+    }
+}
+
+fn check_container(c: &Container, volumes: &HashSet<&str>) -> Result<(), String> {
+    check_label("container name", &c.name)?;
+    if c.image.as_deref().is_none_or(|i| i.trim().is_empty()) {
+        return Err(format!("container {:?} has no image", c.name));
+    }
+    for p in c.ports.iter().flatten() {
+        if !(1..=65535).contains(&p.container_port) {
+            return Err(format!(
+                "container {:?}: containerPort {} is not in 1..65535",
+                c.name, p.container_port
+            ));
+        }
+        if p.host_port.is_some_and(|h| !(0..=65535).contains(&h)) {
+            return Err(format!(
+                "container {:?}: hostPort is not in 0..65535",
+                c.name
+            ));
+        }
+    }
+    if let Some(r) = &c.resources {
+        for (kind, m) in [("requests", &r.requests), ("limits", &r.limits)] {
+            for (name, q) in m.iter().flatten() {
+                let parsed = if name == "cpu" {
+                    quantity::parse_milli(&q.0)
+                } else {
+                    quantity::parse_units(&q.0)
+                };
+                parsed
+                    .map_err(|e| format!("container {:?}: resources.{kind}.{name}: {e}", c.name))?;
+            }
+        }
+    }
+    for m in c.volume_mounts.iter().flatten() {
+        if !volumes.contains(m.name.as_str()) {
+            return Err(format!(
+                "container {:?} mounts undeclared volume {:?}",
+                c.name, m.name
+            ));
+        }
+        if !m.mount_path.starts_with('/') {
+            return Err(format!(
+                "container {:?}: mountPath {:?} must be absolute",
+                c.name, m.mount_path
+            ));
+        }
+    }
+    for e in c.env.iter().flatten() {
+        if e.name.is_empty() {
+            return Err(format!("container {:?}: an env var has no name", c.name));
+        }
+        if let Some(from) = &e.value_from {
+            let path = from.field_ref.as_ref().map(|f| f.field_path.as_str());
+            let supported = [
+                "metadata.name",
+                "metadata.namespace",
+                "metadata.uid",
+                "spec.nodeName",
+                "spec.serviceAccountName",
+                "status.podIP",
+            ];
+            if !path.is_some_and(|p| supported.contains(&p)) {
+                return Err(format!(
+                    "container {:?}: env {:?}: only fieldRef to {} is supported",
+                    c.name,
+                    e.name,
+                    supported.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn validate(pod: &Pod) -> Result<(), String> {
+    let name = pod
+        .metadata
+        .name
+        .as_deref()
+        .ok_or("metadata.name is required")?;
+    check_subdomain("metadata.name", name)?;
+    if let Some(ns) = &pod.metadata.namespace {
+        check_label("metadata.namespace", ns)?;
+    }
+    let spec = pod.spec.as_ref().ok_or("spec is required")?;
+    if spec.containers.is_empty() {
+        return Err("spec.containers must not be empty".into());
+    }
+    if let Some(p) = spec.restart_policy.as_deref()
+        && !matches!(p, "Always" | "OnFailure" | "Never")
+    {
+        return Err(format!(
+            "spec.restartPolicy {p:?} must be Always, OnFailure or Never"
+        ));
+    }
+    if spec.termination_grace_period_seconds.is_some_and(|g| g < 0) {
+        return Err("spec.terminationGracePeriodSeconds must not be negative".into());
+    }
+    if spec.active_deadline_seconds.is_some_and(|d| d <= 0) {
+        return Err("spec.activeDeadlineSeconds must be positive".into());
+    }
+    let mut volumes = HashSet::new();
+    for v in spec.volumes.iter().flatten() {
+        check_label("volume name", &v.name)?;
+        if !volumes.insert(v.name.as_str()) {
+            return Err(format!("volume {:?} is declared twice", v.name));
+        }
+        if v.empty_dir.is_none() && v.host_path.is_none() {
+            return Err(format!(
+                "volume {:?}: only emptyDir and hostPath volumes are supported",
+                v.name
+            ));
+        }
+    }
+    let mut names = HashSet::new();
+    for c in spec
+        .init_containers
+        .iter()
+        .flatten()
+        .chain(&spec.containers)
+    {
+        check_container(c, &volumes)?;
+        if !names.insert(c.name.as_str()) {
+            return Err(format!("container name {:?} is used twice", c.name));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "parse_tests.rs"]
+mod tests;

@@ -1,0 +1,213 @@
+use super::*;
+
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(tag: &str) -> Self {
+        let d =
+            std::env::temp_dir().join(format!("podvisor-manifests-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Self(d)
+    }
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.0.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+const WEB: &str = "apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+spec:
+  containers:
+  - name: app
+    image: localhost/podvisor/busybox:test
+    command: [sleep, '3600']
+";
+
+#[test]
+fn a_pod_gets_its_static_identity() {
+    let d = Dir::new("identity");
+    let path = d.write("web.yaml", WEB);
+    let first = scan(&d.0, "Node-A");
+    assert!(first.errors.is_empty(), "{:?}", first.errors);
+    let p = &first.pods[0];
+    assert_eq!(p.metadata.name.as_deref(), Some("web-node-a"));
+    assert_eq!(p.metadata.namespace.as_deref(), Some("default"));
+    let ann = p.metadata.annotations.as_ref().unwrap();
+    assert_eq!(ann[CONFIG_SOURCE_ANNOTATION], "file");
+    assert_eq!(ann[MANIFEST_ANNOTATION], path.display().to_string());
+    let spec = p.spec.as_ref().unwrap();
+    assert_eq!(spec.restart_policy.as_deref(), Some("Always"));
+    assert_eq!(spec.termination_grace_period_seconds, Some(30));
+    let t = &spec.tolerations.as_ref().unwrap()[0];
+    assert_eq!(
+        (t.operator.as_deref(), t.effect.as_deref()),
+        (Some("Exists"), Some("NoExecute"))
+    );
+    let uid = p.metadata.uid.clone().unwrap();
+    assert_eq!(uid.len(), 36);
+    // Same content, same node, same file: same UID. Any of the three changed: another.
+    assert_eq!(
+        scan(&d.0, "Node-A").pods[0].metadata.uid.as_deref(),
+        Some(uid.as_str())
+    );
+    assert_ne!(
+        scan(&d.0, "node-b").pods[0].metadata.uid.as_deref(),
+        Some(uid.as_str())
+    );
+    d.write("web.yaml", &WEB.replace("3600", "3601"));
+    assert_ne!(
+        scan(&d.0, "Node-A").pods[0].metadata.uid.as_deref(),
+        Some(uid.as_str())
+    );
+}
+
+#[test]
+fn multi_document_yaml_and_json_are_read() {
+    let d = Dir::new("multi");
+    d.write(
+        "two.yaml",
+        &format!("{WEB}---\n{}---\n", WEB.replace("name: web", "name: api")),
+    );
+    d.write(
+        "db.json",
+        r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"db"},"spec":{"containers":[{"name":"db","image":"busybox"}]}}"#,
+    );
+    d.write("notes.txt", "not a manifest");
+    d.write(".hidden.yaml", "garbage: [");
+    let s = scan(&d.0, "n");
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    let mut names: Vec<&str> = s
+        .pods
+        .iter()
+        .map(|p| p.metadata.name.as_deref().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["api-n", "db-n", "web-n"]);
+}
+
+#[test]
+fn a_bad_file_is_reported_with_its_reason_and_the_good_ones_still_load() {
+    let d = Dir::new("bad");
+    d.write("good.yaml", WEB);
+    let cases = [
+        (
+            "syntax.yaml",
+            "apiVersion: v1\nkind: Pod\nmetadata: [",
+            "invalid YAML",
+        ),
+        (
+            "kind.yaml",
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n",
+            "expected apiVersion v1 and kind Pod",
+        ),
+        (
+            "noimage.yaml",
+            &WEB.replace("    image: localhost/podvisor/busybox:test\n", ""),
+            "has no image",
+        ),
+        (
+            "dup.yaml",
+            &format!("{WEB}  - name: app\n    image: busybox\n"),
+            "used twice",
+        ),
+        (
+            "name.yaml",
+            &WEB.replace("name: web", "name: Web_Server"),
+            "DNS-1123 subdomain",
+        ),
+        (
+            "long.yaml",
+            &WEB.replace("name: web", &format!("name: {}", "a".repeat(260))),
+            "DNS-1123",
+        ),
+        (
+            "port.yaml",
+            &format!("{WEB}    ports:\n    - containerPort: 70000\n"),
+            "not in 1..65535",
+        ),
+        (
+            "cpu.yaml",
+            &format!("{WEB}    resources:\n      requests:\n        cpu: lots\n"),
+            "resources.requests.cpu",
+        ),
+        (
+            "vol.yaml",
+            &format!("{WEB}    volumeMounts:\n    - name: data\n      mountPath: /data\n"),
+            "undeclared volume",
+        ),
+        ("empty.yaml", "", "no pod in file"),
+    ];
+    for (file, text, _) in &cases {
+        d.write(file, text);
+    }
+    let s = scan(&d.0, "n");
+    assert_eq!(s.pods.len(), 1, "the good pod still loads");
+    for (file, _, reason) in cases {
+        let (_, why) = s
+            .errors
+            .iter()
+            .find(|(p, _)| p.ends_with(file))
+            .unwrap_or_else(|| panic!("{file} not reported"));
+        assert!(why.contains(reason), "{file}: {why}");
+    }
+    // A file is taken whole or not at all.
+    d.write(
+        "half.yaml",
+        &format!(
+            "{}---\n{}",
+            WEB.replace("name: web", "name: ok"),
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: bad}\nspec: {containers: []}\n"
+        ),
+    );
+    let s = scan(&d.0, "n");
+    assert!(
+        !s.pods
+            .iter()
+            .any(|p| p.metadata.name.as_deref() == Some("ok-n"))
+    );
+    let why = &s
+        .errors
+        .iter()
+        .find(|(p, _)| p.ends_with("half.yaml"))
+        .unwrap()
+        .1;
+    assert!(
+        why.starts_with("document 2: spec.containers must not be empty"),
+        "{why}"
+    );
+}
+
+#[test]
+fn oversized_files_are_refused_unread() {
+    let d = Dir::new("big");
+    let path = d.write("big.yaml", "");
+    let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.set_len(MAX_FILE_SIZE + 1).unwrap();
+    let s = scan(&d.0, "n");
+    assert!(
+        s.errors[0].1.contains("larger than the 10 MiB limit"),
+        "{:?}",
+        s.errors
+    );
+}
+
+#[test]
+fn two_files_defining_one_pod_keep_the_first() {
+    let d = Dir::new("dup-pod");
+    d.write("a.yaml", WEB);
+    d.write("b.yaml", WEB);
+    let s = scan(&d.0, "n");
+    assert_eq!(s.pods.len(), 1);
+    assert!(s.errors[0].0.ends_with("b.yaml") && s.errors[0].1.contains("already defined"));
+}

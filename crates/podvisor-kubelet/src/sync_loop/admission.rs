@@ -1,0 +1,145 @@
+//! Whether a pod fits on the node (the kubelet's predicate admission, for the resources
+//! podvisor accounts): pod count, and CPU and memory requests against what the node
+//! allows.
+
+use k8s_openapi::api::core::v1::{Container, Pod};
+
+use crate::kuberuntime::actions::{containers, init_containers};
+use crate::quantity;
+
+/// What the node offers to pods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Allocatable {
+    pub pods: usize,
+    pub cpu_milli: i64,
+    pub memory_bytes: i64,
+}
+
+/// Why a pod was turned away: the kubelet's reasons (`OutOfpods`, `OutOfcpu`,
+/// `OutOfmemory`) and a message saying how much was asked and how much was left.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    pub reason: &'static str,
+    pub message: String,
+}
+
+fn request(
+    c: &Container,
+    resource: &str,
+    parse: fn(&str) -> Result<i64, quantity::QuantityError>,
+) -> i64 {
+    c.resources
+        .as_ref()
+        .and_then(|r| r.requests.as_ref())
+        .and_then(|r| r.get(resource))
+        .and_then(|q| parse(&q.0).ok())
+        .unwrap_or(0)
+}
+
+/// A pod's effective request: its containers' sum, or its largest init container if that
+/// is more (init containers run one at a time, before the others).
+pub fn pod_request(pod: &Pod, resource: &str) -> i64 {
+    let parse = if resource == "cpu" {
+        quantity::parse_milli
+    } else {
+        quantity::parse_units
+    };
+    let apps: i64 = containers(pod)
+        .iter()
+        .map(|c| request(c, resource, parse))
+        .sum();
+    let init = init_containers(pod)
+        .iter()
+        .map(|c| request(c, resource, parse))
+        .max()
+        .unwrap_or(0);
+    apps.max(init)
+}
+
+pub fn admit(pod: &Pod, active: &[&Pod], node: &Allocatable) -> Result<(), Rejection> {
+    if active.len() + 1 > node.pods {
+        return Err(Rejection {
+            reason: "OutOfpods",
+            message: format!(
+                "Node didn't have enough resource: pods, requested: 1, used: {}, capacity: {}",
+                active.len(),
+                node.pods
+            ),
+        });
+    }
+    for (resource, reason, capacity) in [
+        ("cpu", "OutOfcpu", node.cpu_milli),
+        ("memory", "OutOfmemory", node.memory_bytes),
+    ] {
+        let wanted = pod_request(pod, resource);
+        let used: i64 = active.iter().map(|p| pod_request(p, resource)).sum();
+        if wanted > 0 && used + wanted > capacity {
+            return Err(Rejection {
+                reason,
+                message: format!(
+                    "Node didn't have enough resource: {resource}, requested: {wanted}, used: {used}, capacity: {capacity}"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::api::core::v1::{PodSpec, ResourceRequirements};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+    use super::*;
+
+    fn pod(cpu: &str, mem: &str) -> Pod {
+        Pod {
+            spec: Some(PodSpec {
+                containers: vec![Container {
+                    name: "c".into(),
+                    resources: Some(ResourceRequirements {
+                        requests: Some(BTreeMap::from([
+                            ("cpu".into(), Quantity(cpu.into())),
+                            ("memory".into(), Quantity(mem.into())),
+                        ])),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn pods_cpu_and_memory_are_accounted() {
+        let node = Allocatable {
+            pods: 3,
+            cpu_milli: 2000,
+            memory_bytes: 1 << 30,
+        };
+        let a = pod("1", "256Mi");
+        let b = pod("800m", "256Mi");
+        assert_eq!(admit(&a, &[], &node), Ok(()));
+        assert_eq!(admit(&b, &[&a], &node), Ok(()));
+        let c = pod("300m", "10Mi");
+        let r = admit(&c, &[&a, &b], &node).unwrap_err();
+        assert_eq!(r.reason, "OutOfcpu");
+        assert!(
+            r.message
+                .contains("requested: 300, used: 1800, capacity: 2000"),
+            "{}",
+            r.message
+        );
+        let big = pod("1m", "900Mi");
+        assert_eq!(admit(&big, &[&a], &node).unwrap_err().reason, "OutOfmemory");
+        let tiny = pod("1m", "1Mi");
+        assert_eq!(
+            admit(&tiny, &[&a, &b, &tiny], &node).unwrap_err().reason,
+            "OutOfpods"
+        );
+    }
+}

@@ -1,0 +1,220 @@
+//! The desired pods (the kubelet's pod manager), as plain data: what each config source
+//! wants, which pods were admitted or rejected, and what a source's new snapshot changes.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+
+use super::admission::{Allocatable, Rejection, admit};
+use crate::pod_workers::pod;
+
+/// What a source's new snapshot means for one pod.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    Add(Arc<Pod>),
+    Update(Arc<Pod>),
+    Remove(Arc<Pod>),
+}
+
+#[derive(Default)]
+pub struct PodManager {
+    expected_sources: BTreeSet<String>,
+    seen_sources: BTreeSet<String>,
+    by_source: BTreeMap<String, BTreeMap<String, Arc<Pod>>>,
+    admitted: BTreeMap<String, Arc<Pod>>,
+    rejected: BTreeSet<String>,
+    /// Removed from config, not yet forgotten by the pod workers.
+    removed: BTreeSet<String>,
+}
+
+impl PodManager {
+    pub fn new(expected_sources: impl IntoIterator<Item = String>) -> Self {
+        Self {
+            expected_sources: expected_sources.into_iter().collect(),
+            ..Default::default()
+        }
+    }
+
+    /// Every expected source has sent at least one snapshot: anything else in the runtime
+    /// is an orphan.
+    pub fn all_sources_seen(&self) -> bool {
+        self.expected_sources.is_subset(&self.seen_sources)
+    }
+
+    /// Takes a source's full snapshot and returns the changes, additions in a stable
+    /// order (by namespace and name).
+    pub fn set_source(&mut self, source: &str, pods: Vec<Arc<Pod>>) -> Vec<Change> {
+        self.seen_sources.insert(source.to_string());
+        let new: BTreeMap<String, Arc<Pod>> = pods
+            .into_iter()
+            .map(|p| (pod::uid(&p).to_string(), p))
+            .collect();
+        let old = self
+            .by_source
+            .insert(source.to_string(), new.clone())
+            .unwrap_or_default();
+        let mut changes = Vec::new();
+        for (uid, p) in &old {
+            if !new.contains_key(uid) {
+                changes.push(Change::Remove(p.clone()));
+            }
+        }
+        let mut added: Vec<&Arc<Pod>> = Vec::new();
+        for (uid, p) in &new {
+            match old.get(uid) {
+                None => added.push(p),
+                Some(o) if o != p => changes.push(Change::Update(p.clone())),
+                Some(_) => {}
+            }
+        }
+        added.sort_by_key(|p| (p.metadata.namespace.clone(), p.metadata.name.clone()));
+        changes.extend(added.into_iter().map(|p| Change::Add(p.clone())));
+        changes
+    }
+
+    /// Admits the pod (it will run) or rejects it (it is Failed and never runs).
+    pub fn admit(&mut self, p: &Arc<Pod>, node: &Allocatable) -> Result<(), Rejection> {
+        let uid = pod::uid(p).to_string();
+        if let Some(known) = self.admitted.get_mut(&uid) {
+            *known = p.clone();
+            return Ok(());
+        }
+        let active: Vec<&Pod> = self.admitted.values().map(|p| p.as_ref()).collect();
+        match admit(p, &active, node) {
+            Ok(()) => {
+                self.removed.remove(&uid);
+                self.admitted.insert(uid, p.clone());
+                Ok(())
+            }
+            Err(r) => {
+                self.rejected.insert(uid);
+                Err(r)
+            }
+        }
+    }
+
+    pub fn update(&mut self, p: &Arc<Pod>) -> bool {
+        let uid = pod::uid(p);
+        match self.admitted.get_mut(uid) {
+            Some(old) => {
+                *old = p.clone();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The pod left its config: it no longer counts as admitted, and is remembered until
+    /// the pod workers forget it.
+    pub fn remove(&mut self, uid: &str) -> bool {
+        self.rejected.remove(uid);
+        let was_admitted = self.admitted.remove(uid).is_some();
+        self.removed.insert(uid.to_string());
+        was_admitted
+    }
+
+    pub fn get(&self, uid: &str) -> Option<&Arc<Pod>> {
+        self.admitted.get(uid)
+    }
+
+    /// Pods that should run (admitted and still in config).
+    pub fn desired(&self) -> Vec<Arc<Pod>> {
+        self.admitted.values().cloned().collect()
+    }
+
+    pub fn desired_uids(&self) -> std::collections::HashSet<String> {
+        self.admitted.keys().cloned().collect()
+    }
+
+    /// Every UID some source still lists (admitted or rejected).
+    pub fn is_configured(&self, uid: &str) -> bool {
+        self.by_source.values().any(|m| m.contains_key(uid))
+    }
+
+    pub fn removed(&self) -> impl Iterator<Item = &String> {
+        self.removed.iter()
+    }
+
+    pub fn forget_removed(&mut self, uid: &str) {
+        self.removed.remove(uid);
+    }
+
+    pub fn counts(&self) -> (usize, usize) {
+        (self.admitted.len(), self.rejected.len())
+    }
+}
+
+/// The pod as the pod workers must see it once its file is gone: deleted now, with its
+/// own grace period.
+pub fn deleted(p: &Pod) -> Arc<Pod> {
+    let mut p = p.clone();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128);
+    p.metadata.deletion_timestamp = k8s_openapi::jiff::Timestamp::from_nanosecond(now)
+        .ok()
+        .map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time);
+    p.metadata.deletion_grace_period_seconds = Some(pod::spec_grace_period(&p));
+    Arc::new(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(uid: &str, name: &str, v: &str) -> Arc<Pod> {
+        let mut p = Pod::default();
+        p.metadata.uid = Some(uid.into());
+        p.metadata.name = Some(name.into());
+        p.metadata.resource_version = Some(v.into());
+        Arc::new(p)
+    }
+
+    #[test]
+    fn snapshots_become_adds_updates_and_removes() {
+        let mut m = PodManager::new(["file".to_string()]);
+        assert!(!m.all_sources_seen());
+        let changes = m.set_source("file", vec![p("b", "zeta", "1"), p("a", "alpha", "1")]);
+        assert_eq!(
+            changes,
+            [
+                Change::Add(p("a", "alpha", "1")),
+                Change::Add(p("b", "zeta", "1"))
+            ]
+        );
+        assert!(m.all_sources_seen());
+        let changes = m.set_source("file", vec![p("a", "alpha", "2"), p("c", "new", "1")]);
+        assert_eq!(
+            changes,
+            [
+                Change::Remove(p("b", "zeta", "1")),
+                Change::Update(p("a", "alpha", "2")),
+                Change::Add(p("c", "new", "1"))
+            ]
+        );
+        assert!(
+            m.set_source("file", vec![p("a", "alpha", "2"), p("c", "new", "1")])
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn removal_forgets_admission_and_remembers_the_uid() {
+        let mut m = PodManager::new(["file".to_string()]);
+        let node = Allocatable {
+            pods: 10,
+            cpu_milli: 1000,
+            memory_bytes: 1 << 30,
+        };
+        let a = p("a", "a", "1");
+        m.admit(&a, &node).unwrap();
+        assert_eq!(m.desired().len(), 1);
+        assert!(m.remove("a"));
+        assert!(m.desired().is_empty());
+        assert_eq!(m.removed().collect::<Vec<_>>(), ["a"]);
+        let d = deleted(&a);
+        assert!(d.metadata.deletion_timestamp.is_some());
+        assert_eq!(d.metadata.deletion_grace_period_seconds, Some(30));
+    }
+}

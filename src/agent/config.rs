@@ -1,0 +1,304 @@
+//! The agent's configuration: a TOML file (`config/podvisor.toml` documents every key and
+//! its default) plus the command-line flags people change most. Unknown keys and bad
+//! values are refused with the key and the reason.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer};
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentConfig {
+    /// The node's name; empty means the host name.
+    pub node_name: String,
+    pub runtime_endpoint: String,
+    pub manifest_dir: PathBuf,
+    pub state_dir: PathBuf,
+    pub pod_log_dir: PathBuf,
+    #[serde(deserialize_with = "duration")]
+    pub relist_period: Duration,
+    #[serde(deserialize_with = "duration")]
+    pub resync_interval: Duration,
+    #[serde(deserialize_with = "duration")]
+    pub sync_backoff: Duration,
+    #[serde(deserialize_with = "duration")]
+    pub manifest_rescan_period: Duration,
+    #[serde(deserialize_with = "duration")]
+    pub housekeeping_period: Duration,
+    pub allocatable: Allocatable,
+    pub debug: Debug,
+    pub log: Log,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Allocatable {
+    pub pods: usize,
+    /// A quantity ("2", "1500m"); default: the host's CPUs.
+    pub cpu: Option<String>,
+    /// A quantity ("4Gi"); default: the host's memory.
+    pub memory: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Debug {
+    pub address: SocketAddr,
+    pub token: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Human,
+    Json,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Log {
+    pub format: LogFormat,
+    /// A tracing filter ("info", "podvisor_kubelet=debug").
+    pub filter: String,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            node_name: String::new(),
+            runtime_endpoint: podvisor_cri::DEFAULT_ENDPOINT.into(),
+            manifest_dir: "/etc/podvisor/manifests".into(),
+            state_dir: "/var/lib/podvisor".into(),
+            pod_log_dir: "/var/log/pods".into(),
+            relist_period: Duration::from_secs(1),
+            resync_interval: Duration::from_secs(10),
+            sync_backoff: Duration::from_secs(10),
+            manifest_rescan_period: Duration::from_secs(20),
+            housekeeping_period: Duration::from_secs(2),
+            allocatable: Allocatable::default(),
+            debug: Debug::default(),
+            log: Log::default(),
+        }
+    }
+}
+
+impl Default for Allocatable {
+    fn default() -> Self {
+        Self {
+            pods: 110,
+            cpu: None,
+            memory: None,
+        }
+    }
+}
+
+impl Default for Debug {
+    fn default() -> Self {
+        Self {
+            address: podvisor_debug::DEFAULT_ADDRESS
+                .parse()
+                .expect("valid default"),
+            token: None,
+        }
+    }
+}
+
+impl Default for Log {
+    fn default() -> Self {
+        Self {
+            format: LogFormat::Human,
+            filter: "info".into(),
+        }
+    }
+}
+
+/// "500ms", "1s", "2m", "1h".
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(s.len());
+    let (n, unit) = s.split_at(split);
+    let n: f64 = n.parse().map_err(|_| {
+        format!("invalid duration {s:?}: expected a number and a unit, like \"500ms\" or \"2s\"")
+    })?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => {
+            return Err(format!(
+                "invalid duration {s:?}: the unit must be ms, s, m or h"
+            ));
+        }
+    };
+    if !(secs > 0.0 && secs.is_finite()) {
+        return Err(format!("invalid duration {s:?}: it must be positive"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let s = String::deserialize(d)?;
+    parse_duration(&s).map_err(serde::de::Error::custom)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid config {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+    #[error("invalid setting {key}: {message}")]
+    Value { key: &'static str, message: String },
+}
+
+impl AgentConfig {
+    pub fn load(path: Option<&Path>) -> Result<Self, ConfigError> {
+        let Some(path) = path else {
+            return Ok(Self::default());
+        };
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(&text).map_err(|message| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        })
+    }
+
+    pub fn parse(text: &str) -> Result<Self, String> {
+        toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())
+    }
+
+    /// Checks what serde cannot: values that parse but make no sense.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let quantity =
+            |key: &'static str, v: &Option<String>, milli: bool| -> Result<(), ConfigError> {
+                if let Some(q) = v {
+                    let parsed = if milli {
+                        podvisor_kubelet::quantity::parse_milli(q)
+                    } else {
+                        podvisor_kubelet::quantity::parse_units(q)
+                    };
+                    parsed.map_err(|e| ConfigError::Value {
+                        key,
+                        message: e.to_string(),
+                    })?;
+                }
+                Ok(())
+            };
+        quantity("allocatable.cpu", &self.allocatable.cpu, true)?;
+        quantity("allocatable.memory", &self.allocatable.memory, false)?;
+        if self.allocatable.pods == 0 {
+            return Err(ConfigError::Value {
+                key: "allocatable.pods",
+                message: "must be at least 1".into(),
+            });
+        }
+        podvisor_cri::Endpoint::parse(&self.runtime_endpoint).map_err(|e| ConfigError::Value {
+            key: "runtime_endpoint",
+            message: e.to_string(),
+        })?;
+        for (key, p) in [
+            ("manifest_dir", &self.manifest_dir),
+            ("state_dir", &self.state_dir),
+            ("pod_log_dir", &self.pod_log_dir),
+        ] {
+            if !p.is_absolute() {
+                return Err(ConfigError::Value {
+                    key,
+                    message: format!("{} must be an absolute path", p.display()),
+                });
+            }
+        }
+        if self.debug.token.as_deref() == Some("") {
+            return Err(ConfigError::Value {
+                key: "debug.token",
+                message: "must not be empty (leave it out instead)".into(),
+            });
+        }
+        tracing_subscriber::EnvFilter::try_new(&self.log.filter).map_err(|e| {
+            ConfigError::Value {
+                key: "log.filter",
+                message: e.to_string(),
+            }
+        })?;
+        Ok(())
+    }
+
+    pub fn node_name(&self) -> String {
+        if !self.node_name.is_empty() {
+            return self.node_name.clone();
+        }
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_lowercase())
+            .ok()
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "localhost".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_file_is_the_defaults() {
+        let documented = include_str!("../../config/podvisor.toml");
+        let parsed = AgentConfig::parse(documented).unwrap();
+        let default = AgentConfig::default();
+        assert_eq!(format!("{parsed:?}"), format!("{default:?}"));
+        parsed.validate().unwrap();
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_name_the_key_and_the_reason() {
+        let e = AgentConfig::parse("relist_perod = \"1s\"").unwrap_err();
+        assert!(e.contains("unknown field `relist_perod`"), "{e}");
+        let e = AgentConfig::parse("relist_period = \"fast\"").unwrap_err();
+        assert!(
+            e.contains("relist_period") && e.contains("invalid duration \"fast\""),
+            "{e}"
+        );
+        let e = AgentConfig::parse("[debug]\naddress = \"nowhere\"").unwrap_err();
+        assert!(
+            e.contains("address") && e.contains("invalid socket address"),
+            "{e}"
+        );
+        let e = AgentConfig::parse("[log]\nformat = \"xml\"").unwrap_err();
+        assert!(
+            e.contains("format") && e.contains("unknown variant `xml`"),
+            "{e}"
+        );
+        let c = AgentConfig::parse("[allocatable]\ncpu = \"lots\"").unwrap();
+        let e = c.validate().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid setting allocatable.cpu: invalid quantity \"lots\""
+        );
+        let c = AgentConfig::parse("state_dir = \"relative/dir\"").unwrap();
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .starts_with("invalid setting state_dir")
+        );
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("5").is_err());
+    }
+}

@@ -1,0 +1,158 @@
+//! `podvisor run`: the node agent. Builds the actor tree (`podvisor_kubelet::agent`) under
+//! the root supervisor, serves the debug endpoint and the local API, and runs until
+//! SIGTERM or SIGINT, on which it stops its actors and leaves every pod running, as the
+//! kubelet does: the next start adopts them.
+
+pub mod api;
+pub mod config;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use podvisor_actors::supervisor::Escalation;
+use podvisor_actors::{Registry, Shutdown, SupervisorConfig, start_root};
+use podvisor_cri::{CriRuntime, Runtime, Timeouts};
+use podvisor_debug::{DebugConfig, DebugServer, Health};
+use podvisor_kubelet::agent::{AgentParams, build};
+use podvisor_kubelet::kuberuntime::config::{NodeConfig, read_dns};
+use podvisor_kubelet::pleg::PlegConfig;
+use podvisor_kubelet::pod_workers::Timings;
+use podvisor_kubelet::quantity;
+use podvisor_kubelet::sync_loop::{Allocatable, SyncLoopConfig};
+use tracing::{error, info, warn};
+
+pub use config::AgentConfig;
+
+fn host_cpu_milli() -> i64 {
+    std::thread::available_parallelism().map_or(1, |n| n.get()) as i64 * 1000
+}
+
+fn host_memory_bytes() -> i64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<i64>().ok())
+        })
+        .map_or(i64::MAX, |kb| kb * 1024)
+}
+
+fn allocatable(c: &AgentConfig) -> anyhow::Result<Allocatable> {
+    Ok(Allocatable {
+        pods: c.allocatable.pods,
+        cpu_milli: match &c.allocatable.cpu {
+            Some(q) => quantity::parse_milli(q)?,
+            None => host_cpu_milli(),
+        },
+        memory_bytes: match &c.allocatable.memory {
+            Some(q) => quantity::parse_units(q)?,
+            None => host_memory_bytes(),
+        },
+    })
+}
+
+async fn wait_for_signal() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            warn!(error = %e, "cannot watch SIGTERM; only SIGINT stops the agent");
+            let _ = tokio::signal::ctrl_c().await;
+            return "SIGINT";
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = tokio::signal::ctrl_c() => "SIGINT",
+    }
+}
+
+pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
+    cfg.validate()?;
+    let node_name = cfg.node_name();
+    let alloc = allocatable(&cfg)?;
+    for dir in [&cfg.state_dir, &cfg.pod_log_dir, &cfg.manifest_dir] {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let system = actix::System::new();
+    system.block_on(async move {
+        let runtime = CriRuntime::new(&cfg.runtime_endpoint, Timeouts::default())?;
+        match runtime.version().await {
+            Ok(v) => info!(runtime = %v.runtime_name, version = %v.runtime_version, endpoint = %cfg.runtime_endpoint, "container runtime found"),
+            // Keep going: the PLEG retries every period and /healthz says what is wrong.
+            Err(e) => error!(error = %e, "container runtime not reachable yet"),
+        }
+        let registry = Registry::new();
+        let agent = build(
+            &registry,
+            AgentParams {
+                runtime: Arc::new(runtime),
+                node: NodeConfig {
+                    node_name: node_name.clone(),
+                    pod_log_dir: cfg.pod_log_dir.clone(),
+                    pod_dir: cfg.state_dir.join("pods"),
+                    dns: read_dns(std::path::Path::new("/etc/resolv.conf")),
+                },
+                manifest_dir: cfg.manifest_dir.clone(),
+                manifest_rescan_period: cfg.manifest_rescan_period,
+                status_dir: cfg.state_dir.join("status"),
+                pleg: PlegConfig {
+                    relist_period: cfg.relist_period,
+                    ..PlegConfig::default()
+                },
+                timings: Timings {
+                    resync_interval: cfg.resync_interval,
+                    backoff: cfg.sync_backoff,
+                },
+                sync_loop: SyncLoopConfig {
+                    allocatable: alloc,
+                    housekeeping_period: cfg.housekeeping_period,
+                    ..SyncLoopConfig::default()
+                },
+                supervision: SupervisorConfig::default(),
+                status_wait: Duration::from_secs(2),
+            },
+        );
+        let health = Health::new();
+        let pleg = agent.pleg_health.clone();
+        health.liveness("pleg", Arc::new(move || pleg.check()));
+        let ready = agent.sources_ready.clone();
+        health.readiness(
+            "sources",
+            Arc::new(move || {
+                if ready.load(Ordering::Relaxed) {
+                    Ok(())
+                } else {
+                    Err("the manifest directory has not been read yet".into())
+                }
+            }),
+        );
+        let api = api::routes(api::ApiState {
+            pods: agent.status_manager.recipient(),
+            pod: agent.status_manager.recipient(),
+            manifest_errors: agent.manifest_source.recipient(),
+            pod_log_dir: cfg.pod_log_dir.clone(),
+        });
+        let root = start_root("root", SupervisorConfig::default(), registry.clone(), agent.children, Escalation::exit_process);
+        let server = DebugServer::start_with(
+            DebugConfig {
+                address: cfg.debug.address,
+                token: cfg.debug.token.clone(),
+                ..DebugConfig::default()
+            },
+            registry,
+            health,
+            api,
+        )?;
+        info!(node = %node_name, manifests = %cfg.manifest_dir.display(), endpoint = %format!("http://{}", server.address()), "podvisor running");
+        let signal = wait_for_signal().await;
+        info!(signal, "stopping; pods keep running");
+        let _ = root.send(Shutdown).await;
+        server.stop().await;
+        anyhow::Ok(())
+    })
+}

@@ -1,0 +1,459 @@
+//! `podvisor run` end to end: manifests in, pods in containerd, status out.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::agent::Agent;
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+
+fn phase(p: &Pod) -> &str {
+    p.status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("")
+}
+
+fn container<'a>(p: &'a Pod, name: &str) -> Option<&'a ContainerStatus> {
+    let s = p.status.as_ref()?;
+    s.container_statuses
+        .iter()
+        .flatten()
+        .chain(s.init_container_statuses.iter().flatten())
+        .find(|c| c.name == name)
+}
+
+fn running(p: &Pod, name: &str) -> bool {
+    container(p, name).is_some_and(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
+}
+
+fn restarts(p: &Pod, name: &str) -> i32 {
+    container(p, name).map_or(0, |c| c.restart_count)
+}
+
+fn pod_yaml(name: &str, extra_spec: &str, containers: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n{extra_spec}  containers:\n{containers}"
+    )
+}
+
+fn container_yaml(name: &str, script: &str) -> String {
+    format!(
+        "  - name: {name}\n    image: localhost/podvisor/busybox:test\n    command: [\"/bin/sh\", \"-c\", {}]\n",
+        serde_json::to_string(script).unwrap()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn init_containers_run_in_order_and_containers_share_an_empty_dir() {
+    let agent = Agent::start("init").await;
+    let yaml = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: ordered\nspec:\n  volumes:\n  - name: data\n    emptyDir: {{}}\n  initContainers:\n{}{}  containers:\n{}{}",
+        container_yaml("first", "echo one >> /data/order; sleep 1")
+            + "    volumeMounts: [{name: data, mountPath: /data}]\n",
+        container_yaml("second", "echo two >> /data/order")
+            + "    volumeMounts: [{name: data, mountPath: /data}]\n",
+        container_yaml("writer", "echo shared-by-writer > /data/msg; sleep 3600")
+            + "    volumeMounts: [{name: data, mountPath: /data}]\n",
+        container_yaml(
+            "reader",
+            "while [ ! -f /data/msg ]; do sleep 0.1; done; cat /data/order /data/msg; sleep 3600"
+        ) + "    volumeMounts: [{name: data, mountPath: /data}]\n",
+    );
+    agent.write("ordered.yaml", &yaml);
+    let p = agent
+        .wait_pod(
+            "ordered",
+            "both containers running",
+            Duration::from_secs(30),
+            |p| running(p, "writer") && running(p, "reader"),
+        )
+        .await;
+    assert_eq!(phase(&p), "Running");
+    let done = |n: &str| {
+        container(&p, n)
+            .unwrap()
+            .state
+            .clone()
+            .unwrap()
+            .terminated
+            .unwrap()
+    };
+    let (first, second) = (done("first"), done("second"));
+    assert_eq!((first.exit_code, second.exit_code), (0, 0));
+    assert!(
+        first.finished_at.unwrap().0 <= second.started_at.unwrap().0,
+        "second started after first finished"
+    );
+    let conditions: Vec<(String, String)> = p
+        .status
+        .unwrap()
+        .conditions
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.type_, c.status))
+        .collect();
+    assert!(conditions.contains(&("Initialized".into(), "True".into())));
+    assert!(conditions.contains(&("Ready".into(), "True".into())));
+    common::eventually("the reader's output", Duration::from_secs(10), || async {
+        (agent.logs("ordered", "reader").await == "one\ntwo\nshared-by-writer\n").then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_policies_decide_what_runs_again() {
+    let agent = Agent::start("policies").await;
+    for (name, policy, code) in [
+        ("never-ok", "Never", 0),
+        ("never-fail", "Never", 1),
+        ("onfailure-ok", "OnFailure", 0),
+        ("onfailure-fail", "OnFailure", 1),
+        ("always-ok", "Always", 0),
+    ] {
+        let spec = format!("  restartPolicy: {policy}\n");
+        agent.write(
+            &format!("{name}.yaml"),
+            &pod_yaml(
+                name,
+                &spec,
+                &container_yaml("c", &format!("sleep 0.5; exit {code}")),
+            ),
+        );
+    }
+    let limit = Duration::from_secs(40);
+    let p = agent
+        .wait_pod("never-ok", "Succeeded", limit, |p| phase(p) == "Succeeded")
+        .await;
+    assert_eq!(restarts(&p, "c"), 0);
+    let p = agent
+        .wait_pod("never-fail", "Failed", limit, |p| phase(p) == "Failed")
+        .await;
+    assert_eq!(restarts(&p, "c"), 0);
+    let p = agent
+        .wait_pod("onfailure-ok", "Succeeded", limit, |p| {
+            phase(p) == "Succeeded"
+        })
+        .await;
+    assert_eq!(restarts(&p, "c"), 0);
+    agent
+        .wait_pod("onfailure-fail", "restarted", limit, |p| {
+            restarts(p, "c") >= 1
+        })
+        .await;
+    agent
+        .wait_pod("always-ok", "restarted", limit, |p| restarts(p, "c") >= 1)
+        .await;
+    // The ones that completed stay completed: never started again.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for name in ["never-ok", "never-fail", "onfailure-ok"] {
+        assert_eq!(restarts(&agent.pod(name).await.unwrap(), "c"), 0, "{name}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_that_keeps_failing_backs_off_longer_each_time() {
+    let agent = Agent::start("crashloop").await;
+    agent.write(
+        "crash.yaml",
+        &pod_yaml("crash", "", &container_yaml("c", "echo failing; exit 1")),
+    );
+    let t0 = Instant::now();
+    let mut seen_at = Vec::new();
+    let mut saw_backoff = false;
+    while seen_at.len() < 4 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(90),
+            "too slow: {seen_at:?}\n{}",
+            agent.log_tail(30)
+        );
+        if let Some(p) = agent.pod("crash").await {
+            let n = restarts(&p, "c") as usize;
+            while seen_at.len() <= n && seen_at.len() < 4 {
+                seen_at.push(t0.elapsed());
+            }
+            let waiting = container(&p, "c")
+                .and_then(|c| c.state.clone())
+                .and_then(|s| s.waiting)
+                .and_then(|w| w.reason);
+            saw_backoff |= waiting.as_deref() == Some("CrashLoopBackOff");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        saw_backoff,
+        "the status showed CrashLoopBackOff while waiting"
+    );
+    let gaps: Vec<f64> = seen_at
+        .windows(2)
+        .map(|w| (w[1] - w[0]).as_secs_f64())
+        .collect();
+    // First restart at once, then about 10 s, then about 20 s.
+    assert!(gaps[0] < 5.0, "{gaps:?}");
+    assert!((8.0..16.0).contains(&gaps[1]), "{gaps:?}");
+    assert!((17.0..28.0).contains(&gaps[2]), "{gaps:?}");
+}
+
+fn trap_container(out: &str, marker: &str) -> String {
+    container_yaml(
+        "app",
+        &format!(
+            "trap 'echo got-SIGTERM > /out/{marker}; exit 0' TERM; while true; do sleep 0.2; done"
+        ),
+    ) + &format!(
+        "    volumeMounts: [{{name: out, mountPath: /out}}]\n  volumes:\n  - name: out\n    hostPath: {{path: {out}}}\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_the_file_stops_the_pod_with_sigterm_within_its_grace_period() {
+    let agent = Agent::start("delete").await;
+    let out = agent.out_dir();
+    let yaml = pod_yaml(
+        "graceful",
+        "  terminationGracePeriodSeconds: 20\n",
+        &trap_container(&out.display().to_string(), "signal"),
+    );
+    agent.write("graceful.yaml", &yaml);
+    agent
+        .wait_pod("graceful", "running", Duration::from_secs(30), |p| {
+            running(p, "app")
+        })
+        .await;
+    let t0 = Instant::now();
+    agent.remove("graceful.yaml");
+    common::eventually(
+        "the pod gone from the runtime",
+        Duration::from_secs(20),
+        || async { agent.runtime_pods().await.is_empty().then_some(()) },
+    )
+    .await;
+    let took = t0.elapsed();
+    assert_eq!(
+        std::fs::read_to_string(out.join("signal")).unwrap(),
+        "got-SIGTERM\n"
+    );
+    assert!(
+        took < Duration::from_secs(10),
+        "stopped by SIGTERM, not at the 20 s deadline: {took:?}"
+    );
+    common::eventually(
+        "the pod gone from the API",
+        Duration::from_secs(10),
+        || async { agent.pod("graceful").await.is_none().then_some(()) },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn editing_a_manifest_replaces_the_pod_after_the_old_one_terminated() {
+    let agent = Agent::start("edit").await;
+    let out = agent.out_dir().display().to_string();
+    // The old version takes two seconds to stop after SIGTERM.
+    let v1 = container_yaml(
+        "app",
+        "trap 'sleep 2; echo old-stopped > /out/old; exit 0' TERM; echo v1; while true; do sleep 0.2; done",
+    ) + &format!(
+        "    volumeMounts: [{{name: out, mountPath: /out}}]\n  volumes:\n  - name: out\n    hostPath: {{path: {out}}}\n"
+    );
+    agent.write("web.yaml", &pod_yaml("web", "", &v1));
+    let old = agent
+        .wait_pod("web", "v1 running", Duration::from_secs(30), |p| {
+            running(p, "app")
+        })
+        .await;
+    let old_uid = old.metadata.uid.clone().unwrap();
+    let v2 = container_yaml("app", "echo v2; date +%s%N > /out/new-started; sleep 3600")
+        + &format!(
+            "    volumeMounts: [{{name: out, mountPath: /out}}]\n  volumes:\n  - name: out\n    hostPath: {{path: {out}}}\n"
+        );
+    agent.write("web.yaml", &pod_yaml("web", "", &v2));
+    let new = agent
+        .wait_pod("web", "v2 running", Duration::from_secs(30), |p| {
+            p.metadata.uid.as_deref() != Some(old_uid.as_str()) && running(p, "app")
+        })
+        .await;
+    assert_ne!(
+        new.metadata.uid, old.metadata.uid,
+        "an edit makes a new pod"
+    );
+    // The old container finished its two-second shutdown before the new one started.
+    let old_stopped = std::fs::metadata(agent.out_dir().join("old"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    let new_started = std::fs::metadata(agent.out_dir().join("new-started"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    assert!(
+        old_stopped <= new_started,
+        "the new pod started before the old one stopped"
+    );
+    assert_eq!(agent.logs("web", "app").await, "v2\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bridge_pods_get_an_ip_and_host_network_pods_do_not() {
+    let agent = Agent::start("network").await;
+    agent.write(
+        "bridge.yaml",
+        &pod_yaml("bridge", "", &container_yaml("c", "sleep 3600")),
+    );
+    agent.write(
+        "host.yaml",
+        &pod_yaml(
+            "host",
+            "  hostNetwork: true\n",
+            &container_yaml("c", "sleep 3600"),
+        ),
+    );
+    let bridge = agent
+        .wait_pod("bridge", "running", Duration::from_secs(30), |p| {
+            running(p, "c")
+        })
+        .await;
+    let ip = bridge.status.unwrap().pod_ip.expect("a pod IP");
+    assert!(ip.starts_with("10.88."), "{ip}");
+    let host = agent
+        .wait_pod("host", "running", Duration::from_secs(30), |p| {
+            running(p, "c")
+        })
+        .await;
+    assert_eq!(host.status.unwrap().pod_ip, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_orphan_sandbox_with_our_labels_is_removed_by_housekeeping() {
+    use podvisor_cri::Runtime;
+    let agent = Agent::start("orphan").await;
+    let rt = common::runtime().await;
+    let uid = common::unique_uid("orphan");
+    let mut cfg = podvisor_cri::sample::sandbox_config(&uid, "orphan", true, "/tmp");
+    cfg.labels
+        .insert(podvisor_cri::labels::MANAGED_BY.into(), agent.node.clone());
+    let id = rt.run_sandbox(&cfg).await.unwrap();
+    // Someone else's sandbox on the same containerd is left alone.
+    let foreign = common::unique_uid("foreign");
+    let foreign_cfg = podvisor_cri::sample::sandbox_config(&foreign, "foreign", true, "/tmp");
+    rt.run_sandbox(&foreign_cfg).await.unwrap();
+    common::eventually("the orphan removed", Duration::from_secs(20), || async {
+        rt.sandbox_status(&id)
+            .await
+            .err()
+            .filter(|e| e.is_not_found())
+            .map(|_| ())
+    })
+    .await;
+    let still = rt.list_pods().await.unwrap();
+    assert!(
+        still.iter().any(|p| p.pod.uid == foreign),
+        "another owner's pod was touched"
+    );
+    common::remove_pod(&rt, &foreign).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_manifest_is_reported_and_the_good_ones_run() {
+    let agent = Agent::start("badfile").await;
+    agent.write(
+        "good.yaml",
+        &pod_yaml("good", "", &container_yaml("c", "sleep 3600")),
+    );
+    agent.write(
+        "bad.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: Bad_Name\nspec:\n  containers: []\n",
+    );
+    agent
+        .wait_pod("good", "running", Duration::from_secs(30), |p| {
+            running(p, "c")
+        })
+        .await;
+    let body = podvisor_debug::client::get(&agent.endpoint, "/api/v1/manifest-errors", None)
+        .await
+        .unwrap();
+    let errors: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let bad = &errors[0];
+    assert!(
+        bad["path"].as_str().unwrap().ends_with("bad.yaml"),
+        "{errors}"
+    );
+    assert!(
+        bad["reason"].as_str().unwrap().contains("DNS-1123"),
+        "{errors}"
+    );
+    // Reported once in the log, not on every rescan.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    agent.write(
+        "good2.yaml",
+        &pod_yaml("good2", "", &container_yaml("c", "sleep 3600")),
+    );
+    agent
+        .wait_pod("good2", "running", Duration::from_secs(30), |p| {
+            running(p, "c")
+        })
+        .await;
+    let mentions = agent.agent_log().matches("manifest not used").count();
+    assert_eq!(mentions, 1, "{}", agent.log_tail(30));
+    assert_eq!(agent.pods().await.len(), 2, "the bad file made no pod");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigkilled_agent_adopts_its_ten_pods_without_restarting_any() {
+    let mut agent = Agent::start("adopt").await;
+    for i in 0..10 {
+        agent.write(
+            &format!("p{i}.yaml"),
+            &pod_yaml(&format!("p{i}"), "", &container_yaml("c", "sleep 3600")),
+        );
+    }
+    let ids = |pods: &[Pod]| -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = pods
+            .iter()
+            .map(|p| {
+                (
+                    p.metadata.name.clone().unwrap(),
+                    container(p, "c")
+                        .and_then(|c| c.container_id.clone())
+                        .unwrap_or_default(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    common::eventually("ten pods running", Duration::from_secs(60), || async {
+        let pods = agent.pods().await;
+        (pods.len() == 10 && pods.iter().all(|p| running(p, "c"))).then_some(())
+    })
+    .await;
+    let before = ids(&agent.pods().await);
+    let sandboxes_before: Vec<String> = agent
+        .runtime_pods()
+        .await
+        .iter()
+        .flat_map(|p| p.sandboxes.iter().map(|s| s.id.clone()))
+        .collect();
+    agent.kill9();
+    agent.restart().await;
+    tokio::time::sleep(Duration::from_secs(5)).await; // a few relists, resyncs and housekeepings
+    let pods = agent.pods().await;
+    assert_eq!(ids(&pods), before, "same containers");
+    assert!(
+        pods.iter()
+            .all(|p| restarts(p, "c") == 0 && running(p, "c"))
+    );
+    let mut sandboxes_after: Vec<String> = agent
+        .runtime_pods()
+        .await
+        .iter()
+        .flat_map(|p| p.sandboxes.iter().map(|s| s.id.clone()))
+        .collect();
+    let mut b = sandboxes_before.clone();
+    b.sort();
+    sandboxes_after.sort();
+    assert_eq!(sandboxes_after, b, "no sandbox recreated");
+    // SIGTERM: the agent exits 0 and the pods keep running.
+    assert_eq!(agent.terminate(), Some(0));
+    assert_eq!(agent.runtime_pods().await.len(), 10);
+}

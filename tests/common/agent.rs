@@ -1,0 +1,239 @@
+//! A real `podvisor run` for integration tests: its own manifest, state and log
+//! directories, its own node name (so its housekeeping never touches another test's pods)
+//! and its own port, against the test containerd.
+
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use podvisor_cri::{CriRuntime, Runtime};
+
+pub struct Agent {
+    pub node: String,
+    pub dir: PathBuf,
+    pub endpoint: String,
+    config: PathBuf,
+    child: Option<Child>,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Agent {
+    /// Starts an agent named `node` (lowercase, unique per test) and waits until it is ready.
+    pub async fn start(node: &str) -> Self {
+        super::runtime().await; // fails with instructions if containerd is not up
+        let node = format!("{node}-{}", std::process::id());
+        let dir = std::env::temp_dir().join("podvisor-it").join(&node);
+        let _ = std::fs::remove_dir_all(&dir);
+        for sub in ["manifests", "state", "logs", "out"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        let endpoint = format!("http://127.0.0.1:{}", free_port());
+        let config = dir.join("podvisor.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "node_name = \"{node}\"\nruntime_endpoint = \"{}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"{}\"\n[log]\nfilter = \"info,podvisor_kubelet=debug\"\n",
+                super::endpoint(),
+                dir.join("manifests").display(),
+                dir.join("state").display(),
+                dir.join("logs").display(),
+                endpoint.trim_start_matches("http://"),
+            ),
+        )
+        .unwrap();
+        let mut agent = Self {
+            node,
+            dir,
+            endpoint,
+            config,
+            child: None,
+        };
+        agent.launch().await;
+        agent
+    }
+
+    async fn launch(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("agent.log"))
+            .unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_podvisor"))
+            .args(["run", "--config"])
+            .arg(&self.config)
+            .env_remove("PODVISOR_LOG")
+            .stdout(Stdio::from(log.try_clone().unwrap()))
+            .stderr(Stdio::from(log))
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let endpoint = self.endpoint.clone();
+        super::eventually("the agent to be ready", Duration::from_secs(20), || {
+            let e = endpoint.clone();
+            async move { podvisor_debug::client::get(&e, "/readyz", None).await.ok() }
+        })
+        .await;
+    }
+
+    /// SIGKILL: the agent dies at once, pods keep running.
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM and wait: the agent stops cleanly, pods keep running. Returns its exit code.
+    pub fn terminate(&mut self) -> Option<i32> {
+        let mut c = self.child.take()?;
+        let _ = Command::new("kill")
+            .args(["-TERM", &c.id().to_string()])
+            .status();
+        c.wait().ok()?.code()
+    }
+
+    pub async fn restart(&mut self) {
+        self.launch().await;
+    }
+
+    pub fn manifest(&self, name: &str) -> PathBuf {
+        self.dir.join("manifests").join(name)
+    }
+
+    pub fn write(&self, name: &str, yaml: &str) {
+        // Write then rename, as an editor or a config tool would: the agent never reads a
+        // half-written file.
+        let tmp = self.dir.join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, yaml).unwrap();
+        std::fs::rename(&tmp, self.manifest(name)).unwrap();
+    }
+
+    pub fn remove(&self, name: &str) {
+        std::fs::remove_file(self.manifest(name)).unwrap();
+    }
+
+    /// A directory the test's containers can write into (a hostPath).
+    pub fn out_dir(&self) -> PathBuf {
+        self.dir.join("out")
+    }
+
+    /// The pod name the agent gives manifest pod `name`.
+    pub fn name(&self, name: &str) -> String {
+        format!("{name}-{}", self.node)
+    }
+
+    pub async fn pods(&self) -> Vec<Pod> {
+        let body = podvisor_debug::client::get(&self.endpoint, "/api/v1/pods", None)
+            .await
+            .expect("pod list");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        serde_json::from_value(v["items"].clone()).unwrap()
+    }
+
+    pub async fn pod(&self, name: &str) -> Option<Pod> {
+        let full = self.name(name);
+        self.pods()
+            .await
+            .into_iter()
+            .find(|p| p.metadata.name.as_deref() == Some(full.as_str()))
+    }
+
+    /// Waits until pod `name` satisfies `check`, returning it.
+    pub async fn wait_pod(
+        &self,
+        name: &str,
+        what: &str,
+        limit: Duration,
+        check: impl Fn(&Pod) -> bool,
+    ) -> Pod {
+        let t0 = Instant::now();
+        loop {
+            if let Some(p) = self.pod(name).await.filter(|p| check(p)) {
+                return p;
+            }
+            if t0.elapsed() > limit {
+                panic!(
+                    "timed out after {limit:?} waiting for {name}: {what}\nlast seen: {:#?}\nagent log tail:\n{}",
+                    self.pod(name).await.and_then(|p| p.status),
+                    self.log_tail(40)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    pub async fn logs(&self, name: &str, container: &str) -> String {
+        podvisor_debug::client::get(
+            &self.endpoint,
+            &format!("/api/v1/pods/{}/log?container={container}", self.name(name)),
+            None,
+        )
+        .await
+        .unwrap_or_default()
+    }
+
+    pub fn log_tail(&self, n: usize) -> String {
+        let text = std::fs::read_to_string(self.dir.join("agent.log")).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+
+    pub fn agent_log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("agent.log")).unwrap_or_default()
+    }
+
+    /// This agent's pods as the runtime holds them.
+    pub async fn runtime_pods(&self) -> Vec<podvisor_cri::Pod> {
+        let rt = super::runtime().await;
+        rt.list_pods()
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|p| podvisor_cri::labels::owned_by(p, &self.node))
+            .collect()
+    }
+}
+
+/// Removes every sandbox and container the agent of `node` owns.
+pub async fn remove_owned(rt: &CriRuntime, node: &str) {
+    for p in rt.list_pods().await.unwrap_or_default() {
+        if podvisor_cri::labels::owned_by(&p, node) {
+            super::remove_pod(rt, &p.pod.uid).await;
+        }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        self.kill9();
+        let node = self.node.clone();
+        // The test's runtime is single-threaded and may be gone: clean up on a thread of
+        // our own.
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let cri = super::runtime().await;
+                remove_owned(&cri, &node).await;
+            });
+        })
+        .join()
+        .ok();
+        if std::env::var_os("PODVISOR_KEEP_TEST_DIRS").is_none() && !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
