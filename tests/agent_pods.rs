@@ -188,8 +188,9 @@ async fn a_container_that_keeps_failing_backs_off_longer_each_time() {
         .windows(2)
         .map(|w| (w[1] - w[0]).as_secs_f64())
         .collect();
-    // First restart at once, then about 10 s, then about 20 s.
-    assert!(gaps[0] < 5.0, "{gaps:?}");
+    // First restart without backoff (only relist and start time, which a busy CI machine
+    // stretches), then about 10 s, then about 20 s.
+    assert!(gaps[0] < 8.0, "{gaps:?}");
     assert!((8.0..16.0).contains(&gaps[1]), "{gaps:?}");
     assert!((17.0..28.0).contains(&gaps[2]), "{gaps:?}");
 }
