@@ -397,6 +397,56 @@ async fn a_bad_manifest_is_reported_and_the_good_ones_run() {
     let mentions = agent.agent_log().matches("manifest not used").count();
     assert_eq!(mentions, 1, "{}", agent.log_tail(30));
     assert_eq!(agent.pods().await.len(), 2, "the bad file made no pod");
+
+    // A typo in a running pod's manifest is reported and loses nothing: the pod of the
+    // last valid version keeps running, the same container, until the file is fixed.
+    let container_id = |p: Option<Pod>| {
+        p.and_then(|p| p.status?.container_statuses?.first()?.container_id.clone())
+    };
+    let before = container_id(agent.pod("good").await).expect("good runs");
+    agent.write(
+        "good.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: good\nspec: 7\n",
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let body = podvisor_debug::client::get(&agent.endpoint, "/api/v1/manifest-errors", None)
+            .await
+            .unwrap();
+        if body.contains("good.yaml") {
+            assert!(body.contains("last valid version keeps running"), "{body}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the broken file was not reported: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Longer than a housekeeping period and a resync: nothing was stopped or replaced.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let now = agent.pod("good").await;
+    assert!(now.as_ref().is_some_and(|p| restarts(p, "c") == 0));
+    assert_eq!(
+        container_id(now).as_deref(),
+        Some(before.as_str()),
+        "{}",
+        agent.log_tail(30)
+    );
+    agent.write(
+        "good.yaml",
+        &pod_yaml("good", "", &container_yaml("c", "sleep 3600")),
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        container_id(agent.pod("good").await).as_deref(),
+        Some(before.as_str())
+    );
+    assert!(
+        agent.agent_log().contains("manifest problem resolved"),
+        "{}",
+        agent.log_tail(30)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

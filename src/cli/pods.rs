@@ -35,6 +35,7 @@ pub struct GetPodsArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum DescribeCommand {
+    /// One pod: status, IP, each container's state and restarts, conditions, events.
     Pod(DescribeArgs),
 }
 

@@ -129,14 +129,21 @@ pub fn build(registry: &Arc<Registry>, p: AgentParams) -> Agent {
         sources_ready: sources_ready.clone(),
     }));
 
-    let (dir, node_name, period, sink) = (
+    let (dir, node_name, period, sink, desired) = (
         p.manifest_dir.clone(),
         p.node.node_name.clone(),
         p.manifest_rescan_period,
         sync_loop.recipient(),
+        sync_loop.recipient(),
     );
     let (manifest_source, manifest_spec) = ChildSpec::of(move || {
-        ManifestSource::new(dir.clone(), node_name.clone(), period, sink.clone())
+        ManifestSource::new(
+            dir.clone(),
+            node_name.clone(),
+            period,
+            sink.clone(),
+            Some(desired.clone()),
+        )
     })
     .build();
 

@@ -2,7 +2,7 @@
 //! them, and giving each the identity the kubelet would: a UID derived from the node, the
 //! file and the content (an edit makes a new pod), and the node name appended to its name.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -18,15 +18,46 @@ pub const MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
 pub const CONFIG_HASH_ANNOTATION: &str = "kubernetes.io/config.hash";
 pub const MANIFEST_ANNOTATION: &str = "podvisor.io/manifest";
 
-/// One pod from a manifest, or why a file (or one of its documents) was refused.
+/// The pods each file gave at the last scan. A file that stops parsing keeps these
+/// running: a typo in an edit must not take down the pod the file described before.
+pub type LastGood = BTreeMap<PathBuf, Vec<Arc<Pod>>>;
+
+/// One scan of the directory: the pods to run, why files (or documents) were refused, and
+/// what to remember for the next scan.
 #[derive(Debug, Default)]
 pub struct Scan {
     pub pods: Vec<Arc<Pod>>,
     pub errors: Vec<(PathBuf, String)>,
+    pub good: LastGood,
 }
 
-/// Reads every manifest in `dir` (not recursing; hidden and editor backup files skipped).
+/// Reads every manifest in `dir` (not recursing; hidden and editor backup files skipped),
+/// with no memory of earlier scans.
 pub fn scan(dir: &Path, node: &str) -> Scan {
+    scan_keeping(dir, node, &LastGood::new())
+}
+
+/// The file-source pods among `desired`, by the manifest they came from: what a restarted
+/// source remembers, so a file that broke before the restart keeps its pods after it.
+pub fn last_good_from(desired: &[Arc<Pod>]) -> LastGood {
+    let mut out = LastGood::new();
+    for p in desired {
+        let ann = p.metadata.annotations.as_ref();
+        let from_file = ann
+            .and_then(|a| a.get(CONFIG_SOURCE_ANNOTATION))
+            .is_some_and(|s| s == "file");
+        if let Some(path) = ann.and_then(|a| a.get(MANIFEST_ANNOTATION))
+            && from_file
+        {
+            out.entry(PathBuf::from(path)).or_default().push(p.clone());
+        }
+    }
+    out
+}
+
+/// Like [`scan`], but a file that cannot be used now and gave pods before (`last`) keeps
+/// giving those pods, reported as an error until it is fixed or removed.
+pub fn scan_keeping(dir: &Path, node: &str, last: &LastGood) -> Scan {
     let mut out = Scan::default();
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
@@ -35,6 +66,9 @@ pub fn scan(dir: &Path, node: &str) -> Scan {
                 dir.to_path_buf(),
                 format!("cannot read the manifest directory: {e}"),
             ));
+            // Nothing can be read, so nothing is known to have changed: keep everything.
+            out.pods = last.values().flatten().cloned().collect();
+            out.good = last.clone();
             return out;
         }
     };
@@ -46,36 +80,54 @@ pub fn scan(dir: &Path, node: &str) -> Scan {
     files.sort();
     let mut names: HashSet<(String, String)> = HashSet::new();
     for path in files {
-        match read_file(&path, node) {
-            Ok(pods) => {
-                for p in pods {
-                    let key = (
-                        p.metadata.namespace.clone().unwrap_or_default(),
-                        p.metadata.name.clone().unwrap_or_default(),
-                    );
-                    if !names.insert(key.clone()) {
-                        out.errors.push((
-                            path.clone(),
-                            format!(
-                                "pod {}/{} is already defined by another manifest",
-                                key.0, key.1
-                            ),
-                        ));
-                        continue;
-                    }
-                    out.pods.push(Arc::new(p));
+        let pods: Vec<Arc<Pod>> = match read_file(&path, node) {
+            Ok(pods) => pods.into_iter().map(Arc::new).collect(),
+            Err(why) => match last.get(&path) {
+                Some(previous) => {
+                    out.errors.push((
+                        path.clone(),
+                        format!("{why} (its last valid version keeps running)"),
+                    ));
+                    previous.clone()
                 }
+                None => {
+                    out.errors.push((path, why));
+                    continue;
+                }
+            },
+        };
+        let mut used = Vec::with_capacity(pods.len());
+        for p in pods {
+            let key = (
+                p.metadata.namespace.clone().unwrap_or_default(),
+                p.metadata.name.clone().unwrap_or_default(),
+            );
+            if !names.insert(key.clone()) {
+                out.errors.push((
+                    path.clone(),
+                    format!(
+                        "pod {}/{} is already defined by another manifest",
+                        key.0, key.1
+                    ),
+                ));
+                continue;
             }
-            Err(why) => out.errors.push((path, why)),
+            used.push(p.clone());
+            out.pods.push(p);
         }
+        out.good.insert(path, used);
     }
     out
 }
 
 fn is_manifest(p: &Path) -> bool {
+    is_manifest_name(p) && p.is_file()
+}
+
+/// Whether a file of this name would be read: not hidden, ending in .yaml, .yml or .json.
+pub fn is_manifest_name(p: &Path) -> bool {
     let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
     !name.starts_with('.')
-        && p.is_file()
         && matches!(
             p.extension().and_then(|e| e.to_str()),
             Some("yaml" | "yml" | "json")

@@ -211,3 +211,54 @@ fn two_files_defining_one_pod_keep_the_first() {
     assert_eq!(s.pods.len(), 1);
     assert!(s.errors[0].0.ends_with("b.yaml") && s.errors[0].1.contains("already defined"));
 }
+
+#[test]
+fn a_manifest_that_breaks_keeps_its_last_good_pods_until_it_is_fixed_or_removed() {
+    let d = Dir::new("last-good");
+    let path = d.write("web.yaml", WEB);
+    d.write("other.yaml", &WEB.replace("name: web", "name: other"));
+    let first = scan_keeping(&d.0, "n", &LastGood::new());
+    assert!(first.errors.is_empty(), "{:?}", first.errors);
+    let web_uid = |s: &Scan| {
+        s.pods
+            .iter()
+            .find(|p| p.metadata.name.as_deref() == Some("web-n"))
+            .and_then(|p| p.metadata.uid.clone())
+    };
+    let uid = web_uid(&first).expect("web loads");
+
+    // A typo: the file is reported, and the pod it described keeps running unchanged.
+    d.write(
+        "web.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: 7\n",
+    );
+    let broken = scan_keeping(&d.0, "n", &first.good);
+    assert_eq!(broken.pods.len(), 2, "{:?}", broken.errors);
+    assert_eq!(web_uid(&broken).as_deref(), Some(uid.as_str()));
+    let (p, why) = &broken.errors[0];
+    assert_eq!(p, &path);
+    assert!(why.contains("last valid version keeps running"), "{why}");
+
+    // Without a previous version (a fresh agent), the broken file runs nothing.
+    assert_eq!(scan_keeping(&d.0, "n", &LastGood::new()).pods.len(), 1);
+
+    // A restarted source recovers the same memory from the sync loop's desired pods.
+    let recovered = last_good_from(&first.pods);
+    assert_eq!(
+        recovered.keys().collect::<Vec<_>>(),
+        first.good.keys().collect::<Vec<_>>()
+    );
+    let after_restart = scan_keeping(&d.0, "n", &recovered);
+    assert_eq!(web_uid(&after_restart).as_deref(), Some(uid.as_str()));
+
+    // Still broken on the next scan: still kept (the memory is carried forward).
+    let again = scan_keeping(&d.0, "n", &broken.good);
+    assert_eq!(web_uid(&again).as_deref(), Some(uid.as_str()));
+
+    // Removing the file removes its pods.
+    std::fs::remove_file(&path).unwrap();
+    let gone = scan_keeping(&d.0, "n", &again.good);
+    assert!(web_uid(&gone).is_none());
+    assert!(gone.errors.is_empty());
+    assert!(!gone.good.contains_key(&path));
+}
