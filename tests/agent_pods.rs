@@ -504,7 +504,36 @@ async fn a_sigkilled_agent_adopts_its_ten_pods_without_restarting_any() {
     b.sort();
     sandboxes_after.sort();
     assert_eq!(sandboxes_after, b, "no sandbox recreated");
+
+    // A manifest removed while the agent was down: its pod is stopped as an orphan and
+    // its remembered status goes too; the other nine are untouched.
+    agent.kill9();
+    agent.remove("p0.yaml");
+    agent.restart().await;
+    let gone = agent.name("p0");
+    common::eventually(
+        "p0 gone from the runtime and the API",
+        Duration::from_secs(30),
+        || async {
+            let listed = agent.pods().await;
+            let in_runtime = agent.runtime_pods().await;
+            (listed.len() == 9
+                && !listed
+                    .iter()
+                    .any(|p| p.metadata.name.as_deref() == Some(&gone))
+                && in_runtime.len() == 9)
+                .then_some(())
+        },
+    )
+    .await;
+    let after = ids(&agent.pods().await);
+    assert_eq!(
+        after,
+        before[1..].to_vec(),
+        "the others kept their containers"
+    );
+
     // SIGTERM: the agent exits 0 and the pods keep running.
     assert_eq!(agent.terminate(), Some(0));
-    assert_eq!(agent.runtime_pods().await.len(), 10);
+    assert_eq!(agent.runtime_pods().await.len(), 9);
 }

@@ -5,4 +5,5 @@
 pub mod alloc;
 pub mod cpu;
 pub mod floor;
+pub mod procstat;
 pub mod stats;

@@ -116,19 +116,6 @@ pub fn build(registry: &Arc<Registry>, p: AgentParams) -> Agent {
         },
         p.supervision,
     );
-    let sources_ready = Arc::new(AtomicBool::new(false));
-    let _ = deps.set(Arc::new(SyncLoopDeps {
-        runtime,
-        update: workers.dispatcher.recipient(),
-        drain: workers.dispatcher.recipient(),
-        known: workers.dispatcher.recipient(),
-        rejected: status_manager.recipient(),
-        forget: status_manager.recipient(),
-        phases: status_manager.recipient(),
-        cache_delete: status.cache.recipient(),
-        sources_ready: sources_ready.clone(),
-    }));
-
     let (dir, node_name, period, sink, desired) = (
         p.manifest_dir.clone(),
         p.node.node_name.clone(),
@@ -146,6 +133,21 @@ pub fn build(registry: &Arc<Registry>, p: AgentParams) -> Agent {
         )
     })
     .build();
+
+    let sources_ready = Arc::new(AtomicBool::new(false));
+    let _ = deps.set(Arc::new(SyncLoopDeps {
+        runtime,
+        update: workers.dispatcher.recipient(),
+        drain: workers.dispatcher.recipient(),
+        known: workers.dispatcher.recipient(),
+        rejected: status_manager.recipient(),
+        forget: status_manager.recipient(),
+        retain: status_manager.recipient(),
+        phases: status_manager.recipient(),
+        cache_delete: status.cache.recipient(),
+        sources_ready: sources_ready.clone(),
+        sources: vec![manifest_source.recipient()],
+    }));
 
     Agent {
         // Start order: what others send to first, the sources last, so the first snapshot

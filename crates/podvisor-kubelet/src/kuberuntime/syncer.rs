@@ -353,6 +353,9 @@ impl PodSyncer for CriSyncer {
             return Ok(SyncOutcome::default());
         }
         debug!(pod_uid = %uid, ?actions, "syncing pod");
+        // Reported before acting too (as the kubelet's syncPod does): a pod appears as
+        // Pending (ContainerCreating) at once, not when its sandbox and images are ready.
+        report(HashMap::new());
         let grace = podinfo::spec_grace_period(&pod);
         if actions.kill_pod {
             let (running, sandboxes) = Self::running_of(&status);

@@ -6,7 +6,7 @@
 pub mod convert;
 mod store;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -17,7 +17,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use podvisor_actors::{StartInfo, SupervisedActor};
 use podvisor_cri::PodStatus;
 use serde::Serialize;
-use tracing::warn;
+use tracing::{info, warn};
 
 pub use convert::{Waiting, api_status, phase};
 pub use store::{MAX_EVENTS, PodEvent, PodRecord, Store, StoreError};
@@ -72,6 +72,13 @@ pub struct RecordEvent {
 pub struct ForgetPod {
     pub uid: String,
 }
+
+/// Housekeeping's list of every pod still known (in config, or being stopped): statuses of
+/// any other pod are dropped. This is what clears statuses remembered from before a
+/// restart for pods whose manifests went away meanwhile.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct RetainPods(pub HashSet<String>);
 
 /// Every known pod, sorted by namespace and name.
 #[derive(Message)]
@@ -145,6 +152,21 @@ impl StatusManager {
                 .and_then(|o| o.last_transition_time.clone())
                 .or_else(|| Some(now_time()));
         }
+        let (before, after) = (
+            phase_and_ready(previous.as_ref()),
+            phase_and_ready(Some(&status)),
+        );
+        if before != after {
+            // The transitions an operator follows a pod by; also what the agent benchmark
+            // times, from the log, without polling the API.
+            info!(
+                pod = pod.metadata.name.as_deref().unwrap_or(""),
+                pod_uid = %uid,
+                phase = after.0.unwrap_or(""),
+                ready = after.1,
+                "pod status changed"
+            );
+        }
         let mut new_pod = (**pod).clone();
         new_pod.status = Some(status);
         let record = self.pods.entry(uid).or_insert_with(|| PodRecord {
@@ -159,6 +181,15 @@ impl StatusManager {
             warn!(error = %e, "pod status not persisted");
         }
     }
+}
+
+fn phase_and_ready(status: Option<&ApiPodStatus>) -> (Option<&str>, bool) {
+    let phase = status.and_then(|s| s.phase.as_deref());
+    let ready = status
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+        .is_some_and(|c| c.status == "True");
+    (phase, ready)
 }
 
 impl Actor for StatusManager {
@@ -262,6 +293,23 @@ impl Handler<ForgetPod> for StatusManager {
     fn handle(&mut self, msg: ForgetPod, _: &mut Context<Self>) {
         if self.pods.remove(&msg.uid).is_some() {
             self.store.remove(&msg.uid);
+        }
+    }
+}
+
+impl Handler<RetainPods> for StatusManager {
+    type Result = ();
+    fn handle(&mut self, msg: RetainPods, _: &mut Context<Self>) {
+        let stale: Vec<String> = self
+            .pods
+            .keys()
+            .filter(|uid| !msg.0.contains(*uid))
+            .cloned()
+            .collect();
+        for uid in stale {
+            info!(pod_uid = %uid, "forgetting the status of a pod nobody knows any more");
+            self.pods.remove(&uid);
+            self.store.remove(&uid);
         }
     }
 }

@@ -26,13 +26,14 @@ use tracing::{debug, info, warn};
 pub use admission::{Allocatable, Rejection};
 pub use pods::{Change, PodManager, deleted};
 
+use crate::manifest_source::Rescan;
 use crate::pleg::{PlegEventKind, PodLifecycleEvent};
 use crate::pod_workers::{
     DesiredPods, DrainDue, GetDesiredPods, KillPodOptions, PodWorkerState, RuntimePod,
     SyncKnownPods, UpdatePod, UpdatePodOptions, UpdateType, pod as podinfo,
 };
 use crate::status_cache::DeleteStatus;
-use crate::status_manager::{ForgetPod, PodRejected, TerminalPhases};
+use crate::status_manager::{ForgetPod, PodRejected, RetainPods, TerminalPhases};
 
 // ---- messages ------------------------------------------------------------------------------
 
@@ -90,11 +91,15 @@ pub struct SyncLoopDeps {
     pub known: Recipient<SyncKnownPods>,
     pub rejected: Recipient<PodRejected>,
     pub forget: Recipient<ForgetPod>,
+    pub retain: Recipient<RetainPods>,
     /// Last known phases, so a pod that completed before a restart is not run again.
     pub phases: Recipient<TerminalPhases>,
     pub cache_delete: Recipient<DeleteStatus>,
     /// Readiness, readable by `/readyz`: every source has been heard from.
     pub sources_ready: Arc<AtomicBool>,
+    /// The config sources, asked for a full snapshot whenever the loop (re)starts, so a
+    /// restarted loop has its desired pods at once, not at the next periodic rescan.
+    pub sources: Vec<Recipient<Rescan>>,
 }
 
 pub struct SyncLoop {
@@ -239,6 +244,11 @@ impl SyncLoop {
             self.deps.forget.do_send(ForgetPod { uid: uid.clone() });
             self.deps.cache_delete.do_send(DeleteStatus { uid });
         }
+        // Statuses of pods nobody knows (remembered from before a restart, whose manifest
+        // went away meanwhile) go too; the runtime side of them is killed below.
+        let mut known = self.pods.known_uids();
+        known.extend(states.keys().cloned());
+        self.deps.retain.do_send(RetainPods(known));
         let running = match running {
             Ok(r) => r,
             Err(e) => {
@@ -298,6 +308,9 @@ impl SupervisedActor for SyncLoop {
 
     fn rebuild(&mut self, ctx: &mut Context<Self>, _: &StartInfo<Self>) {
         self.deps.sources_ready.store(false, Ordering::Relaxed);
+        for source in &self.deps.sources {
+            source.do_send(Rescan);
+        }
         ctx.run_interval(self.config.sync_period, |act, ctx| act.resync_due(ctx));
         ctx.run_interval(self.config.housekeeping_period, |act, ctx| {
             act.housekeeping(ctx)

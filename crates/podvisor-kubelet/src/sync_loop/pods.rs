@@ -132,6 +132,17 @@ impl PodManager {
         self.by_source.values().any(|m| m.contains_key(uid))
     }
 
+    /// Every UID whose status is still worth showing: listed by a source (running,
+    /// completed or rejected) or removed and still being stopped.
+    pub fn known_uids(&self) -> std::collections::HashSet<String> {
+        self.by_source
+            .values()
+            .flat_map(|m| m.keys())
+            .chain(&self.removed)
+            .cloned()
+            .collect()
+    }
+
     pub fn removed(&self) -> impl Iterator<Item = &String> {
         self.removed.iter()
     }
@@ -213,8 +224,25 @@ mod tests {
         assert!(m.remove("a"));
         assert!(m.desired().is_empty());
         assert_eq!(m.removed().collect::<Vec<_>>(), ["a"]);
+        assert!(m.known_uids().contains("a"), "known until it is forgotten");
+        m.forget_removed("a");
+        assert!(m.known_uids().is_empty());
         let d = deleted(&a);
         assert!(d.metadata.deletion_timestamp.is_some());
         assert_eq!(d.metadata.deletion_grace_period_seconds, Some(30));
+    }
+
+    #[test]
+    fn rejected_and_listed_pods_are_known() {
+        let mut m = PodManager::new(["file".to_string()]);
+        let none = Allocatable {
+            pods: 0,
+            cpu_milli: 1000,
+            memory_bytes: 1 << 30,
+        };
+        m.set_source("file", vec![p("a", "a", "1")]);
+        assert!(m.admit(&p("a", "a", "1"), &none).is_err());
+        assert!(m.desired_uids().is_empty());
+        assert_eq!(m.known_uids().into_iter().collect::<Vec<_>>(), ["a"]);
     }
 }

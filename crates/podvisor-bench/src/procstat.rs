@@ -1,0 +1,67 @@
+//! Another process's memory and CPU, read from /proc: how the agent benchmark measures the
+//! real `podvisor run` binary from outside, with nothing added to the agent.
+
+use std::time::Duration;
+
+/// Resident set size (VmRSS) of `pid`, in bytes.
+pub fn rss_bytes(pid: u32) -> std::io::Result<u64> {
+    status_kib(pid, "VmRSS:").map(|k| k * 1024)
+}
+
+/// Peak resident set size (VmHWM) of `pid`, in bytes.
+pub fn peak_rss_bytes(pid: u32) -> std::io::Result<u64> {
+    status_kib(pid, "VmHWM:").map(|k| k * 1024)
+}
+
+fn status_kib(pid: u32, key: &str) -> std::io::Result<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("no {key} in /proc/{pid}/status")))
+}
+
+/// User + system CPU time `pid` has used so far (clock-tick resolution, 10 ms usually).
+pub fn cpu_time(pid: u32) -> std::io::Result<Duration> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    parse_stat_cpu(&text, clock_ticks())
+        .ok_or_else(|| std::io::Error::other(format!("malformed /proc/{pid}/stat")))
+}
+
+fn clock_ticks() -> u64 {
+    // SAFETY: sysconf has no memory effects; _SC_CLK_TCK is always a valid name.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 { t as u64 } else { 100 }
+}
+
+/// utime + stime (fields 14 and 15) from a /proc/PID/stat line. The command name (field 2)
+/// may hold spaces and parentheses, so fields are counted from the last ')'.
+fn parse_stat_cpu(stat: &str, ticks_per_sec: u64) -> Option<Duration> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(11); // field 3 is the first after ')'
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(Duration::from_millis(
+        (utime + stime) * 1000 / ticks_per_sec.max(1),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_fields_are_counted_from_the_last_parenthesis() {
+        let line = "42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 4 0 1 1 1";
+        assert_eq!(parse_stat_cpu(line, 100), Some(Duration::from_millis(3250)));
+        assert_eq!(parse_stat_cpu("garbage", 100), None);
+    }
+
+    #[test]
+    fn reads_this_process() {
+        let me = std::process::id();
+        assert!(rss_bytes(me).unwrap() > 0);
+        assert!(peak_rss_bytes(me).unwrap() >= rss_bytes(me).unwrap() / 2);
+        cpu_time(me).unwrap();
+    }
+}
