@@ -507,6 +507,11 @@ async fn a_sigkilled_agent_adopts_its_ten_pods_without_restarting_any() {
 
     // A manifest removed while the agent was down: its pod is stopped as an orphan and
     // its remembered status goes too; the other nine are untouched.
+    let p0_uid = agent
+        .pod("p0")
+        .await
+        .and_then(|p| p.metadata.uid)
+        .expect("p0 has a uid");
     agent.kill9();
     agent.remove("p0.yaml");
     agent.restart().await;
@@ -531,6 +536,28 @@ async fn a_sigkilled_agent_adopts_its_ten_pods_without_restarting_any() {
         after,
         before[1..].to_vec(),
         "the others kept their containers"
+    );
+    // Its volumes and logs are swept too; the others' stay.
+    let dirs_of = |uid: &str| -> Vec<std::path::PathBuf> {
+        let state = agent.dir.join("state/pods").join(uid);
+        let logs = std::fs::read_dir(agent.dir.join("logs"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.to_string_lossy().ends_with(uid));
+        logs.chain(state.exists().then_some(state)).collect()
+    };
+    common::eventually(
+        "p0's directories swept",
+        Duration::from_secs(10),
+        || async { dirs_of(&p0_uid).is_empty().then_some(()) },
+    )
+    .await;
+    let p1_uid = agent.pod("p1").await.and_then(|p| p.metadata.uid).unwrap();
+    assert_eq!(
+        dirs_of(&p1_uid).len(),
+        2,
+        "p1 keeps its state and log directories"
     );
 
     // SIGTERM: the agent exits 0 and the pods keep running.

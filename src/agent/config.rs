@@ -138,6 +138,11 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if !(secs > 0.0 && secs.is_finite()) {
         return Err(format!("invalid duration {s:?}: it must be positive"));
     }
+    // Every duration here is a period or a timeout; a day is already absurd, and far
+    // larger values would overflow the timers that add them to the current instant.
+    if secs > 86_400.0 {
+        return Err(format!("invalid duration {s:?}: it must be at most 24h"));
+    }
     Ok(Duration::from_secs_f64(secs))
 }
 
@@ -300,5 +305,9 @@ mod tests {
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("5").is_err());
+        // Would overflow Duration (a panic) or the timers: refused with the reason.
+        let huge = parse_duration("99999999999999999999999h").unwrap_err();
+        assert!(huge.contains("at most 24h"), "{huge}");
+        assert_eq!(parse_duration("24h"), Ok(Duration::from_secs(86_400)));
     }
 }

@@ -146,6 +146,7 @@ pub fn build(registry: &Arc<Registry>, p: AgentParams) -> Agent {
         phases: status_manager.recipient(),
         cache_delete: status.cache.recipient(),
         sources_ready: sources_ready.clone(),
+        node: p.node.clone(),
         sources: vec![manifest_source.recipient()],
     }));
 

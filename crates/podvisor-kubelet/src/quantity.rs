@@ -5,16 +5,27 @@
 #[error("invalid quantity {0:?}")]
 pub struct QuantityError(pub String);
 
+/// Larger results are refused: far beyond any machine (4 EiB of memory, 2^62 millicores),
+/// and small enough that sums and the cgroup conversions stay in range.
+const MAX: f64 = (1u64 << 62) as f64;
+
 /// The value times 1000 (millicores for CPU), rounded up like the kubelet does.
 pub fn parse_milli(q: &str) -> Result<i64, QuantityError> {
     let (value, scale) = parse(q)?;
-    Ok((value * scale * 1000.0).ceil() as i64)
+    bounded(q, (value * scale * 1000.0).ceil())
 }
 
 /// The value in plain units (bytes for memory), rounded up.
 pub fn parse_units(q: &str) -> Result<i64, QuantityError> {
     let (value, scale) = parse(q)?;
-    Ok((value * scale).ceil() as i64)
+    bounded(q, (value * scale).ceil())
+}
+
+fn bounded(q: &str, v: f64) -> Result<i64, QuantityError> {
+    if v > MAX {
+        return Err(QuantityError(q.to_string()));
+    }
+    Ok(v as i64)
 }
 
 fn parse(q: &str) -> Result<(f64, f64), QuantityError> {
@@ -51,6 +62,13 @@ fn parse(q: &str) -> Result<(f64, f64), QuantityError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absurd_quantities_are_refused_not_wrapped() {
+        assert!(parse_units("9Ei").is_err());
+        assert!(parse_milli("10000000000000000").is_err());
+        assert_eq!(parse_units("3Ei"), Ok(3 << 60));
+    }
 
     #[test]
     fn cpu_and_memory() {

@@ -181,8 +181,9 @@ pub fn compute_pod_actions(pod: &Pod, status: &PodStatus) -> PodActions {
         ..Default::default()
     };
     if create_sandbox {
-        // A pod that must not restart and already ran keeps its dead sandbox.
-        if policy != RestartPolicy::Always && attempt != 0 && !status.containers.is_empty() {
+        // A pod that must never restart and already ran keeps its dead sandbox. OnFailure
+        // pods get a new one for what failed (below: nothing to start, no sandbox).
+        if policy == RestartPolicy::Never && attempt != 0 && !status.containers.is_empty() {
             actions.create_sandbox = false;
             return actions;
         }
@@ -199,6 +200,9 @@ pub fn compute_pod_actions(pod: &Pod, status: &PodStatus) -> PodActions {
             })
             .map(|(i, _)| i)
             .collect();
+        if actions.containers_to_start.is_empty() {
+            actions.create_sandbox = false;
+        }
         return actions;
     }
 
@@ -237,6 +241,14 @@ pub fn compute_pod_actions(pod: &Pod, status: &PodStatus) -> PodActions {
             _ => {
                 if should_restart(c, pod, status) {
                     actions.containers_to_start.push(i);
+                    // It may be running after all: kill it first, so two never run.
+                    if let Some(s) = s.filter(|s| s.state == ContainerState::Unknown) {
+                        actions.containers_to_kill.push((
+                            s.id.clone(),
+                            c.name.clone(),
+                            "container state unknown".into(),
+                        ));
+                    }
                 }
             }
         }

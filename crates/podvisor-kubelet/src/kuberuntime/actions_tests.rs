@@ -225,3 +225,34 @@ fn the_hash_follows_the_spec() {
     assert_ne!(container_hash(&a), container_hash(&b));
     assert_eq!(container_hash(&a).len(), 16);
 }
+
+#[test]
+fn an_on_failure_pod_whose_sandbox_died_gets_a_new_one_for_what_failed() {
+    // A node reboot: the sandbox is gone, one container had failed, one had succeeded.
+    let p = pod("OnFailure", &[], &["failed", "done"]);
+    let s = status(
+        vec![sandbox(0, false)],
+        vec![c(&p, "failed", 1, Some(1)), c(&p, "done", 1, Some(0))],
+    );
+    let a = compute_pod_actions(&p, &s);
+    assert!(a.create_sandbox && a.kill_pod);
+    assert_eq!((a.attempt, a.containers_to_start.clone()), (1, vec![0]));
+    // Everything succeeded: nothing to start, so no sandbox either.
+    let s = status(
+        vec![sandbox(0, false)],
+        vec![c(&p, "failed", 1, Some(0)), c(&p, "done", 1, Some(0))],
+    );
+    let a = compute_pod_actions(&p, &s);
+    assert!(!a.create_sandbox && a.kill_pod && a.containers_to_start.is_empty());
+}
+
+#[test]
+fn a_container_in_an_unknown_state_is_killed_before_it_is_started_again() {
+    let p = pod("Always", &[], &["a"]);
+    let mut s = status(vec![sandbox(0, true)], vec![c(&p, "a", 1, Some(1))]);
+    s.containers[0].state = ContainerState::Unknown;
+    let a = compute_pod_actions(&p, &s);
+    assert_eq!(a.containers_to_start, [0]);
+    assert_eq!(a.containers_to_kill.len(), 1, "{a:?}");
+    assert_eq!(a.containers_to_kill[0].0, "a-1");
+}

@@ -123,6 +123,17 @@ fn pod_labels(node: &NodeConfig, pod: &Pod) -> HashMap<String, String> {
     l
 }
 
+/// A pod name may have 253 characters, a hostname 64 (sethostname fails beyond): cut to
+/// 63 and drop trailing '-' and '.', as the kubelet does.
+fn pod_hostname(mut name: String) -> String {
+    if name.len() > 63 {
+        name.truncate(63);
+        let trimmed = name.trim_end_matches(['-', '.']).len();
+        name.truncate(trimmed);
+    }
+    name
+}
+
 pub fn sandbox_config(node: &NodeConfig, pod: &Pod, attempt: u32) -> PodSandboxConfig {
     let spec = pod.spec.clone().unwrap_or_default();
     let host_net = host_network(pod);
@@ -167,7 +178,7 @@ pub fn sandbox_config(node: &NodeConfig, pod: &Pod, attempt: u32) -> PodSandboxC
         hostname: if host_net {
             String::new()
         } else {
-            spec.hostname.clone().unwrap_or(name)
+            pod_hostname(spec.hostname.clone().unwrap_or(name))
         },
         log_directory: pod_log_directory(node, pod).to_string_lossy().into_owned(),
         dns_config: if host_net { None } else { node.dns.clone() },
@@ -349,12 +360,13 @@ fn resources(c: &Container) -> Result<LinuxContainerResources, ConfigError> {
     let cpu_request = get(&res.requests, "cpu").or_else(|| get(&res.limits, "cpu"));
     if let Some(cpu) = cpu_request {
         let milli = quantity::parse_milli(&cpu).map_err(q)?;
-        r.cpu_shares = (milli * 1024 / 1000).max(2);
+        // The kernel's range for shares.
+        r.cpu_shares = (milli.saturating_mul(1024) / 1000).clamp(2, 262_144);
     }
     if let Some(cpu) = get(&res.limits, "cpu") {
         let milli = quantity::parse_milli(&cpu).map_err(q)?;
         r.cpu_period = 100_000;
-        r.cpu_quota = (milli * 100_000 / 1000).max(1000);
+        r.cpu_quota = milli.saturating_mul(100).max(1000);
     }
     if let Some(mem) = get(&res.limits, "memory") {
         r.memory_limit_in_bytes = quantity::parse_units(&mem).map_err(q)?;

@@ -258,3 +258,28 @@ fn resolv_conf_is_read() {
     assert_eq!(dns.options, ["ndots:2"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_long_pod_name_becomes_a_hostname_the_kernel_accepts() {
+    let mut p = pod_with(app(), vec![]);
+    // 62 characters then a '-': cut at 63, then the trailing '-' goes.
+    let long = format!("{}-{}", "a".repeat(62), "b".repeat(100));
+    p.metadata.name = Some(long);
+    let cfg = sandbox_config(&node(), &p, 0);
+    assert_eq!(cfg.hostname, "a".repeat(62));
+    p.metadata.name = Some("short".into());
+    assert_eq!(sandbox_config(&node(), &p, 0).hostname, "short");
+}
+
+#[test]
+fn huge_cpu_values_stay_in_the_kernel_s_ranges() {
+    let mut c = app();
+    c.resources = Some(ResourceRequirements {
+        requests: Some(BTreeMap::from([("cpu".into(), Quantity("1000000".into()))])),
+        limits: Some(BTreeMap::from([("cpu".into(), Quantity("1000000".into()))])),
+        ..Default::default()
+    });
+    let r = resources(&c).unwrap();
+    assert_eq!(r.cpu_shares, 262_144);
+    assert_eq!(r.cpu_quota, 100_000_000_000);
+}

@@ -2,7 +2,7 @@
 //! and clean up after it.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -15,16 +15,41 @@ use podvisor_cri::{ContainerState, CriError, PodStatus, Runtime, SandboxState};
 use tracing::{debug, info, warn};
 
 use super::actions::{compute_pod_actions, containers, init_containers};
+use super::cleanup;
 use super::config::{
-    NodeConfig, container_config, crash_backoff, empty_dir_path, next_attempt, pod_log_directory,
-    pod_state_dir, sandbox_config,
+    ConfigError, NodeConfig, container_config, crash_backoff, empty_dir_path, next_attempt,
+    pod_log_directory, pod_state_dir, sandbox_config,
 };
-use super::images::{EnsureImage, PullPolicy};
+use super::images::{EnsureImage, ImageError, PullPolicy};
 use crate::pod_workers::{
     PodSyncer, RuntimePod, StatusFn, SyncContext, SyncError, SyncOutcome, UpdateType,
     pod as podinfo,
 };
 use crate::status_manager::{PodSynced, PodTerminated, RecordEvent, Waiting, api_status};
+
+/// What the CRI syncer's own steps can fail with (the runtime's calls fail with
+/// `CriError`); reported to the pod workers as `SyncError::Other`.
+#[derive(Debug, thiserror::Error)]
+pub enum CriSyncError {
+    #[error("cannot {action} {}: {source}", path.display())]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("image {image:?}: {error}")]
+    Image { image: String, error: ImageError },
+    #[error("the image manager did not answer: {0}")]
+    ImageManager(String),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+}
+
+impl From<CriSyncError> for SyncError {
+    fn from(e: CriSyncError) -> Self {
+        SyncError::Other(Box::new(e))
+    }
+}
 
 /// Where the syncer reports what it sees and does.
 pub struct SyncerOutputs {
@@ -68,8 +93,10 @@ impl CriSyncer {
 
     async fn make_dirs(&self, pod: &Pod) -> Result<(), SyncError> {
         let uid = podinfo::uid(pod);
-        let io = |p: &Path, e: std::io::Error| {
-            SyncError::Other(format!("cannot create {}: {e}", p.display()))
+        let io = |p: &Path, source: std::io::Error| CriSyncError::Io {
+            action: "create",
+            path: p.to_path_buf(),
+            source,
         };
         let mut dirs = vec![
             pod_log_directory(&self.node, pod),
@@ -91,9 +118,12 @@ impl CriSyncer {
                 dirs.push(hp.path.clone().into());
             }
         }
-        for d in dirs {
-            tokio::fs::create_dir_all(&d).await.map_err(|e| io(&d, e))?;
+        for d in &dirs {
+            tokio::fs::create_dir_all(d).await.map_err(|e| io(d, e))?;
         }
+        cleanup::mark_log_dir(&self.node, &dirs[0])
+            .await
+            .map_err(|e| io(&dirs[0], e))?;
         Ok(())
     }
 
@@ -218,9 +248,9 @@ impl CriSyncer {
                         message: e.message.clone(),
                     },
                 );
-                return Err(SyncError::Other(e.to_string()));
+                return Err(CriSyncError::Image { image, error: e }.into());
             }
-            Err(e) => return Err(SyncError::Other(format!("image manager: {e}"))),
+            Err(e) => return Err(CriSyncError::ImageManager(e.to_string()).into()),
         };
         let (attempt, base) = next_attempt(previous);
         let cfg = match container_config(&self.node, pod, c, &image_ref, attempt, base, pod_ip) {
@@ -233,7 +263,7 @@ impl CriSyncer {
                         message: e.to_string(),
                     },
                 );
-                return Err(SyncError::Other(e.to_string()));
+                return Err(CriSyncError::Config(e).into());
             }
         };
         let id = match self
@@ -353,9 +383,13 @@ impl PodSyncer for CriSyncer {
             return Ok(SyncOutcome::default());
         }
         debug!(pod_uid = %uid, ?actions, "syncing pod");
-        // Reported before acting too (as the kubelet's syncPod does): a pod appears as
-        // Pending (ContainerCreating) at once, not when its sandbox and images are ready.
-        report(HashMap::new());
+        // A pod being set up is reported before acting too (as the kubelet's syncPod
+        // does): it appears as Pending (ContainerCreating) at once, not when its sandbox
+        // and images are ready. Only then: other syncs would report without the waiting
+        // reasons they are about to find (CrashLoopBackOff would flicker to Error).
+        if actions.create_sandbox {
+            report(HashMap::new());
+        }
         let grace = podinfo::spec_grace_period(&pod);
         if actions.kill_pod {
             let (running, sandboxes) = Self::running_of(&status);
@@ -486,10 +520,12 @@ impl PodSyncer for CriSyncer {
         if let Err(e) = tokio::fs::remove_dir_all(&dir).await
             && e.kind() != std::io::ErrorKind::NotFound
         {
-            return Err(SyncError::Other(format!(
-                "cannot remove {}: {e}",
-                dir.display()
-            )));
+            return Err(CriSyncError::Io {
+                action: "remove",
+                path: dir,
+                source: e,
+            }
+            .into());
         }
         // A pod still in its config (it completed) keeps its logs for `podvisor logs`.
         if podinfo::is_deleted(pod) {

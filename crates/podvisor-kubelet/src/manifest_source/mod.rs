@@ -142,6 +142,11 @@ impl ManifestSource {
         }
         self.errors = errors;
         self.last_good = scan.good;
+        if scan.unreadable {
+            // No snapshot: the sync loop keeps what it has (or, at start-up, waits and
+            // kills nothing) until the directory can be read again.
+            return;
+        }
         self.pods = scan.pods.len();
         if let Err(e) = self.sink.try_send(SourcePods {
             source: SOURCE.into(),

@@ -18,6 +18,44 @@ pub const MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
 pub const CONFIG_HASH_ANNOTATION: &str = "kubernetes.io/config.hash";
 pub const MANIFEST_ANNOTATION: &str = "podvisor.io/manifest";
 
+/// Why a manifest file, or one document of it, cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestFileError {
+    #[error("cannot read: {0}")]
+    Read(#[source] std::io::Error),
+    #[error("file is {0} bytes, larger than the 10 MiB limit")]
+    TooLarge(u64),
+    #[error("invalid JSON: {0}")]
+    Json(#[source] serde_json::Error),
+    #[error("invalid YAML: {0}")]
+    Yaml(#[source] serde_yaml_ng::Error),
+    #[error("cannot be represented as JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    #[error("no pod in file")]
+    Empty,
+    #[error("expected apiVersion v1 and kind Pod, found {api:?} {kind:?}")]
+    NotAPod { api: String, kind: String },
+    #[error("not a valid Pod: {0}")]
+    Schema(#[source] serde_json::Error),
+    /// A validation rule; the message names the field and what it must be.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("document {doc}: {error}")]
+    InDocument {
+        doc: usize,
+        error: Box<ManifestFileError>,
+    },
+}
+
+impl ManifestFileError {
+    fn in_document(doc: usize) -> impl FnOnce(ManifestFileError) -> ManifestFileError {
+        move |e| ManifestFileError::InDocument {
+            doc,
+            error: Box::new(e),
+        }
+    }
+}
+
 /// The pods each file gave at the last scan. A file that stops parsing keeps these
 /// running: a typo in an edit must not take down the pod the file described before.
 pub type LastGood = BTreeMap<PathBuf, Vec<Arc<Pod>>>;
@@ -29,6 +67,9 @@ pub struct Scan {
     pub pods: Vec<Arc<Pod>>,
     pub errors: Vec<(PathBuf, String)>,
     pub good: LastGood,
+    /// The directory itself could not be read: this scan says nothing about what is
+    /// wanted, and must not be taken as "no pods" (that would stop every pod).
+    pub unreadable: bool,
 }
 
 /// Reads every manifest in `dir` (not recursing; hidden and editor backup files skipped),
@@ -66,9 +107,8 @@ pub fn scan_keeping(dir: &Path, node: &str, last: &LastGood) -> Scan {
                 dir.to_path_buf(),
                 format!("cannot read the manifest directory: {e}"),
             ));
-            // Nothing can be read, so nothing is known to have changed: keep everything.
-            out.pods = last.values().flatten().cloned().collect();
             out.good = last.clone();
+            out.unreadable = true;
             return out;
         }
     };
@@ -91,7 +131,7 @@ pub fn scan_keeping(dir: &Path, node: &str, last: &LastGood) -> Scan {
                     previous.clone()
                 }
                 None => {
-                    out.errors.push((path, why));
+                    out.errors.push((path, why.to_string()));
                     continue;
                 }
             },
@@ -136,62 +176,66 @@ pub fn is_manifest_name(p: &Path) -> bool {
 
 /// Every pod in one file, or the first reason the file cannot be used. A file is taken
 /// whole or not at all, so a half-valid file never runs half its pods.
-pub fn read_file(path: &Path, node: &str) -> Result<Vec<Pod>, String> {
-    let size = std::fs::metadata(path).map_err(|e| e.to_string())?.len();
+pub fn read_file(path: &Path, node: &str) -> Result<Vec<Pod>, ManifestFileError> {
+    use ManifestFileError as E;
+    let size = std::fs::metadata(path).map_err(E::Read)?.len();
     if size > MAX_FILE_SIZE {
-        return Err(format!(
-            "file is {size} bytes, larger than the 10 MiB limit"
-        ));
+        return Err(E::TooLarge(size));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read: {e}"))?;
+    let text = std::fs::read_to_string(path).map_err(E::Read)?;
     let docs: Vec<serde_json::Value> = if path.extension().and_then(|e| e.to_str()) == Some("json")
     {
-        vec![serde_json::from_str(&text).map_err(|e| format!("invalid JSON: {e}"))?]
+        vec![serde_json::from_str(&text).map_err(E::Json)?]
     } else {
         let mut docs = Vec::new();
         for (i, doc) in serde_yaml_ng::Deserializer::from_str(&text).enumerate() {
             let v = serde_yaml_ng::Value::deserialize(doc)
-                .map_err(|e| format!("document {}: invalid YAML: {e}", i + 1))?;
+                .map_err(E::Yaml)
+                .map_err(E::in_document(i + 1))?;
             if v.is_null() {
                 continue; // an empty document (e.g. a trailing ---)
             }
-            docs.push(serde_json::to_value(v).map_err(|e| format!("document {}: {e}", i + 1))?);
+            docs.push(
+                serde_json::to_value(v)
+                    .map_err(E::NotJson)
+                    .map_err(E::in_document(i + 1))?,
+            );
         }
         docs
     };
     if docs.is_empty() {
-        return Err("no pod in file".into());
+        return Err(E::Empty);
     }
     let many = docs.len() > 1;
     docs.into_iter()
         .enumerate()
         .map(|(i, doc)| {
-            pod_from_document(doc, path, node).map_err(|e| {
-                if many {
-                    format!("document {}: {e}", i + 1)
-                } else {
-                    e
-                }
-            })
+            pod_from_document(doc, path, node)
+                .map_err(|e| if many { E::in_document(i + 1)(e) } else { e })
         })
         .collect()
 }
 
-fn pod_from_document(doc: serde_json::Value, path: &Path, node: &str) -> Result<Pod, String> {
+fn pod_from_document(
+    doc: serde_json::Value,
+    path: &Path,
+    node: &str,
+) -> Result<Pod, ManifestFileError> {
     let kind = doc.get("kind").and_then(|k| k.as_str()).unwrap_or("");
     let api = doc.get("apiVersion").and_then(|k| k.as_str()).unwrap_or("");
     if kind != "Pod" || api != "v1" {
-        return Err(format!(
-            "expected apiVersion v1 and kind Pod, found {api:?} {kind:?}"
-        ));
+        return Err(ManifestFileError::NotAPod {
+            api: api.into(),
+            kind: kind.into(),
+        });
     }
-    let mut pod: Pod =
-        serde_json::from_value(doc.clone()).map_err(|e| format!("not a valid Pod: {e}"))?;
+    let mut pod: Pod = serde_json::from_value(doc.clone()).map_err(ManifestFileError::Schema)?;
     validate(&pod)?;
     let uid = derive_uid(node, path, &doc);
     let node = node.to_lowercase();
     let name = format!("{}-{node}", pod.metadata.name.as_deref().unwrap_or(""));
-    check_subdomain("metadata.name with the node name appended", &name)?;
+    check_subdomain("metadata.name with the node name appended", &name)
+        .map_err(ManifestFileError::Invalid)?;
     pod.metadata.name = Some(name);
     pod.metadata
         .namespace
@@ -311,6 +355,15 @@ fn check_container(c: &Container, volumes: &HashSet<&str>) -> Result<(), String>
                 c.name, m.mount_path
             ));
         }
+        // A subPath stays inside its volume: `/etc` or `../..` would reach the host.
+        if let Some(sub) = m.sub_path.as_deref().filter(|s| !s.is_empty())
+            && (sub.starts_with('/') || sub.split('/').any(|part| part == ".."))
+        {
+            return Err(format!(
+                "container {:?}: subPath {sub:?} must be relative and must not contain '..'",
+                c.name
+            ));
+        }
     }
     for e in c.env.iter().flatten() {
         if e.name.is_empty() {
@@ -339,7 +392,13 @@ fn check_container(c: &Container, volumes: &HashSet<&str>) -> Result<(), String>
     Ok(())
 }
 
-pub fn validate(pod: &Pod) -> Result<(), String> {
+/// The checks the API server would make on what podvisor uses (and refuses what it
+/// cannot run).
+pub fn validate(pod: &Pod) -> Result<(), ManifestFileError> {
+    check_pod(pod).map_err(ManifestFileError::Invalid)
+}
+
+fn check_pod(pod: &Pod) -> Result<(), String> {
     let name = pod
         .metadata
         .name
@@ -376,6 +435,14 @@ pub fn validate(pod: &Pod) -> Result<(), String> {
             return Err(format!(
                 "volume {:?}: only emptyDir and hostPath volumes are supported",
                 v.name
+            ));
+        }
+        if let Some(hp) = &v.host_path
+            && !hp.path.starts_with('/')
+        {
+            return Err(format!(
+                "volume {:?}: hostPath {:?} must be absolute",
+                v.name, hp.path
             ));
         }
     }

@@ -147,6 +147,30 @@ fn a_bad_file_is_reported_with_its_reason_and_the_good_ones_still_load() {
             "undeclared volume",
         ),
         ("empty.yaml", "", "no pod in file"),
+        (
+            "subpath.yaml",
+            &format!(
+                "{WEB}    volumeMounts:\n    - {{name: d, mountPath: /d, subPath: ../../etc}}\n  volumes:\n  - {{name: d, emptyDir: {{}}}}\n"
+            ),
+            "must not contain '..'",
+        ),
+        (
+            "abs-subpath.yaml",
+            &format!(
+                "{WEB}    volumeMounts:\n    - {{name: d, mountPath: /d, subPath: /etc}}\n  volumes:\n  - {{name: d, emptyDir: {{}}}}\n"
+            ),
+            "must be relative",
+        ),
+        (
+            "hostpath.yaml",
+            &format!("{WEB}  volumes:\n  - {{name: d, hostPath: {{path: data}}}}\n"),
+            "must be absolute",
+        ),
+        (
+            "huge.yaml",
+            &format!("{WEB}    resources:\n      requests:\n        memory: 9Ei\n"),
+            "resources.requests.memory",
+        ),
     ];
     for (file, text, _) in &cases {
         d.write(file, text);
@@ -261,4 +285,15 @@ fn a_manifest_that_breaks_keeps_its_last_good_pods_until_it_is_fixed_or_removed(
     assert!(web_uid(&gone).is_none());
     assert!(gone.errors.is_empty());
     assert!(!gone.good.contains_key(&path));
+}
+
+#[test]
+fn an_unreadable_directory_is_not_an_empty_one() {
+    let missing = std::env::temp_dir().join(format!("podvisor-no-such-dir-{}", std::process::id()));
+    let s = scan(&missing, "n");
+    assert!(s.unreadable);
+    assert!(s.pods.is_empty());
+    assert!(s.errors[0].1.contains("cannot read the manifest directory"));
+    let d = Dir::new("readable");
+    assert!(!scan(&d.0, "n").unreadable);
 }

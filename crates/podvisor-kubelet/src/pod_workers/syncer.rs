@@ -22,8 +22,10 @@ pub struct SyncContext {
 pub enum SyncError {
     #[error(transparent)]
     Runtime(#[from] CriError),
-    #[error("{0}")]
-    Other(String),
+    /// An implementation's own failure, its typed error boxed (the seam does not know the
+    /// implementations; the worker only logs it and backs off).
+    #[error(transparent)]
+    Other(Box<dyn std::error::Error + Send + Sync>),
 }
 
 #[async_trait]

@@ -44,10 +44,11 @@ pub fn pod_request(pod: &Pod, resource: &str) -> i64 {
     } else {
         quantity::parse_units
     };
+    // Saturating: quantities are capped, but a pod may have many containers.
     let apps: i64 = containers(pod)
         .iter()
         .map(|c| request(c, resource, parse))
-        .sum();
+        .fold(0, i64::saturating_add);
     let init = init_containers(pod)
         .iter()
         .map(|c| request(c, resource, parse))
@@ -72,8 +73,11 @@ pub fn admit(pod: &Pod, active: &[&Pod], node: &Allocatable) -> Result<(), Rejec
         ("memory", "OutOfmemory", node.memory_bytes),
     ] {
         let wanted = pod_request(pod, resource);
-        let used: i64 = active.iter().map(|p| pod_request(p, resource)).sum();
-        if wanted > 0 && used + wanted > capacity {
+        let used: i64 = active
+            .iter()
+            .map(|p| pod_request(p, resource))
+            .fold(0, i64::saturating_add);
+        if wanted > 0 && used.saturating_add(wanted) > capacity {
             return Err(Rejection {
                 reason,
                 message: format!(

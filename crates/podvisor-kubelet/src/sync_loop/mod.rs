@@ -9,6 +9,7 @@
 //! nothing, so a restart alone never stops a pod.
 
 pub mod admission;
+pub mod gc;
 pub mod pods;
 
 use std::collections::{BTreeMap, HashSet};
@@ -19,13 +20,15 @@ use std::time::Duration;
 use actix::prelude::*;
 use k8s_openapi::api::core::v1::Pod;
 use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
-use podvisor_cri::{ContainerState, Runtime, SandboxState, labels};
+use podvisor_cri::{Runtime, labels};
 use serde::Serialize;
 use tracing::{debug, info, warn};
 
 pub use admission::{Allocatable, Rejection};
 pub use pods::{Change, PodManager, deleted};
 
+use crate::kuberuntime::cleanup;
+use crate::kuberuntime::config::NodeConfig;
 use crate::manifest_source::Rescan;
 use crate::pleg::{PlegEventKind, PodLifecycleEvent};
 use crate::pod_workers::{
@@ -97,6 +100,8 @@ pub struct SyncLoopDeps {
     pub cache_delete: Recipient<DeleteStatus>,
     /// Readiness, readable by `/readyz`: every source has been heard from.
     pub sources_ready: Arc<AtomicBool>,
+    /// Where pods' directories live, for housekeeping's sweep of those nobody knows.
+    pub node: NodeConfig,
     /// The config sources, asked for a full snapshot whenever the loop (re)starts, so a
     /// restarted loop has its desired pods at once, not at the next periodic rescan.
     pub sources: Vec<Recipient<Rescan>>,
@@ -129,7 +134,7 @@ impl SyncLoop {
 
     fn send(&self, opts: UpdatePodOptions) {
         if let Err(e) = self.deps.update.try_send(UpdatePod(opts)) {
-            warn!(error = ?e, "pod workers refused an update; the next resync retries");
+            warn!(error = ?e, "pod workers refused an update; housekeeping sends it again");
         }
     }
 
@@ -211,10 +216,10 @@ impl SyncLoop {
                 (states, running)
             }
             .into_actor(self)
-            .map(|(states, running), act, _| {
+            .map(|(states, running), act, ctx| {
                 act.housekeeping_running = false;
                 let Some(states) = states else { return };
-                act.after_housekeeping(states, running);
+                act.after_housekeeping(states, running, ctx);
             }),
         );
     }
@@ -223,7 +228,34 @@ impl SyncLoop {
         &mut self,
         states: BTreeMap<String, PodWorkerState>,
         running: Result<Vec<podvisor_cri::Pod>, podvisor_cri::CriError>,
+        ctx: &mut Context<Self>,
     ) {
+        self.pods.set_terminated(
+            states
+                .iter()
+                .filter(|(_, s)| **s == PodWorkerState::Terminated)
+                .map(|(uid, _)| uid.clone()),
+        );
+        // Level-driven repair: an update the dispatcher refused (its mailbox was full) is
+        // not lost. A desired pod it does not know is created; a removed pod it still
+        // runs is killed. Duplicates of updates still queued coalesce there.
+        for p in self.pods.desired() {
+            if !states.contains_key(podinfo::uid(&p)) {
+                self.send(UpdatePodOptions::new(UpdateType::Create, p));
+            }
+        }
+        let unkilled: Vec<Arc<Pod>> = self
+            .pods
+            .removed_pods()
+            .filter(|p| states.get(podinfo::uid(p)) == Some(&PodWorkerState::Syncing))
+            .cloned()
+            .collect();
+        for p in unkilled {
+            self.send(UpdatePodOptions::kill(
+                deleted(&p),
+                KillPodOptions::default(),
+            ));
+        }
         // A UID requested again while it was terminating may start now.
         for (uid, state) in &states {
             if *state == PodWorkerState::TerminatedAndRecreated
@@ -248,7 +280,7 @@ impl SyncLoop {
         // went away meanwhile) go too; the runtime side of them is killed below.
         let mut known = self.pods.known_uids();
         known.extend(states.keys().cloned());
-        self.deps.retain.do_send(RetainPods(known));
+        self.deps.retain.do_send(RetainPods(known.clone()));
         let running = match running {
             Ok(r) => r,
             Err(e) => {
@@ -256,6 +288,10 @@ impl SyncLoop {
                 return;
             }
         };
+        // Directories go only once the runtime holds nothing of the pod either: a
+        // container may still have its volume mounted.
+        known.extend(running.iter().map(|rp| rp.pod.uid.clone()));
+        self.sweep_dirs(known, ctx);
         for rp in running {
             let uid = rp.pod.uid.clone();
             if !labels::owned_by(&rp, &self.config.node_name)
@@ -269,28 +305,46 @@ impl SyncLoop {
         }
     }
 
-    /// Removes a pod's exited containers beyond the newest few per name, and its old
-    /// sandboxes, so a crash-looping pod does not pile up dead containers.
+    fn sweep_dirs(&self, known: HashSet<String>, ctx: &mut Context<Self>) {
+        let node = self.deps.node.clone();
+        ctx.spawn(
+            async move {
+                let _ = tokio::task::spawn_blocking(move || {
+                    for dir in cleanup::orphaned_dirs(&node, &known) {
+                        match std::fs::remove_dir_all(&dir) {
+                            Ok(()) => info!(dir = %dir.display(), "removed the directory of a pod nobody knows"),
+                            Err(e) => warn!(dir = %dir.display(), error = %e, "cannot remove an orphaned pod directory"),
+                        }
+                    }
+                })
+                .await;
+            }
+            .into_actor(self),
+        );
+    }
+
+    /// Removes a pod's dead containers (with their logs) and sandboxes beyond what
+    /// `gc::garbage` keeps, so a crash-looping pod does not pile them up.
     fn collect_garbage(&self, uid: String, ctx: &mut Context<Self>) {
         let runtime = self.deps.runtime.clone();
         let keep = self.config.keep_dead_per_container;
         ctx.spawn(
             async move {
-                let Ok(status) = runtime.pod_status(&uid).await else { return };
-                let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
-                for c in &status.containers {
-                    if c.state != ContainerState::Exited {
-                        continue;
-                    }
-                    let n = seen.entry(c.name.as_str()).or_default();
-                    *n += 1;
-                    if *n > keep {
-                        debug!(pod_uid = %uid, container = %c.name, id = %c.id, "removing dead container");
-                        let _ = runtime.remove_container(&c.id).await;
+                let Ok(status) = runtime.pod_status(&uid).await else {
+                    return;
+                };
+                let garbage = gc::garbage(&status, keep);
+                for (id, log) in garbage.containers {
+                    debug!(pod_uid = %uid, id = %id, "removing dead container");
+                    if runtime.remove_container(&id).await.is_ok()
+                        && std::path::Path::new(&log).is_absolute()
+                    {
+                        let _ = tokio::fs::remove_file(&log).await;
                     }
                 }
-                for s in status.sandboxes.iter().skip(1).filter(|s| s.state == SandboxState::NotReady) {
-                    let _ = runtime.remove_sandbox(&s.id).await;
+                for id in garbage.sandboxes {
+                    debug!(pod_uid = %uid, sandbox = %id, "removing dead sandbox");
+                    let _ = runtime.remove_sandbox(&id).await;
                 }
             }
             .into_actor(self),

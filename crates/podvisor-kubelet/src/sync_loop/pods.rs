@@ -24,8 +24,12 @@ pub struct PodManager {
     by_source: BTreeMap<String, BTreeMap<String, Arc<Pod>>>,
     admitted: BTreeMap<String, Arc<Pod>>,
     rejected: BTreeSet<String>,
-    /// Removed from config, not yet forgotten by the pod workers.
-    removed: BTreeSet<String>,
+    /// Removed from config, not yet forgotten by the pod workers; with the pod if it had
+    /// been admitted (it must be stopped).
+    removed: BTreeMap<String, Option<Arc<Pod>>>,
+    /// Admitted pods that have run to completion (still in config): they hold no
+    /// resources, so admission does not count them.
+    terminated: BTreeSet<String>,
 }
 
 impl PodManager {
@@ -80,7 +84,12 @@ impl PodManager {
             *known = p.clone();
             return Ok(());
         }
-        let active: Vec<&Pod> = self.admitted.values().map(|p| p.as_ref()).collect();
+        let active: Vec<&Pod> = self
+            .admitted
+            .iter()
+            .filter(|(uid, p)| !self.terminated.contains(*uid) && !has_terminal_phase(p))
+            .map(|(_, p)| p.as_ref())
+            .collect();
         match admit(p, &active, node) {
             Ok(()) => {
                 self.removed.remove(&uid);
@@ -109,9 +118,20 @@ impl PodManager {
     /// the pod workers forget it.
     pub fn remove(&mut self, uid: &str) -> bool {
         self.rejected.remove(uid);
-        let was_admitted = self.admitted.remove(uid).is_some();
-        self.removed.insert(uid.to_string());
+        let admitted = self.admitted.remove(uid);
+        let was_admitted = admitted.is_some();
+        self.removed.insert(uid.to_string(), admitted);
         was_admitted
+    }
+
+    /// Removed pods that had been admitted: what must be (or have been) stopped.
+    pub fn removed_pods(&self) -> impl Iterator<Item = &Arc<Pod>> {
+        self.removed.values().flatten()
+    }
+
+    /// What the pod workers last said has terminated (from housekeeping).
+    pub fn set_terminated(&mut self, uids: impl IntoIterator<Item = String>) {
+        self.terminated = uids.into_iter().collect();
     }
 
     pub fn get(&self, uid: &str) -> Option<&Arc<Pod>> {
@@ -138,13 +158,13 @@ impl PodManager {
         self.by_source
             .values()
             .flat_map(|m| m.keys())
-            .chain(&self.removed)
+            .chain(self.removed.keys())
             .cloned()
             .collect()
     }
 
     pub fn removed(&self) -> impl Iterator<Item = &String> {
-        self.removed.iter()
+        self.removed.keys()
     }
 
     pub fn forget_removed(&mut self, uid: &str) {
@@ -154,6 +174,15 @@ impl PodManager {
     pub fn counts(&self) -> (usize, usize) {
         (self.admitted.len(), self.rejected.len())
     }
+}
+
+/// A pod that completed before an agent restart carries its last phase (see the sync
+/// loop's `TerminalPhases`).
+fn has_terminal_phase(p: &Pod) -> bool {
+    p.status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .is_some_and(|ph| ph == "Succeeded" || ph == "Failed")
 }
 
 /// The pod as the pod workers must see it once its file is gone: deleted now, with its
@@ -244,5 +273,31 @@ mod tests {
         assert!(m.admit(&p("a", "a", "1"), &none).is_err());
         assert!(m.desired_uids().is_empty());
         assert_eq!(m.known_uids().into_iter().collect::<Vec<_>>(), ["a"]);
+    }
+
+    #[test]
+    fn finished_pods_do_not_count_for_admission() {
+        let mut m = PodManager::new(["file".to_string()]);
+        let one = Allocatable {
+            pods: 1,
+            cpu_milli: 1000,
+            memory_bytes: 1 << 30,
+        };
+        m.admit(&p("job", "job", "1"), &one).unwrap();
+        assert_eq!(
+            m.admit(&p("b", "b", "1"), &one).unwrap_err().reason,
+            "OutOfpods"
+        );
+        m.set_terminated(["job".to_string()]);
+        m.admit(&p("b", "b", "1"), &one).unwrap();
+        // A pod known to have completed before a restart does not count either.
+        let mut m = PodManager::new(["file".to_string()]);
+        let mut done = (*p("job", "job", "1")).clone();
+        done.status = Some(k8s_openapi::api::core::v1::PodStatus {
+            phase: Some("Succeeded".into()),
+            ..Default::default()
+        });
+        m.admit(&Arc::new(done), &one).unwrap();
+        m.admit(&p("b", "b", "1"), &one).unwrap();
     }
 }

@@ -1,0 +1,95 @@
+//! Directories left by pods nobody knows any more (the kubelet's orphaned pod directory
+//! cleanup): a pod's volumes and logs outlive it when its manifest goes after it
+//! completed, when it was an orphan from before a restart, or when the agent died between
+//! stopping it and cleaning up. Housekeeping sweeps them.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use super::config::NodeConfig;
+
+/// Written into every pod log directory podvisor creates, holding the node name: the log
+/// root may be shared with a kubelet, whose directories must never be swept.
+pub const LOG_DIR_MARKER: &str = ".podvisor";
+
+/// Writes the marker into a pod's log directory (once).
+pub async fn mark_log_dir(node: &NodeConfig, dir: &Path) -> std::io::Result<()> {
+    let marker = dir.join(LOG_DIR_MARKER);
+    if !tokio::fs::try_exists(&marker).await.unwrap_or(false) {
+        tokio::fs::write(&marker, &node.node_name).await?;
+    }
+    Ok(())
+}
+
+/// The pod state directories and this node's pod log directories whose UID is not in
+/// `known`. Blocking: reads both roots.
+pub fn orphaned_dirs(node: &NodeConfig, known: &HashSet<String>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in read(&node.pod_dir) {
+        let uid = e.file_name().to_string_lossy().into_owned();
+        if e.path().is_dir() && !known.contains(&uid) {
+            out.push(e.path());
+        }
+    }
+    for e in read(&node.pod_log_dir) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some((_, uid)) = name.rsplit_once('_') else {
+            continue;
+        };
+        let ours = std::fs::read_to_string(e.path().join(LOG_DIR_MARKER))
+            .is_ok_and(|n| n == node.node_name);
+        if ours && !known.contains(uid) {
+            out.push(e.path());
+        }
+    }
+    out
+}
+
+fn read(dir: &Path) -> impl Iterator<Item = std::fs::DirEntry> {
+    std::fs::read_dir(dir).into_iter().flatten().flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_unknown_pods_directories_and_only_ours_are_orphaned() {
+        let root = std::env::temp_dir().join(format!("podvisor-cleanup-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let node = NodeConfig {
+            node_name: "n1".into(),
+            pod_log_dir: root.join("logs"),
+            pod_dir: root.join("pods"),
+            dns: None,
+        };
+        for d in [
+            "pods/known",
+            "pods/gone",
+            "logs/default_a-n1_known",
+            "logs/default_b-n1_gone",
+        ] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        for d in ["logs/default_a-n1_known", "logs/default_b-n1_gone"] {
+            std::fs::write(root.join(d).join(LOG_DIR_MARKER), "n1").unwrap();
+        }
+        // A kubelet's, and another agent's on the same root: never ours to remove.
+        std::fs::create_dir_all(root.join("logs/default_c_kubelet")).unwrap();
+        std::fs::create_dir_all(root.join("logs/default_d-n2_other")).unwrap();
+        std::fs::write(
+            root.join("logs/default_d-n2_other").join(LOG_DIR_MARKER),
+            "n2",
+        )
+        .unwrap();
+
+        let known = HashSet::from(["known".to_string()]);
+        let mut found = orphaned_dirs(&node, &known);
+        found.sort();
+        assert_eq!(
+            found,
+            [root.join("logs/default_b-n1_gone"), root.join("pods/gone")]
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}
