@@ -564,3 +564,33 @@ async fn a_sigkilled_agent_adopts_its_ten_pods_without_restarting_any() {
     assert_eq!(agent.terminate(), Some(0));
     assert_eq!(agent.runtime_pods().await.len(), 9);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn following_a_log_ends_when_the_container_does() {
+    let agent = Agent::start("follow").await;
+    agent.write(
+        "talker.yaml",
+        &pod_yaml(
+            "talker",
+            "  restartPolicy: Never\n",
+            &container_yaml("c", "for i in 1 2 3; do echo line $i; sleep 1; done"),
+        ),
+    );
+    agent
+        .wait_pod("talker", "running", Duration::from_secs(30), |p| {
+            running(p, "c")
+        })
+        .await;
+    // The client gives up after 10 s; the stream must end well before, once the container
+    // exited (about 3 s) and the agent saw it (a relist, a second check).
+    let t0 = std::time::Instant::now();
+    let body = podvisor_debug::client::get(
+        &agent.endpoint,
+        &format!("/api/v1/pods/{}/log?follow=true", agent.name("talker")),
+        None,
+    )
+    .await
+    .expect("the follow ends by itself");
+    assert_eq!(body, "line 1\nline 2\nline 3\n", "{}", agent.log_tail(20));
+    assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
+}

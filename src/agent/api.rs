@@ -121,7 +121,28 @@ struct LogQuery {
 }
 
 /// The log file of the container the query names (or the only one).
-fn log_file(state: &ApiState, r: &PodRecord, q: &LogQuery) -> Result<PathBuf, Reject> {
+/// One container instance's log: which file, and which instance (to know when it ends).
+struct LogTarget {
+    path: PathBuf,
+    container: String,
+    attempt: i32,
+}
+
+/// Whether the instance a follow is reading is still the container's current, running one.
+fn still_running(r: &PodRecord, container: &str, attempt: i32) -> bool {
+    let status = r.pod.status.clone().unwrap_or_default();
+    status
+        .container_statuses
+        .iter()
+        .flatten()
+        .chain(status.init_container_statuses.iter().flatten())
+        .find(|s| s.name == container)
+        .is_some_and(|s| {
+            s.restart_count == attempt && s.state.as_ref().is_some_and(|st| st.running.is_some())
+        })
+}
+
+fn log_file(state: &ApiState, r: &PodRecord, q: &LogQuery) -> Result<LogTarget, Reject> {
     let pod = &r.pod;
     let spec = pod.spec.clone().unwrap_or_default();
     let names: Vec<String> = spec
@@ -170,7 +191,7 @@ fn log_file(state: &ApiState, r: &PodRecord, q: &LogQuery) -> Result<PathBuf, Re
             format!("container {container:?} has not restarted: no previous log"),
         ));
     }
-    Ok(state
+    let path = state
         .pod_log_dir
         .join(format!(
             "{}_{}_{}",
@@ -179,7 +200,12 @@ fn log_file(state: &ApiState, r: &PodRecord, q: &LogQuery) -> Result<PathBuf, Re
             pod.metadata.uid.as_deref().unwrap_or("")
         ))
         .join(&container)
-        .join(format!("{attempt}.log")))
+        .join(format!("{attempt}.log"));
+    Ok(LogTarget {
+        path,
+        container,
+        attempt,
+    })
 }
 
 /// Turns CRI log lines (`<time> <stream> <P|F> <text>`) into the container's output.
@@ -213,34 +239,54 @@ async fn log(
         Ok(r) => r,
         Err(r) => return r.respond(),
     };
-    let path = match log_file(&state, &record, &q) {
-        Ok(p) => p,
+    let target = match log_file(&state, &record, &q) {
+        Ok(t) => t,
         Err(r) => return r.respond(),
     };
     if !q.follow {
-        return match tokio::fs::read(&path).await {
+        return match tokio::fs::read(&target.path).await {
             Ok(data) => HttpResponse::Ok()
                 .content_type("text/plain; charset=utf-8")
                 .body(decode_cri_log(&data).1),
-            Err(e) => HttpResponse::NotFound().body(format!("no log at {}: {e}\n", path.display())),
+            Err(e) => {
+                HttpResponse::NotFound().body(format!("no log at {}: {e}\n", target.path.display()))
+            }
         };
     }
-    // Follow: send what is there, then whatever is appended, until the client leaves.
+    // Follow: send what is there, then whatever is appended, until the instance stops
+    // running (checked once a second while nothing new arrives) or the client leaves.
+    let lookup = state.pod.clone();
+    let name = name.into_inner();
     let stream = futures_util::stream::unfold(
-        (path, 0u64, Vec::new()),
-        |(path, offset, mut pending)| async move {
-            loop {
-                if let Some(buf) = read_from(&path, offset).await {
-                    let offset = offset + buf.len() as u64;
-                    pending.extend_from_slice(&buf);
-                    let (used, text) = decode_cri_log(&pending);
-                    pending.drain(..used);
-                    return Some((
-                        Ok::<_, actix_web::Error>(Bytes::from(text)),
-                        (path, offset, pending),
-                    ));
+        (target, 0u64, Vec::new()),
+        move |(target, offset, mut pending)| {
+            let (lookup, name) = (lookup.clone(), name.clone());
+            async move {
+                let mut idle = 0u32;
+                loop {
+                    if let Some(buf) = read_from(&target.path, offset).await {
+                        let offset = offset + buf.len() as u64;
+                        pending.extend_from_slice(&buf);
+                        let (used, text) = decode_cri_log(&pending);
+                        pending.drain(..used);
+                        return Some((
+                            Ok::<_, actix_web::Error>(Bytes::from(text)),
+                            (target, offset, pending),
+                        ));
+                    }
+                    idle += 1;
+                    if idle.is_multiple_of(5) {
+                        let running = matches!(
+                            lookup.send(GetPod(name.clone())).await,
+                            Ok(Some(r)) if still_running(&r, &target.container, target.attempt)
+                        );
+                        // One last read: what it wrote before it stopped.
+                        if !running && read_from(&target.path, offset).await.is_none() {
+                            return None;
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(200)).await;
                 }
-                tokio::time::sleep(Duration::from_millis(200)).await;
             }
         },
     );

@@ -10,6 +10,7 @@
 
 pub mod admission;
 pub mod gc;
+pub mod housekeeping;
 pub mod pods;
 
 use std::collections::{BTreeMap, HashSet};
@@ -20,7 +21,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use k8s_openapi::api::core::v1::Pod;
 use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
-use podvisor_cri::{Runtime, labels};
+use podvisor_cri::Runtime;
 use serde::Serialize;
 use tracing::{debug, info, warn};
 
@@ -32,8 +33,8 @@ use crate::kuberuntime::config::NodeConfig;
 use crate::manifest_source::Rescan;
 use crate::pleg::{PlegEventKind, PodLifecycleEvent};
 use crate::pod_workers::{
-    DesiredPods, DrainDue, GetDesiredPods, KillPodOptions, PodWorkerState, RuntimePod,
-    SyncKnownPods, UpdatePod, UpdatePodOptions, UpdateType, pod as podinfo,
+    DesiredPods, DrainDue, GetDesiredPods, KillPodOptions, PodWorkerState, SyncKnownPods,
+    UpdatePod, UpdatePodOptions, UpdateType, pod as podinfo,
 };
 use crate::status_cache::DeleteStatus;
 use crate::status_manager::{ForgetPod, PodRejected, RetainPods, TerminalPhases};
@@ -230,78 +231,23 @@ impl SyncLoop {
         running: Result<Vec<podvisor_cri::Pod>, podvisor_cri::CriError>,
         ctx: &mut Context<Self>,
     ) {
-        self.pods.set_terminated(
-            states
-                .iter()
-                .filter(|(_, s)| **s == PodWorkerState::Terminated)
-                .map(|(uid, _)| uid.clone()),
-        );
-        // Level-driven repair: an update the dispatcher refused (its mailbox was full) is
-        // not lost. A desired pod it does not know is created; a removed pod it still
-        // runs is killed. Duplicates of updates still queued coalesce there.
-        for p in self.pods.desired() {
-            if !states.contains_key(podinfo::uid(&p)) {
-                self.send(UpdatePodOptions::new(UpdateType::Create, p));
-            }
-        }
-        let unkilled: Vec<Arc<Pod>> = self
-            .pods
-            .removed_pods()
-            .filter(|p| states.get(podinfo::uid(p)) == Some(&PodWorkerState::Syncing))
-            .cloned()
-            .collect();
-        for p in unkilled {
-            self.send(UpdatePodOptions::kill(
-                deleted(&p),
-                KillPodOptions::default(),
-            ));
-        }
-        // A UID requested again while it was terminating may start now.
-        for (uid, state) in &states {
-            if *state == PodWorkerState::TerminatedAndRecreated
-                && let Some(p) = self.pods.get(uid).cloned()
-            {
-                self.send(UpdatePodOptions::new(UpdateType::Create, p));
-            }
-        }
-        // Removed pods the workers no longer know are done: drop their status.
-        let gone: Vec<String> = self
-            .pods
-            .removed()
-            .filter(|uid| !states.contains_key(*uid))
-            .cloned()
-            .collect();
-        for uid in gone {
-            self.pods.forget_removed(&uid);
+        let running = running
+            .map_err(|e| warn!(error = %e, "housekeeping cannot list the runtime"))
+            .ok();
+        let plan = housekeeping::plan(&mut self.pods, &states, running, &self.config.node_name);
+        for uid in plan.forget {
             self.deps.forget.do_send(ForgetPod { uid: uid.clone() });
             self.deps.cache_delete.do_send(DeleteStatus { uid });
         }
-        // Statuses of pods nobody knows (remembered from before a restart, whose manifest
-        // went away meanwhile) go too; the runtime side of them is killed below.
-        let mut known = self.pods.known_uids();
-        known.extend(states.keys().cloned());
-        self.deps.retain.do_send(RetainPods(known.clone()));
-        let running = match running {
-            Ok(r) => r,
-            Err(e) => {
-                warn!(error = %e, "housekeeping cannot list the runtime");
-                return;
+        self.deps.retain.do_send(RetainPods(plan.retain));
+        for u in plan.updates {
+            if let Some(rp) = &u.running_pod {
+                info!(pod_uid = %rp.0.pod.uid, pod = %rp.0.pod.name, "runtime pod in no config: killing it");
             }
-        };
-        // Directories go only once the runtime holds nothing of the pod either: a
-        // container may still have its volume mounted.
-        known.extend(running.iter().map(|rp| rp.pod.uid.clone()));
-        self.sweep_dirs(known, ctx);
-        for rp in running {
-            let uid = rp.pod.uid.clone();
-            if !labels::owned_by(&rp, &self.config.node_name)
-                || self.pods.get(&uid).is_some()
-                || states.contains_key(&uid)
-            {
-                continue;
-            }
-            info!(pod_uid = %uid, pod = %rp.pod.name, "runtime pod in no config: killing it");
-            self.send(UpdatePodOptions::runtime_kill(RuntimePod(rp)));
+            self.send(u);
+        }
+        if let Some(keep) = plan.keep_dirs {
+            self.sweep_dirs(keep, ctx);
         }
     }
 
