@@ -593,4 +593,25 @@ async fn following_a_log_ends_when_the_container_does() {
     .expect("the follow ends by itself");
     assert_eq!(body, "line 1\nline 2\nline 3\n", "{}", agent.log_tail(20));
     assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
+
+    // The same manifest removed once the pod completed, then written again: the same UID
+    // runs anew, and its log holds only the new run (not appended to the old file).
+    agent
+        .wait_pod("talker", "completed", Duration::from_secs(10), |p| {
+            phase(p) == "Succeeded"
+        })
+        .await;
+    let yaml = std::fs::read_to_string(agent.manifest("talker.yaml")).unwrap();
+    agent.remove("talker.yaml");
+    common::eventually("talker gone", Duration::from_secs(20), || async {
+        agent.pod("talker").await.is_none().then_some(())
+    })
+    .await;
+    agent.write("talker.yaml", &yaml);
+    agent
+        .wait_pod("talker", "completed again", Duration::from_secs(30), |p| {
+            phase(p) == "Succeeded"
+        })
+        .await;
+    assert_eq!(agent.logs("talker", "c").await, "line 1\nline 2\nline 3\n");
 }

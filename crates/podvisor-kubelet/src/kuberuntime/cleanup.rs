@@ -45,6 +45,27 @@ pub fn orphaned_dirs(node: &NodeConfig, known: &HashSet<String>) -> Vec<PathBuf>
     out
 }
 
+/// The attempt number for a container with no instance in the runtime: after the
+/// highest `<N>.log` its log directory already holds (the same UID running again, or a
+/// runtime that lost its state), so a new instance never appends to an old one's file.
+pub async fn first_attempt(container_log_dir: &Path) -> u32 {
+    let mut names = Vec::new();
+    if let Ok(mut dir) = tokio::fs::read_dir(container_log_dir).await {
+        while let Ok(Some(e)) = dir.next_entry().await {
+            names.push(e.file_name().to_string_lossy().into_owned());
+        }
+    }
+    attempt_after(&names)
+}
+
+fn attempt_after(log_names: &[String]) -> u32 {
+    log_names
+        .iter()
+        .filter_map(|n| n.strip_suffix(".log")?.parse::<u32>().ok())
+        .max()
+        .map_or(0, |n| n.saturating_add(1))
+}
+
 fn read(dir: &Path) -> impl Iterator<Item = std::fs::DirEntry> {
     std::fs::read_dir(dir).into_iter().flatten().flatten()
 }
@@ -52,6 +73,17 @@ fn read(dir: &Path) -> impl Iterator<Item = std::fs::DirEntry> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_instance_starts_after_the_logs_already_there() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(attempt_after(&names(&[])), 0);
+        assert_eq!(attempt_after(&names(&["0.log"])), 1);
+        assert_eq!(
+            attempt_after(&names(&["0.log", "3.log", "x.log", "2.log.tmp"])),
+            4
+        );
+    }
 
     #[test]
     fn only_unknown_pods_directories_and_only_ours_are_orphaned() {

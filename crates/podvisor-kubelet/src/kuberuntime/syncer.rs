@@ -252,7 +252,14 @@ impl CriSyncer {
             }
             Err(e) => return Err(CriSyncError::ImageManager(e.to_string()).into()),
         };
-        let (attempt, base) = next_attempt(previous);
+        let (attempt, base) = match previous {
+            Some(_) => next_attempt(previous),
+            None => {
+                let dir = pod_log_directory(&self.node, pod).join(&c.name);
+                let first = cleanup::first_attempt(&dir).await;
+                (first, first)
+            }
+        };
         let cfg = match container_config(&self.node, pod, c, &image_ref, attempt, base, pod_ip) {
             Ok(cfg) => cfg,
             Err(e) => {

@@ -235,23 +235,34 @@ impl SyncLoop {
             .map_err(|e| warn!(error = %e, "housekeeping cannot list the runtime"))
             .ok();
         let plan = housekeeping::plan(&mut self.pods, &states, running, &self.config.node_name);
-        for uid in plan.forget {
-            self.deps.forget.do_send(ForgetPod { uid: uid.clone() });
-            self.deps.cache_delete.do_send(DeleteStatus { uid });
+        let (deps, forget, retain) = (self.deps.clone(), plan.forget, plan.retain);
+        let forget_statuses = move || {
+            for uid in forget {
+                deps.forget.do_send(ForgetPod { uid: uid.clone() });
+                deps.cache_delete.do_send(DeleteStatus { uid });
+            }
+            deps.retain.do_send(RetainPods(retain));
+        };
+        // A pod leaves `get pods` only once its directories are gone: whoever waits for it
+        // to disappear (a script, a user re-adding the same manifest) finds them gone too.
+        match plan.keep_dirs {
+            Some(keep) => self.sweep_dirs(keep, forget_statuses, ctx),
+            None => forget_statuses(),
         }
-        self.deps.retain.do_send(RetainPods(plan.retain));
         for u in plan.updates {
             if let Some(rp) = &u.running_pod {
                 info!(pod_uid = %rp.0.pod.uid, pod = %rp.0.pod.name, "runtime pod in no config: killing it");
             }
             self.send(u);
         }
-        if let Some(keep) = plan.keep_dirs {
-            self.sweep_dirs(keep, ctx);
-        }
     }
 
-    fn sweep_dirs(&self, known: HashSet<String>, ctx: &mut Context<Self>) {
+    fn sweep_dirs(
+        &self,
+        known: HashSet<String>,
+        then: impl FnOnce() + Send + 'static,
+        ctx: &mut Context<Self>,
+    ) {
         let node = self.deps.node.clone();
         ctx.spawn(
             async move {
@@ -259,11 +270,13 @@ impl SyncLoop {
                     for dir in cleanup::orphaned_dirs(&node, &known) {
                         match std::fs::remove_dir_all(&dir) {
                             Ok(()) => info!(dir = %dir.display(), "removed the directory of a pod nobody knows"),
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                             Err(e) => warn!(dir = %dir.display(), error = %e, "cannot remove an orphaned pod directory"),
                         }
                     }
                 })
                 .await;
+                then();
             }
             .into_actor(self),
         );
