@@ -7,7 +7,7 @@ use std::time::Duration;
 use podvisor_cri::fake::Op;
 use podvisor_cri::{CriError, FakeRuntime, Runtime};
 use podvisor_kubelet::pleg::{PlegConfig, PlegEventKind::*, PlegMode, Reinspect, RelistNow};
-use podvisor_kubelet::status_cache::{GetNewerThan, GetStatus};
+use podvisor_kubelet::status_cache::{DeleteStatus, GetNewerThan, GetStatus};
 use support::*;
 use tokio::time::Instant;
 
@@ -428,5 +428,210 @@ fn cache_subscribers_wake_on_set_or_global_time_in_order() {
         assert!(ghost.status.containers.is_empty() && ghost.modified.is_none());
         let summary = h.registry.get("status-cache").unwrap().state.unwrap();
         assert_eq!(summary["waiting_total"], 0, "nobody left waiting");
+    });
+}
+
+fn mode_of(h: &Harness) -> String {
+    h.registry
+        .get("pleg")
+        .and_then(|a| a.state)
+        .map(|s| s["mode"].as_str().unwrap_or_default().to_string())
+        .unwrap_or_default()
+}
+
+fn evented(fake: &FakeRuntime, retries: u32) -> Harness {
+    harness(
+        fake.clone(),
+        PlegConfig {
+            mode: PlegMode::Evented,
+            max_stream_retries: retries,
+            ..manual()
+        },
+    )
+}
+
+#[test]
+fn a_broken_stream_counts_once_and_is_reopened_once() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new().with_event_stream();
+        let (_, ids) = start_pod(&fake, "u1", &["job"]).await;
+        let h = evented(&fake, 5);
+        until("first relist", Duration::from_secs(1), || {
+            h.events.len() == 1
+        })
+        .await;
+        h.events.take();
+        assert_eq!(fake.calls_of(Op::Events).len(), 1);
+        // An error, then the end of the same stream: one failure, one new stream.
+        fake.fail_event_streams(CriError::failed("GetContainerEvents", "connection reset"));
+        fake.end_event_streams();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(fake.calls_of(Op::Events).len(), 2, "reopened once");
+        assert_eq!(mode_of(&h), "evented");
+        fake.exit_container(&ids[0], 2);
+        until(
+            "death from the new stream",
+            Duration::from_millis(100),
+            || h.events.len() > 0,
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(
+            h.events.take(),
+            [named(ContainerDied, "job")],
+            "delivered once"
+        );
+    });
+}
+
+#[test]
+fn evented_mode_falls_back_after_the_configured_failed_attempts() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new().with_event_stream();
+        start_pod(&fake, "u1", &["web"]).await;
+        for _ in 0..3 {
+            fake.fail_next(
+                Op::Events,
+                CriError::failed("GetContainerEvents", "connection refused"),
+            );
+        }
+        let h = harness(
+            fake.clone(),
+            PlegConfig {
+                mode: PlegMode::Evented,
+                max_stream_retries: 3,
+                relist_period: Duration::from_millis(100),
+                ..PlegConfig::default()
+            },
+        );
+        until("relisting mode", Duration::from_secs(10), || {
+            mode_of(&h) == "relist"
+        })
+        .await;
+        assert_eq!(fake.calls_of(Op::Events).len(), 3, "three attempts");
+        let listed = fake.calls_of(Op::ListPods).len();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(
+            fake.calls_of(Op::ListPods).len() - listed >= 9,
+            "relisting at the normal period"
+        );
+        assert_eq!(fake.calls_of(Op::Events).len(), 3, "no more attempts");
+    });
+}
+
+#[test]
+fn a_deleted_container_is_reported_died_and_removed_from_the_stream() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new().with_event_stream();
+        let (_, ids) = start_pod(&fake, "u1", &["job"]).await;
+        let h = evented(&fake, 5);
+        until("first relist", Duration::from_secs(1), || {
+            h.events.len() == 1
+        })
+        .await;
+        h.events.take();
+        let relists = fake.calls_of(Op::ListPods).len();
+        fake.remove_container(&ids[0]).await.unwrap();
+        until("events", Duration::from_millis(100), || h.events.len() == 2).await;
+        assert_eq!(
+            h.events.take(),
+            [named(ContainerDied, "job"), named(ContainerRemoved, "job")]
+        );
+        assert_eq!(
+            fake.calls_of(Op::ListPods).len(),
+            relists,
+            "from the stream"
+        );
+        let cached = h.cache.send(GetStatus { uid: "u1".into() }).await.unwrap();
+        assert!(cached.status.containers.is_empty());
+    });
+}
+
+#[test]
+fn evented_mode_keeps_a_slow_safety_relist() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new().with_event_stream();
+        start_pod(&fake, "u1", &["web"]).await;
+        let h = harness(
+            fake.clone(),
+            PlegConfig {
+                mode: PlegMode::Evented,
+                safety_relist_period: Duration::from_secs(300),
+                ..PlegConfig::default()
+            },
+        );
+        until("first relist", Duration::from_secs(1), || {
+            h.events.len() == 1
+        })
+        .await;
+        let listed = fake.calls_of(Op::ListPods).len();
+        tokio::time::sleep(Duration::from_secs(299)).await;
+        assert_eq!(fake.calls_of(Op::ListPods).len(), listed, "no 1 s relists");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(fake.calls_of(Op::ListPods).len(), listed + 1);
+        assert!(h.health.check().is_ok());
+    });
+}
+
+#[test]
+fn the_pleg_turns_unhealthy_when_relists_keep_failing() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new();
+        let h = harness(
+            fake.clone(),
+            PlegConfig {
+                relist_period: Duration::from_secs(1),
+                health_threshold: Duration::from_secs(5),
+                ..PlegConfig::default()
+            },
+        );
+        assert!(h.health.check().is_err(), "unhealthy before any relist");
+        until("first relist", Duration::from_secs(2), || {
+            h.health.check().is_ok()
+        })
+        .await;
+        for _ in 0..20 {
+            fake.fail_next(Op::ListPods, CriError::failed("ListPodSandbox", "down"));
+        }
+        until("unhealthy", Duration::from_secs(10), || {
+            h.health.check().is_err()
+        })
+        .await;
+        // The debug summary follows at the PLEG's next wake-up (its next relist attempt).
+        until("the summary says so", Duration::from_secs(2), || {
+            h.registry
+                .get("pleg")
+                .and_then(|a| a.state)
+                .is_some_and(|s| s["healthy"] == false)
+        })
+        .await;
+    });
+}
+
+#[test]
+fn a_deleted_pod_is_forgotten_and_its_waiters_still_answered() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new();
+        start_pod(&fake, "u1", &["web"]).await;
+        let h = harness(fake.clone(), manual());
+        h.pleg.send(RelistNow).await.unwrap().unwrap();
+        let rx = h
+            .cache
+            .send(GetNewerThan {
+                uid: "u1".into(),
+                min: Some(Instant::now()),
+            })
+            .await
+            .unwrap();
+        h.cache
+            .send(DeleteStatus { uid: "u1".into() })
+            .await
+            .unwrap();
+        let gone = h.cache.send(GetStatus { uid: "u1".into() }).await.unwrap();
+        assert!(gone.modified.is_none() && gone.status.containers.is_empty());
+        // The waiter is not lost with the entry: the next relist's global time answers it.
+        tokio::time::advance(Duration::from_millis(1)).await;
+        h.pleg.send(RelistNow).await.unwrap().unwrap();
+        assert!(rx.await.is_ok());
     });
 }

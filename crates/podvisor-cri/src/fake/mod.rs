@@ -62,7 +62,7 @@ struct Inner {
     delays: BTreeMap<Op, Duration>,
     failures: BTreeMap<Op, VecDeque<CriError>>,
     calls: Vec<Call>,
-    events: Option<broadcast::Sender<ContainerEvent>>,
+    events: Option<broadcast::Sender<Result<ContainerEvent, CriError>>>,
     last_ts: i64,
 }
 
@@ -105,6 +105,22 @@ impl FakeRuntime {
     pub fn with_event_stream(self) -> Self {
         self.lock().events = Some(broadcast::channel(1024).0);
         self
+    }
+
+    /// Every open event stream yields `error` (and stays open: `end_event_streams` ends
+    /// them), as a runtime whose stream breaks.
+    pub fn fail_event_streams(&self, error: CriError) {
+        if let Some(tx) = &self.lock().events {
+            let _ = tx.send(Err(error));
+        }
+    }
+
+    /// Ends every open event stream (later `container_events` calls open new ones).
+    pub fn end_event_streams(&self) {
+        let mut inner = self.lock();
+        if inner.events.is_some() {
+            inner.events = Some(broadcast::channel(1024).0);
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -229,12 +245,12 @@ fn emit(inner: &Inner, container_id: &str, kind: ContainerEventKind, at: i64) {
             .get(container_id)
             .and_then(|c| inner.state.sandboxes.get(&c.sandbox_id))
             .map(|s| s.status.pod.clone());
-        let _ = tx.send(ContainerEvent {
+        let _ = tx.send(Ok(ContainerEvent {
             container_id: container_id.to_string(),
             kind,
             created_at: at,
             pod,
-        });
+        }));
     }
 }
 
@@ -452,7 +468,10 @@ impl Runtime for FakeRuntime {
             }
         };
         Ok(tokio_stream::wrappers::BroadcastStream::new(rx)
-            .map(|r| r.map_err(|e| CriError::failed("GetContainerEvents", e.to_string())))
+            .map(|r| {
+                r.map_err(|e| CriError::failed("GetContainerEvents", e.to_string()))
+                    .and_then(|item| item)
+            })
             .boxed())
     }
 }

@@ -2,7 +2,10 @@
 //! restarts: healthy once a relist succeeded and the last one is recent enough.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// tokio's clock, so tests on paused time can age the last relist.
+use tokio::time::Instant;
 
 pub struct PlegHealth {
     base: Instant,

@@ -17,6 +17,7 @@
 
 mod health;
 mod records;
+mod stream;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -33,6 +34,7 @@ use tracing::{debug, info, warn};
 
 pub use health::PlegHealth;
 pub use records::{PodRecord, PodRecords, compute_events, record_from_status, translate};
+use stream::{StreamTracker, StreamVerdict};
 
 use crate::status_cache::{SetStatus, UpdateTime};
 
@@ -151,7 +153,8 @@ pub struct Pleg {
     /// fresh, empty one).
     full_inspection: bool,
     interval: Option<SpawnHandle>,
-    stream_failures: u32,
+    stream: StreamTracker,
+    stream_handle: Option<SpawnHandle>,
     list_failures: u32,
     last_relist: Option<(u64, f64)>,
 }
@@ -175,6 +178,7 @@ impl Pleg {
         health: Arc<PlegHealth>,
     ) -> Self {
         Self {
+            stream: StreamTracker::new(config.max_stream_retries),
             runtime,
             cache,
             subscribers,
@@ -185,7 +189,7 @@ impl Pleg {
             reinspect: BTreeSet::new(),
             full_inspection: true,
             interval: None,
-            stream_failures: 0,
+            stream_handle: None,
             list_failures: 0,
             last_relist: None,
         }
@@ -345,38 +349,55 @@ impl Pleg {
     }
 
     fn open_stream(&mut self, ctx: &mut Context<Self>) {
+        let generation = self.stream.opening();
         let runtime = self.runtime.clone();
         ctx.spawn(
             async move { runtime.container_events().await }
                 .into_actor(self)
-                .map(|opened, act, ctx| match opened {
-                    Ok(stream) => {
+                .map(move |opened, act, ctx| match opened {
+                    Ok(stream) if act.stream.is_current(generation) => {
                         info!("consuming the runtime's container event stream");
-                        ctx.add_stream(stream);
+                        let tagged = stream
+                            .map(move |item| StreamItem::Event(generation, item))
+                            .chain(futures_util::stream::once(async move {
+                                StreamItem::End(generation)
+                            }));
+                        act.stream_handle = Some(ctx.add_stream(tagged));
                     }
-                    Err(CriError::Unimplemented { .. }) => {
-                        act.fall_back(ctx, "the runtime does not implement GetContainerEvents")
-                    }
-                    Err(e) => act.stream_failed(ctx, e.to_string()),
+                    Ok(_) => {}
+                    Err(e) => act.stream_failed(ctx, generation, Some(&e)),
                 }),
         );
     }
 
-    fn stream_failed(&mut self, ctx: &mut Context<Self>, reason: String) {
+    /// One failure of stream `generation`, however it showed (see `stream.rs`).
+    fn stream_failed(
+        &mut self,
+        ctx: &mut Context<Self>,
+        generation: u64,
+        error: Option<&CriError>,
+    ) {
         if self.mode != PlegMode::Evented {
             return;
         }
-        self.stream_failures += 1;
+        let verdict = self.stream.failed(generation, error);
+        if verdict == StreamVerdict::Stale {
+            return;
+        }
+        if let Some(h) = self.stream_handle.take() {
+            ctx.cancel_future(h);
+        }
         // Events may have been missed: look at everything.
         self.relist(ctx, None);
-        if self.stream_failures >= self.config.max_stream_retries {
-            self.fall_back(
-                ctx,
-                &format!("{} failed attempts, last: {reason}", self.stream_failures),
-            );
-        } else {
-            debug!(%reason, attempt = self.stream_failures, "container event stream failed; reconnecting");
-            ctx.run_later(Duration::from_secs(1), |act, ctx| act.open_stream(ctx));
+        match verdict {
+            StreamVerdict::Retry { attempt, after } => {
+                let reason =
+                    error.map_or_else(|| "the event stream ended".into(), |e| e.to_string());
+                debug!(%reason, attempt, "container event stream failed; reconnecting");
+                ctx.run_later(after, |act, ctx| act.open_stream(ctx));
+            }
+            StreamVerdict::FallBack(reason) => self.fall_back(ctx, &reason),
+            StreamVerdict::Stale => {}
         }
     }
 
@@ -420,6 +441,7 @@ impl Pleg {
                         .iter()
                         .find(|c| c.id == event.container_id)
                         .map(|c| c.name.clone())
+                        .or_else(|| act.records.container_name(&uid, &event.container_id))
                         .unwrap_or_default();
                     act.records.set_one(&uid, record_from_status(&status));
                     act.records.update(&uid);
@@ -529,19 +551,28 @@ impl Handler<Reinspect> for Pleg {
     }
 }
 
-impl StreamHandler<Result<ContainerEvent, CriError>> for Pleg {
-    fn handle(&mut self, item: Result<ContainerEvent, CriError>, ctx: &mut Context<Self>) {
+/// An item of the event stream, tagged with the attempt it came from; `End` marks the
+/// stream's end as an item, so it is told apart from an older stream's.
+enum StreamItem {
+    Event(u64, Result<ContainerEvent, CriError>),
+    End(u64),
+}
+
+impl StreamHandler<StreamItem> for Pleg {
+    fn handle(&mut self, item: StreamItem, ctx: &mut Context<Self>) {
         match item {
-            Ok(event) => {
-                self.stream_failures = 0;
-                self.on_container_event(event, ctx);
+            StreamItem::Event(generation, Ok(event)) => {
+                if self.stream.is_current(generation) {
+                    self.stream.delivered(generation);
+                    self.on_container_event(event, ctx);
+                }
             }
-            Err(e) => self.stream_failed(ctx, e.to_string()),
+            StreamItem::Event(generation, Err(e)) => self.stream_failed(ctx, generation, Some(&e)),
+            StreamItem::End(generation) => self.stream_failed(ctx, generation, None),
         }
     }
 
-    fn finished(&mut self, ctx: &mut Context<Self>) {
-        // The default would stop the actor; a closed stream is only a reason to reconnect.
-        self.stream_failed(ctx, "the event stream ended".into());
+    fn finished(&mut self, _: &mut Context<Self>) {
+        // The default would stop the actor. The end was already handled as `End`.
     }
 }

@@ -271,6 +271,18 @@ impl PodRecords {
         self.pods.is_empty()
     }
 
+    /// A container's name, from the last records (a deleted container is no longer in
+    /// the runtime to ask).
+    pub fn container_name(&self, uid: &str, container_id: &str) -> Option<String> {
+        let r = self.pods.get(uid)?;
+        r.current
+            .iter()
+            .chain(r.old.iter())
+            .flat_map(|p| &p.containers)
+            .find(|c| c.0 == container_id)
+            .map(|c| c.1.clone())
+    }
+
     /// The pod a container belongs to, from the last records.
     pub fn pod_of_container(&self, container_id: &str) -> Option<String> {
         self.pods.iter().find_map(|(uid, r)| {

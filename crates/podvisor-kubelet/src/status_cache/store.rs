@@ -56,6 +56,9 @@ pub struct Store {
     timestamp: Option<Instant>,
     waiters: BTreeMap<String, Vec<Waiter>>,
     next_seq: u64,
+    /// The order waiters were answered in (`min`, arrival number), for the tests.
+    #[cfg(test)]
+    answered: Vec<(Option<Instant>, u64)>,
 }
 
 impl Store {
@@ -151,6 +154,8 @@ impl Store {
         for w in list {
             match self.newer_than(uid, w.min) {
                 Some(d) => {
+                    #[cfg(test)]
+                    self.answered.push((w.min, w.seq));
                     let _ = w.reply.send(d);
                 }
                 None => keep.push(w),

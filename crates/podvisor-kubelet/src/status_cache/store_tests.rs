@@ -100,8 +100,8 @@ fn waiters_are_answered_in_timestamp_order_and_only_when_satisfied() {
     let t0 = Instant::now();
     let at = |ms: u64| t0 + Duration::from_millis(ms);
     let mut rxs = Vec::new();
-    // Arrival order differs from time order.
-    for ms in [30, 10, 20] {
+    // Arrival order differs from time order; two wait for the same time.
+    for ms in [30, 20, 10, 20] {
         let (tx, rx) = oneshot::channel();
         s.subscribe("u1", Some(at(ms)), tx);
         rxs.push((ms, rx));
@@ -111,10 +111,16 @@ fn waiters_are_answered_in_timestamp_order_and_only_when_satisfied() {
         .iter_mut()
         .filter_map(|(ms, rx)| rx.try_recv().ok().map(|_| *ms))
         .collect();
-    assert_eq!(answered, [10, 20]);
+    assert_eq!(answered, [20, 10, 20], "only the satisfied ones");
+    // Answered in time order, equal times in arrival order (arrival numbers 2, 4).
+    assert_eq!(
+        s.answered,
+        [(Some(at(10)), 3), (Some(at(20)), 2), (Some(at(20)), 4)]
+    );
     assert_eq!(s.waiting()["u1"], 1);
     s.update_time(at(31));
     assert!(rxs[0].1.try_recv().is_ok());
+    assert_eq!(s.answered.last(), Some(&(Some(at(30)), 1)));
     assert!(s.waiting().is_empty());
 }
 
