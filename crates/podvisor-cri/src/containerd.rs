@@ -84,24 +84,35 @@ impl Runtime for CriRuntime {
             self.client.list_containers(Some(container_filter))
         )?;
         // Statuses are fetched concurrently: a pod's inspection is on the path between a
-        // container exiting and the pod worker seeing it.
-        let sandbox_statuses = futures_util::future::try_join_all(
+        // container exiting and the pod worker seeing it. One removed between the listing
+        // and its status call is simply gone, not a failed inspection of the whole pod.
+        let sandbox_statuses = futures_util::future::join_all(
             sandboxes
                 .iter()
                 .map(|s| self.client.pod_sandbox_status(&s.id)),
         );
-        let container_statuses = futures_util::future::try_join_all(
+        let container_statuses = futures_util::future::join_all(
             containers
                 .iter()
                 .map(|c| self.client.container_status(&c.id)),
         );
         let (sandbox_statuses, container_statuses) =
-            tokio::try_join!(sandbox_statuses, container_statuses)?;
-        Ok(PodStatus::assemble(
-            uid,
-            sandbox_statuses.into_iter().map(Into::into).collect(),
-            container_statuses.into_iter().map(Into::into).collect(),
-        ))
+            tokio::join!(sandbox_statuses, container_statuses);
+        let mut sandbox_out = Vec::with_capacity(sandboxes.len());
+        for r in sandbox_statuses {
+            if let Some(s) = present(r)? {
+                sandbox_out.push(s.into());
+            }
+        }
+        let mut container_out = Vec::with_capacity(containers.len());
+        for (listed, r) in containers.into_iter().zip(container_statuses) {
+            if let Some(c) = present(r)? {
+                let mut c: ContainerStatus = c.into();
+                c.sandbox_id = listed.pod_sandbox_id;
+                container_out.push(c);
+            }
+        }
+        Ok(PodStatus::assemble(uid, sandbox_out, container_out))
     }
 
     async fn run_sandbox(&self, config: &PodSandboxConfig) -> Result<String, CriError> {
@@ -193,5 +204,14 @@ impl Runtime for CriRuntime {
             .map_ok(ContainerEvent::from)
             .map_err(move |s| CriError::from_status("GetContainerEvents", &endpoint, s))
             .boxed())
+    }
+}
+
+/// A status call's answer, where "not found" means the object went away meanwhile.
+fn present<T>(r: Result<T, CriError>) -> Result<Option<T>, CriError> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e),
     }
 }

@@ -103,6 +103,8 @@ pub struct SandboxStatus {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainerStatus {
     pub id: String,
+    /// The sandbox it belongs to (from the listing: CRI's status call does not say).
+    pub sandbox_id: String,
     pub name: String,
     pub attempt: u32,
     pub state: ContainerState,
@@ -324,6 +326,7 @@ impl From<proto::ContainerStatus> for ContainerStatus {
         let meta = c.metadata.unwrap_or_default();
         Self {
             id: c.id,
+            sandbox_id: String::new(),
             name: meta.name,
             attempt: meta.attempt,
             state,

@@ -213,7 +213,13 @@ impl State {
             .as_ref()
             .map(|i| i.image.clone())
             .unwrap_or_default();
-        if !self.images.contains(&image) {
+        // By name, or by the id ImageStatus gave (what the kubelet layer passes, as with
+        // containerd).
+        if !self
+            .images
+            .iter()
+            .any(|i| *i == image || super::fake_image(i).id == image)
+        {
             return Err(CriError::not_found(
                 "CreateContainer",
                 format!("image {image:?}"),
@@ -235,6 +241,7 @@ impl State {
             .or_insert(pod.uid);
         let status = ContainerStatus {
             id: id.clone(),
+            sandbox_id: sandbox_id.to_string(),
             name: meta.name,
             attempt: meta.attempt,
             state: ContainerState::Created,

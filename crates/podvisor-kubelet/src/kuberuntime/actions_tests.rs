@@ -53,6 +53,7 @@ fn c(pod: &Pod, name: &str, created: i64, exit: Option<i32>) -> ContainerStatus 
         .unwrap();
     ContainerStatus {
         id: format!("{name}-{created}"),
+        sandbox_id: String::new(),
         name: name.into(),
         attempt: 0,
         state: if exit.is_some() {

@@ -14,7 +14,9 @@ use podvisor_cri::proto::PodSandboxConfig;
 use podvisor_cri::{ContainerState, CriError, PodStatus, Runtime, SandboxState};
 use tracing::{debug, info, warn};
 
-use super::actions::{compute_pod_actions, containers, init_containers};
+use super::actions::{
+    CONTAINER_HASH, compute_pod_actions, container_hash, containers, init_containers,
+};
 use super::cleanup;
 use super::config::{
     ConfigError, NodeConfig, container_config, crash_backoff, empty_dir_path, next_attempt,
@@ -220,6 +222,29 @@ impl CriSyncer {
                     },
                 );
                 return Ok(false);
+            }
+        }
+        // Duplicate protection: an instance that was created but never started (the
+        // create's answer was lost to a timeout, or the agent died between create and
+        // start) is started if it is what the spec wants now, and removed otherwise:
+        // never a second instance beside it.
+        if let Some(p) = previous.filter(|p| p.state == ContainerState::Created) {
+            let current = p.sandbox_id == sandbox_id
+                && p.annotations.get(CONTAINER_HASH) == Some(&container_hash(c));
+            if current {
+                info!(pod_uid = %uid, container = %c.name, id = %p.id, "starting the instance an earlier create left");
+                self.runtime.start_container(&p.id).await?;
+                self.event(
+                    pod,
+                    false,
+                    "Started",
+                    format!("Started container {}", c.name),
+                );
+                return Ok(true);
+            }
+            match self.runtime.remove_container(&p.id).await {
+                Err(e) if !e.is_not_found() => return Err(e.into()),
+                _ => {}
             }
         }
         let image = c.image.clone().unwrap_or_default();

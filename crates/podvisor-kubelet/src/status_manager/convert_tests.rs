@@ -25,6 +25,7 @@ fn pod(policy: &str, inits: &[&str], apps: &[&str]) -> Pod {
 fn cs(name: &str, attempt: u32, created: i64, exit: Option<i32>) -> ContainerStatus {
     ContainerStatus {
         id: format!("{name}-{attempt}"),
+        sandbox_id: String::new(),
         name: name.into(),
         attempt,
         state: if exit.is_some() {

@@ -84,6 +84,7 @@ mod tests {
     fn c(name: &str, created: i64, state: ContainerState) -> ContainerStatus {
         ContainerStatus {
             id: format!("{name}-{created}"),
+            sandbox_id: String::new(),
             name: name.into(),
             attempt: 0,
             state,

@@ -1,0 +1,141 @@
+//! The CRI syncer on the fake runtime: the call sequences containerd cannot be made to
+//! produce on demand (a create whose start never happened). The ordinary paths are
+//! proven against containerd by the agent's integration tests.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+use podvisor_actors::ChildSpec;
+use podvisor_actors::testing::start_collector;
+use podvisor_cri::fake::Op;
+use podvisor_cri::{ContainerState, CriError, FakeRuntime, Runtime};
+use podvisor_kubelet::kuberuntime::config::NodeConfig;
+use podvisor_kubelet::kuberuntime::images::ImageManager;
+use podvisor_kubelet::kuberuntime::syncer::{CriSyncer, SyncerOutputs};
+use podvisor_kubelet::pod_workers::{PodSyncer, SyncContext, UpdateType};
+
+const UID: &str = "0b1c7d3e-syncer-test";
+
+fn pod() -> Pod {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web-n", "namespace": "default", "uid": UID},
+        "spec": {
+            "hostNetwork": true,
+            "containers": [{
+                "name": "app",
+                "image": podvisor_cri::sample::TEST_IMAGE,
+                "command": ["sleep", "3600"],
+            }],
+        },
+    }))
+    .expect("a valid pod")
+}
+
+fn syncer(fake: &FakeRuntime, dir: &std::path::Path) -> CriSyncer {
+    let runtime: Arc<dyn Runtime> = Arc::new(fake.clone());
+    let images = ChildSpec::of({
+        let runtime = runtime.clone();
+        move || ImageManager::new(runtime.clone())
+    })
+    .start_unsupervised();
+    CriSyncer::new(
+        runtime,
+        NodeConfig {
+            node_name: "n".into(),
+            pod_log_dir: dir.join("logs"),
+            pod_dir: dir.join("pods"),
+            dns: None,
+        },
+        SyncerOutputs {
+            images: images.recipient(),
+            synced: start_collector().0,
+            terminated: start_collector().0,
+            events: start_collector().0,
+        },
+    )
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("podvisor-syncer-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+#[actix_rt::test]
+async fn a_created_but_never_started_instance_is_started_not_duplicated() {
+    let dir = scratch("dup");
+    let fake = FakeRuntime::new();
+    let s = syncer(&fake, &dir);
+    let pod = pod();
+    let ctx = SyncContext {
+        uid: UID.into(),
+        cancel: Default::default(),
+    };
+    // The start's answer is lost: the container exists, created, never started.
+    fake.fail_next(
+        Op::StartContainer,
+        CriError::failed("StartContainer", "deadline exceeded"),
+    );
+    let status = fake.pod_status(UID).await.unwrap();
+    let first = s.sync_pod(&ctx, UpdateType::Create, &pod, &status).await;
+    assert!(
+        first
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("deadline")),
+        "{first:?}"
+    );
+    let status = fake.pod_status(UID).await.unwrap();
+    assert_eq!(status.containers.len(), 1);
+    let left = status.containers[0].clone();
+    assert_eq!(left.state, ContainerState::Created);
+
+    s.sync_pod(&ctx, UpdateType::Sync, &pod, &status)
+        .await
+        .expect("the second sync succeeds");
+    let status = fake.pod_status(UID).await.unwrap();
+    assert_eq!(
+        status
+            .containers
+            .iter()
+            .map(|c| (c.id.as_str(), c.state))
+            .collect::<Vec<_>>(),
+        [(left.id.as_str(), ContainerState::Running)],
+        "the instance left behind is started; no second one is created"
+    );
+    assert_eq!(fake.calls_of(Op::CreateContainer).len(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[actix_rt::test]
+async fn a_created_instance_of_an_old_spec_is_removed_before_the_new_one_is_made() {
+    let dir = scratch("stale");
+    let fake = FakeRuntime::new();
+    let s = syncer(&fake, &dir);
+    let old = pod();
+    let ctx = SyncContext {
+        uid: UID.into(),
+        cancel: Default::default(),
+    };
+    fake.fail_next(
+        Op::StartContainer,
+        CriError::failed("StartContainer", "deadline exceeded"),
+    );
+    let status = fake.pod_status(UID).await.unwrap();
+    let _ = s.sync_pod(&ctx, UpdateType::Create, &old, &status).await;
+    let stale = fake.pod_status(UID).await.unwrap().containers[0].id.clone();
+
+    let mut new = old.clone();
+    new.spec.as_mut().unwrap().containers[0].command = Some(vec!["sleep".into(), "7".into()]);
+    let status = fake.pod_status(UID).await.unwrap();
+    s.sync_pod(&ctx, UpdateType::Update, &new, &status)
+        .await
+        .expect("sync with the new spec");
+    let status = fake.pod_status(UID).await.unwrap();
+    assert_eq!(status.containers.len(), 1, "{:?}", status.containers);
+    assert_ne!(status.containers[0].id, stale);
+    assert_eq!(status.containers[0].state, ContainerState::Running);
+    let _ = std::fs::remove_dir_all(&dir);
+}
