@@ -28,8 +28,43 @@ pub struct AgentConfig {
     #[serde(deserialize_with = "duration")]
     pub housekeeping_period: Duration,
     pub allocatable: Allocatable,
+    pub pleg: Pleg,
+    pub supervisor: Supervisor,
     pub debug: Debug,
     pub log: Log,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PlegModeSetting {
+    Relist,
+    Evented,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Pleg {
+    /// `evented` consumes the runtime's container events and falls back to relisting
+    /// when the runtime cannot stream them (containerd 1.6 cannot).
+    pub mode: PlegModeSetting,
+    /// Failed attempts at the event stream before falling back to relisting.
+    pub stream_retries: u32,
+}
+
+/// Restart policy of every supervisor in the tree.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Supervisor {
+    /// Delay before the first restart of a crashed actor; doubles per consecutive crash.
+    #[serde(deserialize_with = "duration")]
+    pub restart_backoff: Duration,
+    #[serde(deserialize_with = "duration")]
+    pub restart_backoff_max: Duration,
+    /// More restarts than this within `restart_window` and a supervisor gives up and
+    /// escalates (at the root: the process exits non-zero for its service manager).
+    pub max_restarts: u32,
+    #[serde(deserialize_with = "duration")]
+    pub restart_window: Duration,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -78,6 +113,8 @@ impl Default for AgentConfig {
             manifest_rescan_period: Duration::from_secs(20),
             housekeeping_period: Duration::from_secs(2),
             allocatable: Allocatable::default(),
+            pleg: Pleg::default(),
+            supervisor: Supervisor::default(),
             debug: Debug::default(),
             log: Log::default(),
         }
@@ -90,6 +127,26 @@ impl Default for Allocatable {
             pods: 110,
             cpu: None,
             memory: None,
+        }
+    }
+}
+
+impl Default for Pleg {
+    fn default() -> Self {
+        Self {
+            mode: PlegModeSetting::Relist,
+            stream_retries: 5,
+        }
+    }
+}
+
+impl Default for Supervisor {
+    fn default() -> Self {
+        Self {
+            restart_backoff: Duration::from_millis(10),
+            restart_backoff_max: Duration::from_secs(5),
+            max_restarts: 10,
+            restart_window: Duration::from_secs(60),
         }
     }
 }
@@ -224,6 +281,26 @@ impl AgentConfig {
                 });
             }
         }
+        if !self.node_name.is_empty() {
+            podvisor_kubelet::manifest_source::check_node_name(&self.node_name).map_err(
+                |message| ConfigError::Value {
+                    key: "node_name",
+                    message,
+                },
+            )?;
+        }
+        if self.supervisor.restart_backoff > self.supervisor.restart_backoff_max {
+            return Err(ConfigError::Value {
+                key: "supervisor.restart_backoff",
+                message: "must not exceed supervisor.restart_backoff_max".into(),
+            });
+        }
+        if self.supervisor.max_restarts == 0 {
+            return Err(ConfigError::Value {
+                key: "supervisor.max_restarts",
+                message: "must be at least 1".into(),
+            });
+        }
         if self.debug.token.as_deref() == Some("") {
             return Err(ConfigError::Value {
                 key: "debug.token",
@@ -288,6 +365,24 @@ mod tests {
         assert_eq!(
             e,
             "invalid setting allocatable.cpu: invalid quantity \"lots\""
+        );
+        let c = AgentConfig::parse("node_name = \"My_Node\"").unwrap();
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.starts_with("invalid setting node_name") && e.contains("DNS-1123"),
+            "{e}"
+        );
+        let e = AgentConfig::parse("[pleg]\nmode = \"psychic\"").unwrap_err();
+        assert!(e.contains("mode") && e.contains("unknown variant"), "{e}");
+        let c = AgentConfig::parse(
+            "[supervisor]\nrestart_backoff = \"10s\"\nrestart_backoff_max = \"1s\"",
+        )
+        .unwrap();
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .starts_with("invalid setting supervisor.restart_backoff")
         );
         let c = AgentConfig::parse("state_dir = \"relative/dir\"").unwrap();
         assert!(

@@ -11,19 +11,35 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use podvisor_actors::supervisor::Escalation;
+use podvisor_actors::supervisor::{Backoff, Escalation, Intensity};
 use podvisor_actors::{Registry, Shutdown, SupervisorConfig, start_root};
 use podvisor_cri::{CriRuntime, Runtime, Timeouts};
 use podvisor_debug::{DebugConfig, DebugServer, Health};
 use podvisor_kubelet::agent::{AgentParams, build};
 use podvisor_kubelet::kuberuntime::config::{NodeConfig, read_dns};
-use podvisor_kubelet::pleg::PlegConfig;
+use podvisor_kubelet::pleg::{PlegConfig, PlegMode};
 use podvisor_kubelet::pod_workers::Timings;
 use podvisor_kubelet::quantity;
 use podvisor_kubelet::sync_loop::{Allocatable, SyncLoopConfig};
 use tracing::{error, info, warn};
 
 pub use config::AgentConfig;
+use config::PlegModeSetting;
+
+fn supervision(c: &config::Supervisor) -> SupervisorConfig {
+    SupervisorConfig {
+        backoff: Backoff {
+            initial: c.restart_backoff,
+            max: c.restart_backoff_max,
+            ..Backoff::default()
+        },
+        intensity: Intensity {
+            max_restarts: c.max_restarts,
+            within: c.restart_window,
+        },
+        ..SupervisorConfig::default()
+    }
+}
 
 fn host_cpu_milli() -> i64 {
     std::thread::available_parallelism().map_or(1, |n| n.get()) as i64 * 1000
@@ -86,6 +102,7 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
             // Keep going: the PLEG retries every period and /healthz says what is wrong.
             Err(e) => error!(error = %e, "container runtime not reachable yet"),
         }
+        let supervision = supervision(&cfg.supervisor);
         let registry = Registry::new();
         let agent = build(
             &registry,
@@ -102,6 +119,11 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
                 status_dir: cfg.state_dir.join("status"),
                 pleg: PlegConfig {
                     relist_period: cfg.relist_period,
+                    mode: match cfg.pleg.mode {
+                        PlegModeSetting::Relist => PlegMode::Relist,
+                        PlegModeSetting::Evented => PlegMode::Evented,
+                    },
+                    max_stream_retries: cfg.pleg.stream_retries,
                     ..PlegConfig::default()
                 },
                 timings: Timings {
@@ -113,7 +135,7 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
                     housekeeping_period: cfg.housekeeping_period,
                     ..SyncLoopConfig::default()
                 },
-                supervision: SupervisorConfig::default(),
+                supervision,
                 status_wait: Duration::from_secs(2),
             },
         );
@@ -137,7 +159,7 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
             manifest_errors: agent.manifest_source.recipient(),
             pod_log_dir: cfg.pod_log_dir.clone(),
         });
-        let root = start_root("root", SupervisorConfig::default(), registry.clone(), agent.children, Escalation::exit_process);
+        let root = start_root("root", supervision, registry.clone(), agent.children, Escalation::exit_process);
         let server = DebugServer::start_with(
             DebugConfig {
                 address: cfg.debug.address,

@@ -127,7 +127,12 @@ fn pod_labels(node: &NodeConfig, pod: &Pod) -> HashMap<String, String> {
 /// 63 and drop trailing '-' and '.', as the kubelet does.
 fn pod_hostname(mut name: String) -> String {
     if name.len() > 63 {
-        name.truncate(63);
+        // Validated names are ASCII; the boundary search only keeps a bad one from panicking.
+        let cut = (0..=63)
+            .rev()
+            .find(|&i| name.is_char_boundary(i))
+            .unwrap_or(0);
+        name.truncate(cut);
         let trimmed = name.trim_end_matches(['-', '.']).len();
         name.truncate(trimmed);
     }

@@ -206,6 +206,7 @@ fn sandbox_config_follows_the_pod_network_and_ports() {
 fn exited(attempt: u32, base: u32, ran_secs: i64) -> ContainerStatus {
     ContainerStatus {
         id: "c".into(),
+        sandbox_id: String::new(),
         name: "app".into(),
         attempt,
         state: ContainerState::Exited,
@@ -269,6 +270,10 @@ fn a_long_pod_name_becomes_a_hostname_the_kernel_accepts() {
     assert_eq!(cfg.hostname, "a".repeat(62));
     p.metadata.name = Some("short".into());
     assert_eq!(sandbox_config(&node(), &p, 0).hostname, "short");
+    // Validation refuses such a hostname; were one to slip through, the cut must not
+    // land inside a character (that panicked the pod worker on every sync).
+    p.spec.as_mut().unwrap().hostname = Some("é".repeat(32));
+    assert_eq!(sandbox_config(&node(), &p, 0).hostname, "é".repeat(31));
 }
 
 #[test]

@@ -14,6 +14,8 @@
 
 pub mod parse;
 
+pub use parse::check_node_name;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -310,6 +310,12 @@ fn check_subdomain(what: &str, v: &str) -> Result<(), String> {
     }
 }
 
+/// The node name ends every static pod's name and labels the runtime's pods, so it must
+/// be what the API server accepts as a node name.
+pub fn check_node_name(name: &str) -> Result<(), String> {
+    check_subdomain("node name", name)
+}
+
 fn check_container(c: &Container, volumes: &HashSet<&str>) -> Result<(), String> {
     check_label("container name", &c.name)?;
     if c.image.as_deref().is_none_or(|i| i.trim().is_empty()) {
@@ -398,6 +404,11 @@ pub fn validate(pod: &Pod) -> Result<(), ManifestFileError> {
     check_pod(pod).map_err(ManifestFileError::Invalid)
 }
 
+/// A grace period is handed to the runtime as seconds and turned into nanoseconds there:
+/// beyond this, the conversion overflows and the container would be killed at once
+/// instead of being sent SIGTERM first. A year is far past any real shutdown.
+const MAX_GRACE_SECONDS: i64 = 365 * 24 * 3600;
+
 fn check_pod(pod: &Pod) -> Result<(), String> {
     let name = pod
         .metadata
@@ -419,8 +430,18 @@ fn check_pod(pod: &Pod) -> Result<(), String> {
             "spec.restartPolicy {p:?} must be Always, OnFailure or Never"
         ));
     }
-    if spec.termination_grace_period_seconds.is_some_and(|g| g < 0) {
-        return Err("spec.terminationGracePeriodSeconds must not be negative".into());
+    if let Some(h) = &spec.hostname {
+        check_label("spec.hostname", h)?;
+    }
+    if let Some(d) = &spec.subdomain {
+        check_label("spec.subdomain", d)?;
+    }
+    if let Some(g) = spec.termination_grace_period_seconds
+        && !(0..=MAX_GRACE_SECONDS).contains(&g)
+    {
+        return Err(format!(
+            "spec.terminationGracePeriodSeconds {g} must be between 0 and {MAX_GRACE_SECONDS} (one year)"
+        ));
     }
     if spec.active_deadline_seconds.is_some_and(|d| d <= 0) {
         return Err("spec.activeDeadlineSeconds must be positive".into());

@@ -167,6 +167,22 @@ fn a_bad_file_is_reported_with_its_reason_and_the_good_ones_still_load() {
             "must be absolute",
         ),
         (
+            "hostname.yaml",
+            &WEB.replace(
+                "spec:\n",
+                &format!("spec:\n  hostname: {}\n", "é".repeat(32)),
+            ),
+            "spec.hostname",
+        ),
+        (
+            "grace.yaml",
+            &WEB.replace(
+                "spec:\n",
+                "spec:\n  terminationGracePeriodSeconds: 9223372036854775807\n",
+            ),
+            "terminationGracePeriodSeconds",
+        ),
+        (
             "huge.yaml",
             &format!("{WEB}    resources:\n      requests:\n        memory: 9Ei\n"),
             "resources.requests.memory",

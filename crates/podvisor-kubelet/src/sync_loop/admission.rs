@@ -23,15 +23,20 @@ pub struct Rejection {
     pub message: String,
 }
 
+/// A container's request; one that sets only a limit requests its limit, as the API
+/// server's defaulting makes it (otherwise a limits-only pod would be admitted for free).
 fn request(
     c: &Container,
     resource: &str,
     parse: fn(&str) -> Result<i64, quantity::QuantityError>,
 ) -> i64 {
-    c.resources
-        .as_ref()
-        .and_then(|r| r.requests.as_ref())
+    let r = c.resources.as_ref();
+    r.and_then(|r| r.requests.as_ref())
         .and_then(|r| r.get(resource))
+        .or_else(|| {
+            r.and_then(|r| r.limits.as_ref())
+                .and_then(|l| l.get(resource))
+        })
         .and_then(|q| parse(&q.0).ok())
         .unwrap_or(0)
 }
@@ -140,6 +145,21 @@ mod tests {
         );
         let big = pod("1m", "900Mi");
         assert_eq!(admit(&big, &[&a], &node).unwrap_err().reason, "OutOfmemory");
+        // Limits alone count as requests.
+        let mut limited = pod("1m", "1Mi");
+        let res = limited.spec.as_mut().unwrap().containers[0]
+            .resources
+            .as_mut()
+            .unwrap();
+        res.limits = res.requests.take();
+        res.limits
+            .as_mut()
+            .unwrap()
+            .insert("memory".into(), Quantity("900Mi".into()));
+        assert_eq!(
+            admit(&limited, &[&a], &node).unwrap_err().reason,
+            "OutOfmemory"
+        );
         let tiny = pod("1m", "1Mi");
         assert_eq!(
             admit(&tiny, &[&a, &b, &tiny], &node).unwrap_err().reason,
