@@ -357,6 +357,76 @@ fn dynamic_children_start_stop_and_refuse_messages_once_gone() {
     });
 }
 
+/// A pod UID reused at once: the new child with the old one's id starts as soon as the
+/// old one is gone, instead of being ignored (its messages would wait forever).
+#[test]
+fn a_child_started_while_its_namesake_stops_starts_after_it() {
+    paused_system().block_on(async {
+        let journal = Journal::default();
+        let registry = Registry::new();
+        let sup = start_root(
+            "pods",
+            config(Strategy::OneForOne, 10),
+            registry.clone(),
+            vec![],
+            |_| {},
+        );
+        let spec_of = || {
+            let j = journal.clone();
+            ChildSpec::of(move || Worker::new("w1", &j))
+                .key("w1")
+                .restart(Restart::Transient)
+                .build()
+        };
+        let (old, spec) = spec_of();
+        sup.send(StartChild(spec)).await.unwrap();
+        assert_eq!(old.send(Ping).await, Ok(1));
+        old.do_send(Linger(Duration::from_millis(200)));
+        sup.send(StopChild(old.id().clone())).await.unwrap();
+        let (new, spec) = spec_of();
+        sup.send(StartChild(spec)).await.unwrap();
+        assert_eq!(journal.starts("w1"), 1, "not while the old one still runs");
+        let answer = tokio::time::timeout(Duration::from_secs(5), new.send(Ping)).await;
+        assert_eq!(answer, Ok(Ok(1)), "the successor runs");
+        assert_eq!(journal.starts("w1"), 2);
+        assert_eq!(old.send(Ping).await, Err(MailboxError::Closed));
+        assert!(registry.contains("worker/w1"));
+    });
+}
+
+/// A crash in `rebuild` is a crash like any other: restarted with backoff, and a child
+/// that cannot even start escalates once past the limit.
+#[test]
+fn a_crash_in_rebuild_is_restarted_then_escalates() {
+    paused_system().block_on(async {
+        let journal = Journal::default();
+        let registry = Registry::new();
+        let j = journal.clone();
+        let (_, spec) = ChildSpec::of(move || {
+            let mut w = Worker::new("bad", &j);
+            w.crash_in_rebuild = true;
+            w
+        })
+        .key("bad")
+        .build();
+        let (good, good_spec) = worker("good", &journal);
+        let seen = root(
+            &registry,
+            config(Strategy::OneForOne, 3),
+            vec![good_spec, spec],
+        );
+        until("escalation", Duration::from_secs(30), || {
+            !seen.lock().unwrap().is_empty()
+        })
+        .await;
+        assert_eq!(journal.starts("bad"), 4, "the start and 3 restarts");
+        assert!(
+            good.send(Ping).await.is_err(),
+            "siblings stopped on escalation"
+        );
+    });
+}
+
 #[cfg(feature = "fault-injection")]
 #[test]
 fn injected_panics_crash_the_named_actor() {

@@ -102,6 +102,9 @@ struct Slot {
     state: SlotState,
     instance: u64,
     started_at: Instant,
+    /// A child with this id asked to start while this one was still stopping for good
+    /// (a pod UID reused at once): it starts the moment this one is gone.
+    successor: Option<ChildSpec>,
 }
 
 pub struct Supervisor {
@@ -166,8 +169,12 @@ impl Supervisor {
 
     fn add_child(&mut self, spec: ChildSpec, dynamic: bool) {
         let id = spec.id().clone();
-        if self.slots.contains_key(&id) {
-            warn!(supervisor = %self.name, child = %id, "child already supervised; ignoring");
+        if let Some(slot) = self.slots.get_mut(&id) {
+            if slot.state == SlotState::StoppingForGood {
+                slot.successor = Some(spec);
+            } else {
+                warn!(supervisor = %self.name, child = %id, "child already supervised; ignoring");
+            }
             return;
         }
         let parent = self.me.as_ref().map(|m| m.id().clone());
@@ -183,6 +190,7 @@ impl Supervisor {
             state: SlotState::Waiting { due: now },
             instance: 0,
             started_at: now,
+            successor: None,
         };
         self.slots.insert(id.clone(), slot);
         self.start(&id);
@@ -354,7 +362,13 @@ impl StreamHandler<ChildExit> for Supervisor {
             return; // a predecessor's late report
         }
         match slot.state {
-            SlotState::StoppingForGood => self.remove(&exit.id),
+            SlotState::StoppingForGood => {
+                let (successor, dynamic) = (slot.successor.take(), slot.dynamic);
+                self.remove(&exit.id);
+                if let Some(spec) = successor {
+                    self.add_child(spec, dynamic);
+                }
+            }
             SlotState::StoppingForRestart { due } => {
                 slot.state = SlotState::Waiting { due };
                 slot.spec.cell.set_lifecycle(Lifecycle::Restarting);

@@ -138,6 +138,19 @@ impl Handler<Block> for Worker {
     }
 }
 
+/// Keeps the actor busy (in `ctx.wait`, so nothing else is handled, a stop included) for
+/// the given time: an actor slow to stop.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Linger(pub Duration);
+
+impl Handler<Linger> for Worker {
+    type Result = ();
+    fn handle(&mut self, Linger(d): Linger, ctx: &mut Context<Self>) {
+        ctx.wait(tokio::time::sleep(d).into_actor(self));
+    }
+}
+
 /// Fire-and-forget increment, for throughput and counting tests.
 #[derive(Message)]
 #[rtype(result = "()")]

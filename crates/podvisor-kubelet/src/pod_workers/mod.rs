@@ -29,7 +29,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use actix::prelude::*;
 use k8s_openapi::api::core::v1::Pod;
 use podvisor_actors::{
-    ActorRef, ChildSpec, Recipient, Restart, StartChild, StartInfo, StopChild, SupervisedActor,
+    ActorRef, ChildSpec, Recipient, Restart, SendError, StartChild, StartInfo, StopChild,
+    SupervisedActor,
 };
 use podvisor_cri::{Runtime, labels};
 use serde::Serialize;
@@ -179,7 +180,7 @@ impl PodWorkers {
             .restart(Restart::Transient)
             .build();
         if let Err(e) = self.deps.start_worker.try_send(StartChild(spec)) {
-            warn!(pod_uid = %uid, error = ?e, "cannot start a pod worker; the pod will be retried");
+            warn!(pod_uid = %uid, error = ?e, "cannot start a pod worker");
             return None;
         }
         self.workers.insert(uid.to_string(), worker.clone());
@@ -191,13 +192,39 @@ impl PodWorkers {
             match effect {
                 Effect::Deliver(work) => {
                     let uid = pod::uid(&work.pod).to_string();
-                    let Some(worker) = self.worker(&uid) else {
-                        continue;
-                    };
+                    let seq = work.seq;
                     let token = CancellationToken::new();
-                    self.cancels.insert(uid.clone(), token.clone());
-                    worker.do_send(Work(work, token));
-                    self.publish(&uid);
+                    let sent = match self.worker(&uid) {
+                        Some(worker) => match worker.try_send(Work(work, token.clone())) {
+                            Ok(()) => Ok(()),
+                            Err(e) => {
+                                if matches!(e, SendError::Closed(_)) {
+                                    // Gone for good: the next delivery starts a new one.
+                                    self.workers.remove(&uid);
+                                }
+                                Err(format!("its worker refused the work: {e}"))
+                            }
+                        },
+                        None => Err("no pod worker could be started".to_string()),
+                    };
+                    match sent {
+                        Ok(()) => {
+                            self.cancels.insert(uid.clone(), token);
+                            self.publish(&uid);
+                        }
+                        // Undelivered work is failed work: backed off and tried again,
+                        // never left marked as running with nobody running it.
+                        Err(reason) => {
+                            warn!(pod_uid = %uid, %reason, "pod work not delivered; retrying after the backoff");
+                            let effects = self.state.work_done(
+                                &uid,
+                                seq,
+                                WorkResult::Failed(reason),
+                                Instant::now(),
+                            );
+                            self.apply(effects);
+                        }
+                    }
                 }
                 Effect::Cancel(uid) => {
                     if let Some(t) = self.cancels.get(&uid) {
@@ -253,28 +280,38 @@ impl PodWorkers {
         });
     }
 
+    /// The pod an update is about.
+    fn uid_of(opts: &UpdatePodOptions) -> String {
+        opts.pod
+            .as_deref()
+            .map(pod::uid)
+            .or_else(|| opts.running_pod.as_ref().map(|r| r.0.pod.uid.as_str()))
+            .unwrap_or_default()
+            .to_string()
+    }
+
     fn update(&mut self, opts: UpdatePodOptions, ctx: &mut Context<Self>) {
+        let uid = Self::uid_of(&opts);
         if !self.state.needs_cached_status(&opts) {
             let effects = self.state.update_pod(opts, None, Instant::now());
             self.apply(effects);
+            // A queued update or a restart request changes what the snapshot shows even
+            // when nothing is delivered.
+            self.publish(&uid);
             return;
         }
         // First sight of a pod in a terminal phase: it may be done already, which only the
         // cache can say. Wait for it, so updates stay in order.
-        let uid = opts
-            .pod
-            .as_deref()
-            .map(pod::uid)
-            .unwrap_or_default()
-            .to_string();
         let cache = self.deps.cache_get.clone();
+        let u = uid.clone();
         ctx.wait(
-            async move { cache.send(GetStatus { uid }).await.ok() }
+            async move { cache.send(GetStatus { uid: u }).await.ok() }
                 .into_actor(self)
                 .map(move |cached, act, _| {
                     let terminal = cached.map(|c| !still_running(&c.status));
                     let effects = act.state.update_pod(opts, terminal, Instant::now());
                     act.apply(effects);
+                    act.publish(&uid);
                 }),
         );
     }
@@ -368,7 +405,9 @@ impl Handler<WorkDone> for PodWorkers {
         let now_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
-        self.last_result_at.insert(msg.uid.clone(), now_ms);
+        if self.state.is_current_work(&msg.uid, msg.seq) {
+            self.last_result_at.insert(msg.uid.clone(), now_ms);
+        }
         let effects = self
             .state
             .work_done(&msg.uid, msg.seq, msg.result, Instant::now());
@@ -401,7 +440,9 @@ impl Handler<SyncKnownPods> for PodWorkers {
 impl Handler<DrainDue> for PodWorkers {
     type Result = MessageResult<DrainDue>;
     fn handle(&mut self, _: DrainDue, _: &mut Context<Self>) -> Self::Result {
-        MessageResult(self.state.drain_due(Instant::now()))
+        let (due, effects) = self.state.drain_due(Instant::now());
+        self.apply(effects);
+        MessageResult(due)
     }
 }
 

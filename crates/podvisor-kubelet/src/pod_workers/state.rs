@@ -108,8 +108,25 @@ impl PodWorkersState {
         }
     }
 
-    pub fn drain_due(&mut self, now: Instant) -> Vec<String> {
-        self.queue.drain_due(now)
+    /// The pods due for a sync, for the caller to send it. Runtime-only pods are in no
+    /// config, so nobody would send them anything: a due one (its kill failed) gets its
+    /// kill again here, as the returned effects.
+    pub fn drain_due(&mut self, now: Instant) -> (Vec<String>, Vec<Effect>) {
+        let due = self.queue.drain_due(now);
+        let mut effects = Vec::new();
+        for uid in &due {
+            let Some(s) = self.pods.get_mut(uid) else {
+                continue;
+            };
+            let runtime_only = s.current.as_ref().is_some_and(|c| c.running_pod.is_some());
+            if runtime_only && !s.working && !s.finished {
+                if s.pending.is_none() {
+                    s.pending = s.current.clone();
+                }
+                effects.extend(self.deliver(uid, now));
+            }
+        }
+        (due, effects)
     }
 
     /// The kubelet's `UpdatePod`. `cached_terminal`: for a pod seen for the first time in
@@ -142,10 +159,14 @@ impl PodWorkersState {
         if !self.pods.contains_key(&uid) {
             let mut status = PodSyncStatus::new(&pod, now);
             if !runtime_only && pod::is_terminal_phase(&pod) && cached_terminal == Some(true) {
-                // Done before we ever saw it: nothing to start, nothing to stop.
+                // Done before we ever saw it: nothing to start, nothing to stop. Not a
+                // restart request either: this update is the one that found it done.
                 status.terminating_at = Some(now);
                 status.terminated_at = Some(now);
                 status.finished = true;
+                self.pods.insert(uid, status);
+                fire(kill);
+                return Vec::new();
             }
             if status.is_static && !status.finished {
                 self.waiting_static
@@ -337,6 +358,14 @@ impl PodWorkersState {
         None
     }
 
+    /// Whether `seq` is the work the pod's worker is running now (not a late report of
+    /// work that was redelivered since).
+    pub fn is_current_work(&self, uid: &str, seq: u64) -> bool {
+        self.pods
+            .get(uid)
+            .is_some_and(|s| s.working && s.current_seq == seq)
+    }
+
     /// A worker reports how the work `seq` ended.
     pub fn work_done(
         &mut self,
@@ -348,7 +377,7 @@ impl PodWorkersState {
         let Some(status) = self.pods.get_mut(uid) else {
             return Vec::new();
         };
-        if !status.working || status.current_seq != seq {
+        if !(status.working && status.current_seq == seq) {
             return Vec::new(); // a report for work that was redelivered since
         }
         let kind = status.current_kind;
