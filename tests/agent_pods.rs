@@ -85,6 +85,17 @@ async fn init_containers_run_in_order_and_containers_share_an_empty_dir() {
         first.finished_at.unwrap().0 <= second.started_at.unwrap().0,
         "second started after first finished"
     );
+    let second_done = second.finished_at.unwrap().0;
+    for app in ["writer", "reader"] {
+        let started = container(&p, app)
+            .and_then(|c| c.state.as_ref()?.running.as_ref()?.started_at.clone())
+            .unwrap()
+            .0;
+        assert!(
+            second_done <= started,
+            "{app} started after the init containers finished"
+        );
+    }
     let conditions: Vec<(String, String)> = p
         .status
         .unwrap()
@@ -110,6 +121,7 @@ async fn restart_policies_decide_what_runs_again() {
         ("onfailure-ok", "OnFailure", 0),
         ("onfailure-fail", "OnFailure", 1),
         ("always-ok", "Always", 0),
+        ("always-fail", "Always", 1),
     ] {
         let spec = format!("  restartPolicy: {policy}\n");
         agent.write(
@@ -143,6 +155,11 @@ async fn restart_policies_decide_what_runs_again() {
         .await;
     agent
         .wait_pod("always-ok", "restarted", limit, |p| restarts(p, "c") >= 1)
+        .await;
+    agent
+        .wait_pod("always-fail", "restarted", limit, |p| {
+            restarts(p, "c") >= 1
+        })
         .await;
     // The ones that completed stay completed: never started again.
     tokio::time::sleep(Duration::from_secs(2)).await;

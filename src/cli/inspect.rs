@@ -21,16 +21,8 @@ pub enum SortKey {
 
 #[derive(Debug, Args)]
 pub struct MailboxArgs {
-    /// The agent's debug endpoint.
-    #[arg(
-        long,
-        env = "PODVISOR_DEBUG_ENDPOINT",
-        default_value = "http://127.0.0.1:9740"
-    )]
-    pub endpoint: String,
-    /// Bearer token, when the endpoint requires one.
-    #[arg(long, env = "PODVISOR_DEBUG_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
+    #[command(flatten)]
+    pub target: super::EndpointArgs,
     /// Refresh every two seconds until interrupted.
     #[arg(long)]
     pub watch: bool,
@@ -43,9 +35,9 @@ pub async fn run(cmd: InspectCommand) -> anyhow::Result<()> {
     let InspectCommand::Mailboxes(args) = cmd;
     loop {
         let body = podvisor_debug::client::get(
-            &args.endpoint,
+            &args.target.endpoint,
             "/debug/actors?limit=5000",
-            args.token.as_deref(),
+            args.target.token.as_deref(),
         )
         .await?;
         let tree: Value = serde_json::from_str(&body)?;

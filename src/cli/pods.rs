@@ -202,19 +202,20 @@ pub async fn get(cmd: GetCommand) -> anyhow::Result<()> {
             } else {
                 print!("{}", table(&pods, wide == Some(Output::Wide)));
             }
-            // Files that could not be used are part of the answer: say so, on stderr.
-            if let Ok(text) = client::get(
-                &args.at.endpoint,
-                "/api/v1/manifest-errors",
-                args.at.token.as_deref(),
-            )
-            .await
-                && let Ok(errors) = serde_json::from_str::<Vec<ManifestError>>(&text)
-            {
-                for e in errors {
-                    eprintln!("warning: {}: {}", e.path, e.reason);
-                }
-            }
+        }
+    }
+    // Files that could not be used are part of the answer: say so, on stderr (stdout stays
+    // parseable in every format).
+    if let Ok(text) = client::get(
+        &args.at.endpoint,
+        "/api/v1/manifest-errors",
+        args.at.token.as_deref(),
+    )
+    .await
+        && let Ok(errors) = serde_json::from_str::<Vec<ManifestError>>(&text)
+    {
+        for e in errors {
+            eprintln!("warning: {}: {}", e.path, e.reason);
         }
     }
     Ok(())

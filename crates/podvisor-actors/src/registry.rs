@@ -6,7 +6,7 @@
 //! actors: an actor that is stuck is exactly the one an operator needs to see.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use serde::Serialize;
 
@@ -24,6 +24,9 @@ struct Entry {
 #[derive(Default)]
 pub struct Registry {
     entries: RwLock<BTreeMap<ActorId, Entry>>,
+    /// What actors gone for good had counted, per kind: `/metrics` counters must never go
+    /// down when pod workers come and go.
+    retired: Mutex<BTreeMap<&'static str, KindTotals>>,
 }
 
 /// One actor as the debug endpoint shows it.
@@ -61,6 +64,15 @@ pub struct KindTotals {
     pub handle_time: HistogramSnapshot,
 }
 
+impl KindTotals {
+    fn add_counts(&mut self, s: &MailboxSnapshot, handle_time: &HistogramSnapshot) {
+        self.handled += s.handled;
+        self.restarts += s.restarts;
+        self.rejected += s.rejected;
+        self.handle_time.add(handle_time);
+    }
+}
+
 impl Registry {
     pub fn new() -> Arc<Self> {
         Arc::new(Self::default())
@@ -71,7 +83,19 @@ impl Registry {
         self.write().insert(id, Entry { key, parent, probe });
     }
 
+    /// The actor is gone for good: its counts stay in the per-kind totals.
     pub fn deregister(&self, id: &ActorId) {
+        let Some(e) = self.write().remove(id) else {
+            return;
+        };
+        let mut retired = self.retired.lock().unwrap_or_else(|e| e.into_inner());
+        let t = retired.entry(e.probe.kind()).or_default();
+        t.add_counts(&e.probe.snapshot(), &e.probe.handle_time());
+    }
+
+    /// The actor is down but its mailbox (with its counts) will be registered again by a
+    /// restarted supervisor: nothing is retired, or it would be counted twice.
+    pub fn deregister_for_restart(&self, id: &ActorId) {
         self.write().remove(id);
     }
 
@@ -160,17 +184,20 @@ impl Registry {
         }
     }
 
+    /// Live actors and queued messages of the actors there are now; handled, restarts,
+    /// rejected and handling times of every actor there ever was.
     pub fn totals_by_kind(&self) -> BTreeMap<&'static str, KindTotals> {
-        let mut out: BTreeMap<&'static str, KindTotals> = BTreeMap::new();
+        let mut out = self
+            .retired
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         for e in self.read().values() {
             let s = e.probe.snapshot();
             let t = out.entry(e.probe.kind()).or_default();
             t.actors += 1;
             t.queued += s.queued as u64;
-            t.handled += s.handled;
-            t.restarts += s.restarts;
-            t.rejected += s.rejected;
-            t.handle_time.add(&e.probe.handle_time());
+            t.add_counts(&s, &e.probe.handle_time());
         }
         out
     }

@@ -342,11 +342,20 @@ fn dynamic_children_start_stop_and_refuse_messages_once_gone() {
         })
         .await;
 
+        let before = registry.totals_by_kind()["worker"].clone();
+        assert_eq!((before.actors, before.restarts), (1, 1));
+        assert!(before.handled >= 1);
         sup.send(StopChild(w1.id().clone())).await.unwrap();
         until("deregistered", Duration::from_secs(5), || {
             !registry.contains("worker/w1")
         })
         .await;
+        // Counters of an actor gone for good stay in its kind's totals (Prometheus
+        // counters never go down); only the live count drops.
+        let after = registry.totals_by_kind()["worker"].clone();
+        assert_eq!(after.actors, 0);
+        assert_eq!(after.restarts, 1);
+        assert!(after.handled >= before.handled, "{after:?}");
         assert_eq!(w1.send(Ping).await, Err(MailboxError::Closed));
         assert!(matches!(w1.try_send(Ping), Err(SendError::Closed(Ping))));
         assert_eq!(

@@ -92,8 +92,21 @@ pub async fn start_pods_parallel(
         .await;
     let elapsed = t0.elapsed();
     let mut pods = Vec::with_capacity(n);
+    let mut first_error = None;
     for r in results {
-        pods.push(r?.0);
+        match r {
+            Ok((pod, _)) => pods.push(pod),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    if let Some(e) = first_error {
+        // The pods that did start are not left behind.
+        for pod in &pods {
+            let _ = teardown_pod(cri, pod).await;
+        }
+        return Err(e);
     }
     Ok((pods, elapsed))
 }

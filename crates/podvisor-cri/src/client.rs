@@ -99,6 +99,10 @@ impl CriClient {
     ) -> Result<T, CriError> {
         match tokio::time::timeout(limit, call).await {
             Ok(Ok(resp)) => Ok(resp.into_inner()),
+            // The deadline we sent ran out on the runtime's side.
+            Ok(Err(status)) if status.code() == tonic::Code::DeadlineExceeded => {
+                Err(CriError::Timeout { op, after: limit })
+            }
             Ok(Err(status)) => Err(CriError::from_status(op, &self.endpoint, status)),
             Err(_) => Err(CriError::Timeout { op, after: limit }),
         }

@@ -70,10 +70,6 @@ impl CriError {
                 op,
                 message: status.message().to_string(),
             },
-            tonic::Code::DeadlineExceeded => Self::Timeout {
-                op,
-                after: Duration::ZERO,
-            },
             code => Self::Failed {
                 op,
                 code,

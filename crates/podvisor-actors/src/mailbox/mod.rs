@@ -18,7 +18,10 @@ mod envelope;
 mod stats;
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicU8,
+    Ordering::{Acquire, Relaxed},
+};
 use std::sync::{Mutex, MutexGuard};
 use std::task::Waker;
 
@@ -129,10 +132,12 @@ impl<A: Actor<Context = Context<A>>> Mailbox<A> {
             if q.closed || q.items.len() >= self.capacity {
                 return Err((env, q.closed));
             }
+            // Counted before the message can be popped, so no reader sees it handled
+            // before it was sent.
+            Counters::bump(&self.counters.sent);
             q.items.push_back(Queued { at_ms, env });
             q.items.len() == 1
         };
-        Counters::bump(&self.counters.sent);
         // The pump registers its waker only when it finds the queue empty; while messages
         // are waiting it is running or already woken.
         if was_empty {
@@ -265,15 +270,19 @@ impl<A: Actor<Context = Context<A>>> Mailbox<A> {
             (q.items.len(), oldest, q.last_message, q.last_panic.clone())
         };
         let c = &self.counters;
+        // What happened to messages is read before how many were sent: a snapshot taken
+        // under load may count a message as sent and not yet handled, never the reverse.
+        let handled = c.handled.load(Acquire);
+        let (failed, dropped) = (c.failed.load(Acquire), c.dropped.load(Acquire));
         MailboxSnapshot {
             capacity: self.capacity,
-            sent: c.sent.load(Relaxed),
-            handled: c.handled.load(Relaxed),
+            sent: c.sent.load(Acquire),
+            handled,
             queued,
             oldest_queued_ms: oldest_ms.unwrap_or(0) as f64,
             rejected: c.rejected.load(Relaxed),
-            failed: c.failed.load(Relaxed),
-            dropped: c.dropped.load(Relaxed),
+            failed,
+            dropped,
             last_message: last_message.map(short_type_name),
             handle_time: self.handle_time.snapshot().summary(),
             restarts: c.restarts.load(Relaxed),

@@ -445,8 +445,10 @@ impl Drop for Supervisor {
             slot.spec.cell.stop();
             if slot.dynamic || !crashed {
                 slot.spec.cell.close();
+                self.registry.deregister(id);
+            } else {
+                self.registry.deregister_for_restart(id);
             }
-            self.registry.deregister(id);
         }
     }
 }

@@ -23,7 +23,7 @@ struct Args {
     #[arg(long, default_value_t = 30)]
     iterations: usize,
     /// Pods present while the list calls are timed.
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = 50, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     list_pods: usize,
     /// Pods in the parallel batch.
     #[arg(long, default_value_t = 20)]

@@ -25,7 +25,7 @@ struct Args {
     #[arg(long, default_value_t = 200_000)]
     requests: u64,
     /// Rounds per variant (alternating); medians are reported.
-    #[arg(long, default_value_t = 7)]
+    #[arg(long, default_value_t = 7, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     rounds: usize,
     /// Idle actors started for the memory figure.
     #[arg(long, default_value_t = 10_000)]
