@@ -157,9 +157,7 @@ async fn restart_policies_decide_what_runs_again() {
         .wait_pod("always-ok", "restarted", limit, |p| restarts(p, "c") >= 1)
         .await;
     agent
-        .wait_pod("always-fail", "restarted", limit, |p| {
-            restarts(p, "c") >= 1
-        })
+        .wait_pod("always-fail", "restarted", limit, |p| restarts(p, "c") >= 1)
         .await;
     // The ones that completed stay completed: never started again.
     tokio::time::sleep(Duration::from_secs(2)).await;

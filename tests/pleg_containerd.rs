@@ -42,6 +42,17 @@ fn an_exit_with_code_7_is_a_container_death_with_code_7_in_the_cache() {
                 vec![events_spec, group.spec],
                 |e| panic!("escalated: {e:?}"),
             );
+            // containerd 1.6 answers Unimplemented: relisting within a second of start-up.
+            let t0 = std::time::Instant::now();
+            common::eventually("relisting mode", Duration::from_secs(1), || async {
+                registry
+                    .get("pleg")
+                    .and_then(|a| a.state)
+                    .is_some_and(|s| s["mode"] == "relist")
+                    .then_some(())
+            })
+            .await;
+            eprintln!("evented → relist fallback after {:?}", t0.elapsed());
 
             let dir = common::log_dir(&uid);
             let sandbox = sandbox_config(&uid, "pleg7", true, dir.to_str().unwrap());

@@ -362,12 +362,16 @@ fn resources(c: &Container) -> Result<LinuxContainerResources, ConfigError> {
                k: &str| { m.as_ref().and_then(|m| m.get(k)).map(|q| q.0.clone()) };
     let mut r = LinuxContainerResources::default();
     // Requests become relative weight (shares), limits become a hard quota, as in the kubelet.
+    // No request at all is the kernel's minimum weight, as the kubelet gives it: left unset,
+    // the runtime's default (1024, a whole CPU's worth) would let a container that asked for
+    // nothing outweigh one that asked for half a CPU.
     let cpu_request = get(&res.requests, "cpu").or_else(|| get(&res.limits, "cpu"));
-    if let Some(cpu) = cpu_request {
-        let milli = quantity::parse_milli(&cpu).map_err(q)?;
-        // The kernel's range for shares.
-        r.cpu_shares = (milli.saturating_mul(1024) / 1000).clamp(2, 262_144);
-    }
+    let milli = match cpu_request {
+        Some(cpu) => quantity::parse_milli(&cpu).map_err(q)?,
+        None => 0,
+    };
+    // The kernel's range for shares.
+    r.cpu_shares = (milli.saturating_mul(1024) / 1000).clamp(2, 262_144);
     if let Some(cpu) = get(&res.limits, "cpu") {
         let milli = quantity::parse_milli(&cpu).map_err(q)?;
         r.cpu_period = 100_000;

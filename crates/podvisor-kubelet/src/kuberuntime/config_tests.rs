@@ -169,6 +169,26 @@ fn resources_become_shares_quota_and_memory_limit() {
         (256, 100_000, 50_000)
     );
     assert_eq!(r.memory_limit_in_bytes, 64 << 20);
+    // A container that asks for nothing weighs the least, not the runtime's default.
+    let bare = app();
+    let r = container_config(
+        &node(),
+        &pod_with(bare.clone(), vec![]),
+        &bare,
+        "b",
+        0,
+        0,
+        None,
+    )
+    .unwrap()
+    .linux
+    .unwrap()
+    .resources
+    .unwrap();
+    assert_eq!(
+        (r.cpu_shares, r.cpu_quota, r.memory_limit_in_bytes),
+        (2, 0, 0)
+    );
 }
 
 #[test]
