@@ -16,7 +16,6 @@ use crate::mailbox::{MailboxSnapshot, Probe};
 
 #[derive(Clone)]
 struct Entry {
-    key: Option<String>,
     parent: Option<ActorId>,
     probe: Arc<dyn Probe>,
 }
@@ -78,9 +77,9 @@ impl Registry {
         Arc::new(Self::default())
     }
 
-    pub fn register(&self, probe: Arc<dyn Probe>, key: Option<String>, parent: Option<ActorId>) {
+    pub fn register(&self, probe: Arc<dyn Probe>, parent: Option<ActorId>) {
         let id = probe.id().clone();
-        self.write().insert(id, Entry { key, parent, probe });
+        self.write().insert(id, Entry { parent, probe });
     }
 
     /// The actor is gone for good: its counts stay in the per-kind totals.
@@ -123,7 +122,13 @@ impl Registry {
         ActorSnapshot {
             id: id.clone(),
             kind: e.probe.kind(),
-            key: e.key.clone(),
+            // Ids are `kind/key`: the key is not stored twice (every pod worker pays for
+            // what the registry keeps).
+            key: id
+                .as_str()
+                .strip_prefix(e.probe.kind())
+                .and_then(|rest| rest.strip_prefix('/'))
+                .map(String::from),
             parent: e.parent.clone(),
             depth,
             mailbox: e.probe.snapshot(),

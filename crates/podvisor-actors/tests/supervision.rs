@@ -403,6 +403,44 @@ fn a_child_started_while_its_namesake_stops_starts_after_it() {
     });
 }
 
+/// The successor of a stopping child is stopped itself before it ran: it never starts.
+#[test]
+fn a_waiting_successor_that_is_stopped_never_starts() {
+    paused_system().block_on(async {
+        let journal = Journal::default();
+        let registry = Registry::new();
+        let sup = start_root(
+            "pods",
+            config(Strategy::OneForOne, 10),
+            registry.clone(),
+            vec![],
+            |_| {},
+        );
+        let spec_of = || {
+            let j = journal.clone();
+            ChildSpec::of(move || Worker::new("w1", &j))
+                .key("w1")
+                .restart(Restart::Transient)
+                .build()
+        };
+        let (old, spec) = spec_of();
+        sup.send(StartChild(spec)).await.unwrap();
+        old.send(Ping).await.unwrap();
+        old.do_send(Linger(Duration::from_millis(200)));
+        sup.send(StopChild(old.id().clone())).await.unwrap();
+        let (new, spec) = spec_of();
+        sup.send(StartChild(spec)).await.unwrap();
+        sup.send(StopChild(new.id().clone())).await.unwrap();
+        until("the old one gone", Duration::from_secs(5), || {
+            !registry.contains("worker/w1")
+        })
+        .await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(journal.starts("w1"), 1, "the successor never started");
+        assert_eq!(new.send(Ping).await, Err(MailboxError::Closed));
+    });
+}
+
 /// A crash in `rebuild` is a crash like any other: restarted with backoff, and a child
 /// that cannot even start escalates once past the limit.
 #[test]

@@ -27,7 +27,6 @@ pub enum Restart {
 
 pub(crate) trait ChildCell: Send + Sync {
     fn id(&self) -> &ActorId;
-    fn key(&self) -> Option<&str>;
     fn probe(&self) -> Arc<dyn Probe>;
     fn spawn(
         &self,
@@ -46,7 +45,6 @@ pub(crate) trait ChildCell: Send + Sync {
 
 struct Cell<A: SupervisedActor> {
     mailbox: Arc<Mailbox<A>>,
-    key: Option<String>,
     make: Arc<dyn Fn() -> A + Send + Sync>,
     instance: AtomicU64,
 }
@@ -54,10 +52,6 @@ struct Cell<A: SupervisedActor> {
 impl<A: SupervisedActor> ChildCell for Cell<A> {
     fn id(&self) -> &ActorId {
         self.mailbox.id()
-    }
-
-    fn key(&self) -> Option<&str> {
-        self.key.as_deref()
     }
 
     fn probe(&self) -> Arc<dyn Probe> {
@@ -172,7 +166,6 @@ impl<A: SupervisedActor> ChildBuilder<A> {
         let mailbox = Arc::new(Mailbox::new(id, A::KIND, self.capacity));
         let cell = Cell {
             mailbox: mailbox.clone(),
-            key: self.key,
             make: self.make,
             instance: AtomicU64::new(0),
         };

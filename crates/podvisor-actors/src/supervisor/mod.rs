@@ -8,7 +8,7 @@ mod child;
 pub mod policy;
 mod root;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message, StreamHandler};
@@ -102,9 +102,6 @@ struct Slot {
     state: SlotState,
     instance: u64,
     started_at: Instant,
-    /// A child with this id asked to start while this one was still stopping for good
-    /// (a pod UID reused at once): it starts the moment this one is gone.
-    successor: Option<ChildSpec>,
 }
 
 pub struct Supervisor {
@@ -115,6 +112,10 @@ pub struct Supervisor {
     me: Option<ActorRef<Supervisor>>,
     exits: Option<UnboundedSender<ChildExit>>,
     slots: BTreeMap<ActorId, Slot>,
+    /// Children asked to start while one with their id was still stopping for good (a pod
+    /// UID reused at once): each starts the moment its namesake is gone. Kept apart from
+    /// the slots, which every child pays for.
+    successors: HashMap<ActorId, ChildSpec>,
     tracker: RestartTracker,
     next_seq: u64,
     next_instance: u64,
@@ -145,6 +146,7 @@ impl Supervisor {
             me: None,
             exits: None,
             slots: BTreeMap::new(),
+            successors: HashMap::new(),
             tracker: RestartTracker::new(config.backoff, config.intensity),
             next_seq: 0,
             next_instance: 0,
@@ -171,7 +173,7 @@ impl Supervisor {
         let id = spec.id().clone();
         if let Some(slot) = self.slots.get_mut(&id) {
             if slot.state == SlotState::StoppingForGood {
-                slot.successor = Some(spec);
+                self.successors.insert(id, spec);
             } else {
                 warn!(supervisor = %self.name, child = %id, "child already supervised; ignoring");
             }
@@ -179,8 +181,7 @@ impl Supervisor {
         }
         let parent = self.me.as_ref().map(|m| m.id().clone());
         spec.cell.reopen();
-        self.registry
-            .register(spec.cell.probe(), spec.cell.key().map(String::from), parent);
+        self.registry.register(spec.cell.probe(), parent);
         self.next_seq += 1;
         let now = Instant::now();
         let slot = Slot {
@@ -190,7 +191,6 @@ impl Supervisor {
             state: SlotState::Waiting { due: now },
             instance: 0,
             started_at: now,
-            successor: None,
         };
         self.slots.insert(id.clone(), slot);
         self.start(&id);
@@ -363,9 +363,9 @@ impl StreamHandler<ChildExit> for Supervisor {
         }
         match slot.state {
             SlotState::StoppingForGood => {
-                let (successor, dynamic) = (slot.successor.take(), slot.dynamic);
+                let dynamic = slot.dynamic;
                 self.remove(&exit.id);
-                if let Some(spec) = successor {
+                if let Some(spec) = self.successors.remove(&exit.id) {
                     self.add_child(spec, dynamic);
                 }
             }
@@ -412,7 +412,12 @@ impl Handler<StopChild> for Supervisor {
                 slot.state = SlotState::StoppingForGood;
             }
             SlotState::Waiting { .. } => self.remove(&msg.0),
-            SlotState::StoppingForGood => {}
+            // Already going; a successor waiting for it is what this stop is for.
+            SlotState::StoppingForGood => {
+                if let Some(spec) = self.successors.remove(&msg.0) {
+                    spec.cell.close();
+                }
+            }
         }
     }
 }

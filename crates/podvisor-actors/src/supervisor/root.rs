@@ -39,7 +39,7 @@ pub fn start_root(
 ) -> ActorRef<Supervisor> {
     crate::panic_capture::install();
     let (me, spec) = Supervisor::spec(name, config, registry.clone(), children);
-    registry.register(spec.cell.probe(), spec.cell.key().map(String::from), None);
+    registry.register(spec.cell.probe(), None);
     let (tx, mut rx) = mpsc::unbounded_channel();
     spec.cell.spawn(1, Some(tx), &actix::Arbiter::current());
     actix::spawn(async move {
