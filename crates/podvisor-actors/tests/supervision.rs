@@ -366,33 +366,43 @@ fn dynamic_children_start_stop_and_refuse_messages_once_gone() {
     });
 }
 
+fn transient_w1(journal: &Journal) -> (ActorRef<Worker>, ChildSpec) {
+    let j = journal.clone();
+    ChildSpec::of(move || Worker::new("w1", &j))
+        .key("w1")
+        .restart(Restart::Transient)
+        .build()
+}
+
+/// A supervisor whose dynamic child `w1` is busy for 200 ms and has been asked to stop
+/// for good: still there, stopping.
+async fn stopping_namesake(
+    journal: &Journal,
+    registry: &Arc<Registry>,
+) -> (ActorRef<Supervisor>, ActorRef<Worker>) {
+    let sup = start_root(
+        "pods",
+        config(Strategy::OneForOne, 10),
+        registry.clone(),
+        vec![],
+        |_| {},
+    );
+    let (old, spec) = transient_w1(journal);
+    sup.send(StartChild(spec)).await.unwrap();
+    assert_eq!(old.send(Ping).await, Ok(1));
+    old.do_send(Linger(Duration::from_millis(200)));
+    sup.send(StopChild(old.id().clone())).await.unwrap();
+    (sup, old)
+}
+
 /// A pod UID reused at once: the new child with the old one's id starts as soon as the
 /// old one is gone, instead of being ignored (its messages would wait forever).
 #[test]
 fn a_child_started_while_its_namesake_stops_starts_after_it() {
     paused_system().block_on(async {
-        let journal = Journal::default();
-        let registry = Registry::new();
-        let sup = start_root(
-            "pods",
-            config(Strategy::OneForOne, 10),
-            registry.clone(),
-            vec![],
-            |_| {},
-        );
-        let spec_of = || {
-            let j = journal.clone();
-            ChildSpec::of(move || Worker::new("w1", &j))
-                .key("w1")
-                .restart(Restart::Transient)
-                .build()
-        };
-        let (old, spec) = spec_of();
-        sup.send(StartChild(spec)).await.unwrap();
-        assert_eq!(old.send(Ping).await, Ok(1));
-        old.do_send(Linger(Duration::from_millis(200)));
-        sup.send(StopChild(old.id().clone())).await.unwrap();
-        let (new, spec) = spec_of();
+        let (journal, registry) = (Journal::default(), Registry::new());
+        let (sup, old) = stopping_namesake(&journal, &registry).await;
+        let (new, spec) = transient_w1(&journal);
         sup.send(StartChild(spec)).await.unwrap();
         assert_eq!(journal.starts("w1"), 1, "not while the old one still runs");
         let answer = tokio::time::timeout(Duration::from_secs(5), new.send(Ping)).await;
@@ -407,28 +417,9 @@ fn a_child_started_while_its_namesake_stops_starts_after_it() {
 #[test]
 fn a_waiting_successor_that_is_stopped_never_starts() {
     paused_system().block_on(async {
-        let journal = Journal::default();
-        let registry = Registry::new();
-        let sup = start_root(
-            "pods",
-            config(Strategy::OneForOne, 10),
-            registry.clone(),
-            vec![],
-            |_| {},
-        );
-        let spec_of = || {
-            let j = journal.clone();
-            ChildSpec::of(move || Worker::new("w1", &j))
-                .key("w1")
-                .restart(Restart::Transient)
-                .build()
-        };
-        let (old, spec) = spec_of();
-        sup.send(StartChild(spec)).await.unwrap();
-        old.send(Ping).await.unwrap();
-        old.do_send(Linger(Duration::from_millis(200)));
-        sup.send(StopChild(old.id().clone())).await.unwrap();
-        let (new, spec) = spec_of();
+        let (journal, registry) = (Journal::default(), Registry::new());
+        let (sup, _) = stopping_namesake(&journal, &registry).await;
+        let (new, spec) = transient_w1(&journal);
         sup.send(StartChild(spec)).await.unwrap();
         sup.send(StopChild(new.id().clone())).await.unwrap();
         until("the old one gone", Duration::from_secs(5), || {

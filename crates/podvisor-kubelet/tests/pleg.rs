@@ -439,6 +439,15 @@ fn mode_of(h: &Harness) -> String {
         .unwrap_or_default()
 }
 
+/// Waits for the first relist's one event (a pod with one container) and drops it.
+async fn first_relist(h: &Harness) {
+    until("first relist", Duration::from_secs(1), || {
+        h.events.len() == 1
+    })
+    .await;
+    h.events.take();
+}
+
 fn evented(fake: &FakeRuntime, retries: u32) -> Harness {
     harness(
         fake.clone(),
@@ -456,11 +465,7 @@ fn a_broken_stream_counts_once_and_is_reopened_once() {
         let fake = FakeRuntime::new().with_event_stream();
         let (_, ids) = start_pod(&fake, "u1", &["job"]).await;
         let h = evented(&fake, 5);
-        until("first relist", Duration::from_secs(1), || {
-            h.events.len() == 1
-        })
-        .await;
-        h.events.take();
+        first_relist(&h).await;
         assert_eq!(fake.calls_of(Op::Events).len(), 1);
         // An error, then the end of the same stream: one failure, one new stream.
         fake.fail_event_streams(CriError::failed("GetContainerEvents", "connection reset"));
@@ -525,11 +530,7 @@ fn a_deleted_container_is_reported_died_and_removed_from_the_stream() {
         let fake = FakeRuntime::new().with_event_stream();
         let (_, ids) = start_pod(&fake, "u1", &["job"]).await;
         let h = evented(&fake, 5);
-        until("first relist", Duration::from_secs(1), || {
-            h.events.len() == 1
-        })
-        .await;
-        h.events.take();
+        first_relist(&h).await;
         let relists = fake.calls_of(Op::ListPods).len();
         fake.remove_container(&ids[0]).await.unwrap();
         until("events", Duration::from_millis(100), || h.events.len() == 2).await;
@@ -560,10 +561,7 @@ fn evented_mode_keeps_a_slow_safety_relist() {
                 ..PlegConfig::default()
             },
         );
-        until("first relist", Duration::from_secs(1), || {
-            h.events.len() == 1
-        })
-        .await;
+        first_relist(&h).await;
         let listed = fake.calls_of(Op::ListPods).len();
         tokio::time::sleep(Duration::from_secs(299)).await;
         assert_eq!(fake.calls_of(Op::ListPods).len(), listed, "no 1 s relists");

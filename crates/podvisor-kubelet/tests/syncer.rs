@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Pod;
 use podvisor_actors::ChildSpec;
 use podvisor_actors::testing::start_collector;
 use podvisor_cri::fake::Op;
-use podvisor_cri::{ContainerState, CriError, FakeRuntime, Runtime};
+use podvisor_cri::{ContainerState, ContainerStatus, CriError, FakeRuntime, Runtime};
 use podvisor_kubelet::kuberuntime::config::NodeConfig;
 use podvisor_kubelet::kuberuntime::images::ImageManager;
 use podvisor_kubelet::kuberuntime::syncer::{CriSyncer, SyncerOutputs};
@@ -64,23 +64,22 @@ fn scratch(name: &str) -> PathBuf {
     d
 }
 
-#[actix_rt::test]
-async fn a_created_but_never_started_instance_is_started_not_duplicated() {
-    let dir = scratch("dup");
-    let fake = FakeRuntime::new();
-    let s = syncer(&fake, &dir);
-    let pod = pod();
-    let ctx = SyncContext {
+fn ctx() -> SyncContext {
+    SyncContext {
         uid: UID.into(),
         cancel: Default::default(),
-    };
-    // The start's answer is lost: the container exists, created, never started.
+    }
+}
+
+/// A first sync of `pod` whose StartContainer answer is lost: the container exists,
+/// created, never started. Returns it.
+async fn left_created(fake: &FakeRuntime, s: &CriSyncer, pod: &Pod) -> ContainerStatus {
     fake.fail_next(
         Op::StartContainer,
         CriError::failed("StartContainer", "deadline exceeded"),
     );
     let status = fake.pod_status(UID).await.unwrap();
-    let first = s.sync_pod(&ctx, UpdateType::Create, &pod, &status).await;
+    let first = s.sync_pod(&ctx(), UpdateType::Create, pod, &status).await;
     assert!(
         first
             .as_ref()
@@ -89,10 +88,20 @@ async fn a_created_but_never_started_instance_is_started_not_duplicated() {
     );
     let status = fake.pod_status(UID).await.unwrap();
     assert_eq!(status.containers.len(), 1);
-    let left = status.containers[0].clone();
-    assert_eq!(left.state, ContainerState::Created);
+    assert_eq!(status.containers[0].state, ContainerState::Created);
+    status.containers[0].clone()
+}
 
-    s.sync_pod(&ctx, UpdateType::Sync, &pod, &status)
+#[actix_rt::test]
+async fn a_created_but_never_started_instance_is_started_not_duplicated() {
+    let dir = scratch("dup");
+    let fake = FakeRuntime::new();
+    let s = syncer(&fake, &dir);
+    let pod = pod();
+    let left = left_created(&fake, &s, &pod).await;
+
+    let status = fake.pod_status(UID).await.unwrap();
+    s.sync_pod(&ctx(), UpdateType::Sync, &pod, &status)
         .await
         .expect("the second sync succeeds");
     let status = fake.pod_status(UID).await.unwrap();
@@ -115,22 +124,12 @@ async fn a_created_instance_of_an_old_spec_is_removed_before_the_new_one_is_made
     let fake = FakeRuntime::new();
     let s = syncer(&fake, &dir);
     let old = pod();
-    let ctx = SyncContext {
-        uid: UID.into(),
-        cancel: Default::default(),
-    };
-    fake.fail_next(
-        Op::StartContainer,
-        CriError::failed("StartContainer", "deadline exceeded"),
-    );
-    let status = fake.pod_status(UID).await.unwrap();
-    let _ = s.sync_pod(&ctx, UpdateType::Create, &old, &status).await;
-    let stale = fake.pod_status(UID).await.unwrap().containers[0].id.clone();
+    let stale = left_created(&fake, &s, &old).await.id;
 
     let mut new = old.clone();
     new.spec.as_mut().unwrap().containers[0].command = Some(vec!["sleep".into(), "7".into()]);
     let status = fake.pod_status(UID).await.unwrap();
-    s.sync_pod(&ctx, UpdateType::Update, &new, &status)
+    s.sync_pod(&ctx(), UpdateType::Update, &new, &status)
         .await
         .expect("sync with the new spec");
     let status = fake.pod_status(UID).await.unwrap();
