@@ -455,5 +455,8 @@ impl Drop for Supervisor {
                 self.registry.deregister_for_restart(id);
             }
         }
+        for spec in self.successors.values() {
+            spec.cell.close();
+        }
     }
 }
