@@ -6,6 +6,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use podvisor_actors::supervisor::{Backoff, Intensity};
+use podvisor_kubelet::pleg::{PlegConfig, PlegMode};
 use serde::{Deserialize, Deserializer};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -34,19 +36,12 @@ pub struct AgentConfig {
     pub log: Log,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PlegModeSetting {
-    Relist,
-    Evented,
-}
-
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Pleg {
     /// `evented` consumes the runtime's container events and falls back to relisting
     /// when the runtime cannot stream them (containerd 1.6 cannot).
-    pub mode: PlegModeSetting,
+    pub mode: PlegMode,
     /// Failed attempts at the event stream before falling back to relisting.
     pub stream_retries: u32,
 }
@@ -131,22 +126,25 @@ impl Default for Allocatable {
     }
 }
 
+/// The defaults are the libraries' own, so the file and the code cannot drift apart.
 impl Default for Pleg {
     fn default() -> Self {
+        let d = PlegConfig::default();
         Self {
-            mode: PlegModeSetting::Relist,
-            stream_retries: 5,
+            mode: d.mode,
+            stream_retries: d.max_stream_retries,
         }
     }
 }
 
 impl Default for Supervisor {
     fn default() -> Self {
+        let (backoff, intensity) = (Backoff::default(), Intensity::default());
         Self {
-            restart_backoff: Duration::from_millis(10),
-            restart_backoff_max: Duration::from_secs(5),
-            max_restarts: 10,
-            restart_window: Duration::from_secs(60),
+            restart_backoff: backoff.initial,
+            restart_backoff_max: backoff.max,
+            max_restarts: intensity.max_restarts,
+            restart_window: intensity.within,
         }
     }
 }

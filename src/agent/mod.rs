@@ -17,14 +17,13 @@ use podvisor_cri::{CriRuntime, Runtime, Timeouts};
 use podvisor_debug::{DebugConfig, DebugServer, Health};
 use podvisor_kubelet::agent::{AgentParams, build};
 use podvisor_kubelet::kuberuntime::config::{NodeConfig, read_dns};
-use podvisor_kubelet::pleg::{PlegConfig, PlegMode};
+use podvisor_kubelet::pleg::PlegConfig;
 use podvisor_kubelet::pod_workers::Timings;
 use podvisor_kubelet::quantity;
 use podvisor_kubelet::sync_loop::{Allocatable, SyncLoopConfig};
 use tracing::{error, info, warn};
 
 pub use config::AgentConfig;
-use config::PlegModeSetting;
 
 fn supervision(c: &config::Supervisor) -> SupervisorConfig {
     SupervisorConfig {
@@ -119,10 +118,7 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
                 status_dir: cfg.state_dir.join("status"),
                 pleg: PlegConfig {
                     relist_period: cfg.relist_period,
-                    mode: match cfg.pleg.mode {
-                        PlegModeSetting::Relist => PlegMode::Relist,
-                        PlegModeSetting::Evented => PlegMode::Evented,
-                    },
+                    mode: cfg.pleg.mode,
                     max_stream_retries: cfg.pleg.stream_retries,
                     ..PlegConfig::default()
                 },

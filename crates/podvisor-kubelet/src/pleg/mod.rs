@@ -27,7 +27,7 @@ use actix::prelude::*;
 use futures_util::StreamExt;
 use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
 use podvisor_cri::{ContainerEvent, CriError, PodStatus, Runtime};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
@@ -77,7 +77,7 @@ pub struct Reinspect {
 
 // ---- configuration and errors ---------------------------------------------------------------
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PlegMode {
     Relist,

@@ -280,18 +280,8 @@ impl PodWorkers {
         });
     }
 
-    /// The pod an update is about.
-    fn uid_of(opts: &UpdatePodOptions) -> String {
-        opts.pod
-            .as_deref()
-            .map(pod::uid)
-            .or_else(|| opts.running_pod.as_ref().map(|r| r.0.pod.uid.as_str()))
-            .unwrap_or_default()
-            .to_string()
-    }
-
     fn update(&mut self, opts: UpdatePodOptions, ctx: &mut Context<Self>) {
-        let uid = Self::uid_of(&opts);
+        let uid = opts.uid().to_string();
         if !self.state.needs_cached_status(&opts) {
             let effects = self.state.update_pod(opts, None, Instant::now());
             self.apply(effects);

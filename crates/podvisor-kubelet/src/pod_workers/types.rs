@@ -82,6 +82,15 @@ impl UpdatePodOptions {
         }
     }
 
+    /// The pod this update is about (the runtime pod's, for a runtime-only kill).
+    pub fn uid(&self) -> &str {
+        self.pod
+            .as_deref()
+            .map(super::pod::uid)
+            .or_else(|| self.running_pod.as_ref().map(|r| r.0.pod.uid.as_str()))
+            .unwrap_or_default()
+    }
+
     pub fn runtime_kill(running: RuntimePod) -> Self {
         Self {
             update_type: Some(UpdateType::Kill),
