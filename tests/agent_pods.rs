@@ -395,7 +395,10 @@ async fn a_bad_manifest_is_reported_and_the_good_ones_run() {
         "{errors}"
     );
     assert!(
-        bad["reason"].as_str().unwrap().contains("DNS-1123"),
+        bad["reason"]
+            .as_str()
+            .unwrap()
+            .contains("RFC 1123 subdomain"),
         "{errors}"
     );
     // Reported once in the log, not on every rescan.

@@ -10,9 +10,10 @@ use podvisor_actors::testing::collector;
 use podvisor_actors::{Registry, SupervisorConfig, start_root};
 use podvisor_cri::Runtime;
 use podvisor_cri::sample::{container_config, sandbox_config};
-use podvisor_kubelet::groups::status_group;
-use podvisor_kubelet::pleg::{PlegConfig, PlegEventKind, PlegMode, PodLifecycleEvent};
-use podvisor_kubelet::status_cache::GetStatus;
+use podvisor_kubelet::groups::{StatusWiring, status_group};
+use podvisor_kubelet::pleg::{PlegConfig, PlegMode};
+use podvisor_kubelet::protocol::cache::GetStatus;
+use podvisor_kubelet::protocol::lifecycle::{PlegEventKind, PodLifecycleEvent};
 
 #[test]
 fn an_exit_with_code_7_is_a_container_death_with_code_7_in_the_cache() {
@@ -28,13 +29,13 @@ fn an_exit_with_code_7_is_a_container_death_with_code_7_in_the_cache() {
                 relist_period: Duration::from_millis(100),
                 ..PlegConfig::default()
             };
-            let group = status_group(
-                &registry,
-                Arc::new(rt.clone()),
-                vec![events_ref.recipient()],
-                config,
-                SupervisorConfig::default(),
-            );
+            let wiring = StatusWiring {
+                runtime: Arc::new(rt.clone()),
+                events: vec![events_ref.recipient()],
+                statuses: Vec::new(),
+                pleg: config,
+            };
+            let group = status_group(&registry, wiring, SupervisorConfig::default());
             start_root(
                 "root",
                 SupervisorConfig::default(),
@@ -69,7 +70,7 @@ fn an_exit_with_code_7_is_a_container_death_with_code_7_in_the_cache() {
                 let events = events.snapshot();
                 events
                     .iter()
-                    .any(|e| e.uid == uid && e.id == id && e.kind == kind)
+                    .any(|e| *e.uid == *uid && e.id == id && e.kind == kind)
             };
             common::eventually("ContainerStarted", Duration::from_secs(10), || async {
                 mine(PlegEventKind::ContainerStarted).then_some(())
@@ -81,7 +82,9 @@ fn an_exit_with_code_7_is_a_container_death_with_code_7_in_the_cache() {
             .await;
             let cached = group
                 .cache
-                .send(GetStatus { uid: uid.clone() })
+                .send(GetStatus {
+                    uid: uid.as_str().into(),
+                })
                 .await
                 .unwrap();
             let c = cached

@@ -7,16 +7,17 @@ mod common;
 use std::sync::Arc;
 
 use futures_util::FutureExt;
-use k8s_openapi::api::core::v1::Pod;
 use podvisor_actors::ChildSpec;
 use podvisor_actors::testing::start_collector;
+use podvisor_core::SharedPod;
 use podvisor_cri::{ContainerState, Runtime};
 use podvisor_kubelet::kuberuntime::config::{
-    NodeConfig, container_config, pod_log_directory, sandbox_config,
+    Instance, NodeConfig, container_config, pod_log_directory, sandbox_config,
 };
 use podvisor_kubelet::kuberuntime::images::ImageManager;
 use podvisor_kubelet::kuberuntime::syncer::{CriSyncer, SyncerOutputs};
-use podvisor_kubelet::pod_workers::{PodSyncer, SyncContext, UpdateType};
+use podvisor_kubelet::pod_sync::{PodSyncer, SyncContext};
+use podvisor_kubelet::protocol::updates::UpdateType;
 
 #[test]
 fn a_container_created_but_never_started_is_started_not_doubled() {
@@ -31,19 +32,22 @@ fn a_container_created_but_never_started_is_started_not_doubled() {
                 pod_dir: dir.join("pods"),
                 dns: None,
             };
-            let pod: Pod = serde_json::from_value(serde_json::json!({
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": "dup-test", "namespace": "default", "uid": uid},
-                "spec": {
-                    "hostNetwork": true,
-                    "containers": [{
-                        "name": "app",
-                        "image": podvisor_cri::sample::TEST_IMAGE,
-                        "command": ["sleep", "3600"],
-                    }],
-                },
-            }))
+            let pod: SharedPod = SharedPod::new(
+                serde_json::from_value(serde_json::json!({
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": "dup-test", "namespace": "default", "uid": uid},
+                    "spec": {
+                        "hostNetwork": true,
+                        "containers": [{
+                            "name": "app",
+                            "image": podvisor_cri::sample::TEST_IMAGE,
+                            "command": ["sleep", "3600"],
+                        }],
+                    },
+                }))
+                .unwrap(),
+            )
             .unwrap();
 
             // Exactly what the syncer's first sync creates, left unstarted.
@@ -57,7 +61,15 @@ fn a_container_created_but_never_started_is_started_not_doubled() {
                 .expect("the test image is imported")
                 .id;
             let spec = &pod.spec.as_ref().unwrap().containers[0];
-            let cfg = container_config(&node, &pod, spec, &image, 0, 0, None).unwrap();
+            let instance = Instance {
+                pod: &pod,
+                container: spec,
+                image: &image,
+                attempt: 0,
+                backoff_base: 0,
+                pod_ip: None,
+            };
+            let cfg = container_config(&node, &instance).unwrap();
             let left = rt
                 .create_container(&sandbox_id, &cfg, &sandbox)
                 .await
@@ -79,7 +91,7 @@ fn a_container_created_but_never_started_is_started_not_doubled() {
                     events: start_collector().0,
                 },
             );
-            let status = rt.pod_status(&uid).await.unwrap();
+            let status = Arc::new(rt.pod_status(&uid).await.unwrap());
             assert_eq!(
                 status
                     .containers
@@ -89,7 +101,7 @@ fn a_container_created_but_never_started_is_started_not_doubled() {
                 [(left.as_str(), ContainerState::Created)]
             );
             let ctx = SyncContext {
-                uid: uid.clone(),
+                uid: uid.as_str().into(),
                 cancel: Default::default(),
             };
             syncer

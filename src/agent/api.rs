@@ -13,8 +13,8 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use podvisor_actors::Recipient;
 use podvisor_debug::check_token;
-use podvisor_kubelet::manifest_source::GetManifestErrors;
-use podvisor_kubelet::status_manager::{GetPod, ListPods, PodRecord};
+use podvisor_kubelet::protocol::manifests::GetManifestErrors;
+use podvisor_kubelet::protocol::status::{GetPod, ListPods, PodRecord};
 use serde::Deserialize;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 
@@ -68,7 +68,7 @@ async fn list(req: HttpRequest, state: web::Data<ApiState>) -> HttpResponse {
 }
 
 async fn find(state: &ApiState, name: &str) -> Result<PodRecord, Reject> {
-    match state.pod.send(GetPod(name.to_string())).await {
+    match state.pod.send(GetPod::parse(name)).await {
         Ok(Some(r)) => Ok(r),
         Ok(None) => Err(Reject(
             StatusCode::NOT_FOUND,
@@ -277,7 +277,7 @@ async fn log(
                     idle += 1;
                     if idle.is_multiple_of(5) {
                         let running = matches!(
-                            lookup.send(GetPod(name.clone())).await,
+                            lookup.send(GetPod::parse(&name)).await,
                             Ok(Some(r)) if still_running(&r, &target.container, target.attempt)
                         );
                         // One last read: what it wrote before it stopped.

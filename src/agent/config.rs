@@ -244,9 +244,9 @@ impl AgentConfig {
             |key: &'static str, v: &Option<String>, milli: bool| -> Result<(), ConfigError> {
                 if let Some(q) = v {
                     let parsed = if milli {
-                        podvisor_kubelet::quantity::parse_milli(q)
+                        podvisor_core::quantity::parse_milli(q)
                     } else {
-                        podvisor_kubelet::quantity::parse_units(q)
+                        podvisor_core::quantity::parse_units(q)
                     };
                     parsed.map_err(|e| ConfigError::Value {
                         key,
@@ -280,12 +280,12 @@ impl AgentConfig {
             }
         }
         if !self.node_name.is_empty() {
-            podvisor_kubelet::manifest_source::check_node_name(&self.node_name).map_err(
-                |message| ConfigError::Value {
+            podvisor_core::validation::names::node_name(&self.node_name).map_err(|e| {
+                ConfigError::Value {
                     key: "node_name",
-                    message,
-                },
-            )?;
+                    message: e.to_string(),
+                }
+            })?;
         }
         if self.supervisor.restart_backoff > self.supervisor.restart_backoff_max {
             return Err(ConfigError::Value {
@@ -367,7 +367,7 @@ mod tests {
         let c = AgentConfig::parse("node_name = \"My_Node\"").unwrap();
         let e = c.validate().unwrap_err().to_string();
         assert!(
-            e.starts_with("invalid setting node_name") && e.contains("DNS-1123"),
+            e.starts_with("invalid setting node_name") && e.contains("RFC 1123 subdomain"),
             "{e}"
         );
         let e = AgentConfig::parse("[pleg]\nmode = \"psychic\"").unwrap_err();

@@ -13,13 +13,13 @@ use std::time::Duration;
 use anyhow::Context as _;
 use podvisor_actors::supervisor::{Backoff, Escalation, Intensity};
 use podvisor_actors::{Registry, Shutdown, SupervisorConfig, start_root};
+use podvisor_core::quantity;
 use podvisor_cri::{CriRuntime, Runtime, Timeouts};
 use podvisor_debug::{DebugConfig, DebugServer, Health};
 use podvisor_kubelet::agent::{AgentParams, build};
 use podvisor_kubelet::kuberuntime::config::{NodeConfig, read_dns};
 use podvisor_kubelet::pleg::PlegConfig;
 use podvisor_kubelet::pod_workers::Timings;
-use podvisor_kubelet::quantity;
 use podvisor_kubelet::sync_loop::{Allocatable, SyncLoopConfig};
 use tracing::{error, info, warn};
 

@@ -6,8 +6,8 @@ use std::io::Write;
 use clap::{Args, Subcommand, ValueEnum};
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use podvisor_debug::client;
-use podvisor_kubelet::manifest_source::ManifestError;
-use podvisor_kubelet::status_manager::PodRecord;
+use podvisor_kubelet::protocol::manifests::ManifestError;
+use podvisor_kubelet::protocol::status::PodRecord;
 
 use super::EndpointArgs;
 

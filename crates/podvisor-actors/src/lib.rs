@@ -4,6 +4,7 @@
 
 pub mod actor;
 mod clock;
+pub mod due;
 pub mod histogram;
 pub mod id;
 pub mod mailbox;
@@ -15,6 +16,7 @@ pub mod supervisor;
 pub mod testing;
 
 pub use actor::{StartInfo, SupervisedActor};
+pub use due::DueQueue;
 pub use id::ActorId;
 pub use mailbox::{ActorRef, Lifecycle, MailboxError, MailboxSnapshot, Recipient, SendError};
 pub use pump::{ChildExit, ExitReason};

@@ -14,6 +14,11 @@ pub enum CriError {
     /// The sandbox, container or image named in the call does not exist.
     #[error("{op}: not found: {message}")]
     NotFound { op: &'static str, message: String },
+    /// An object with this name (and attempt) exists already: containerd keeps a sandbox
+    /// or container name reserved until the object is removed, so a create whose answer was
+    /// lost shows up as this on the retry.
+    #[error("{op}: already exists: {message}")]
+    AlreadyExists { op: &'static str, message: String },
     /// The call did not complete within its deadline (the runtime may still act on it).
     #[error("{op}: no answer within {after:?}")]
     Timeout { op: &'static str, after: Duration },
@@ -34,6 +39,10 @@ pub enum CriError {
 impl CriError {
     pub fn is_not_found(&self) -> bool {
         matches!(self, Self::NotFound { .. })
+    }
+
+    pub fn is_already_exists(&self) -> bool {
+        matches!(self, Self::AlreadyExists { .. })
     }
 
     pub fn is_unreachable(&self) -> bool {
@@ -66,6 +75,19 @@ impl CriError {
                 op,
                 message: status.message().to_string(),
             },
+            tonic::Code::AlreadyExists => Self::AlreadyExists {
+                op,
+                message: status.message().to_string(),
+            },
+            // containerd 1.6 reports a reserved sandbox or container name with code Unknown
+            // ("name ... is reserved for ..."); later versions use AlreadyExists. Either way
+            // it is typed here, once, so no caller matches on text.
+            tonic::Code::Unknown if status.message().contains(" is reserved for ") => {
+                Self::AlreadyExists {
+                    op,
+                    message: status.message().to_string(),
+                }
+            }
             tonic::Code::Unimplemented => Self::Unimplemented {
                 op,
                 message: status.message().to_string(),
@@ -91,5 +113,23 @@ fn root_cause(status: &tonic::Status) -> String {
         status.message().to_string()
     } else {
         inner
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reserved_name_is_already_exists_whichever_way_the_runtime_says_it() {
+        let grpc = tonic::Status::already_exists("name \"x\" is reserved");
+        assert!(CriError::from_status("RunPodSandbox", "e", grpc).is_already_exists());
+        // containerd 1.6's words, with code Unknown.
+        let v16 = tonic::Status::unknown(
+            "failed to reserve sandbox name \"x_default_u_0\": name \"x_default_u_0\" is reserved for \"abc\"",
+        );
+        assert!(CriError::from_status("RunPodSandbox", "e", v16).is_already_exists());
+        let other = tonic::Status::unknown("something else broke");
+        assert!(!CriError::from_status("RunPodSandbox", "e", other).is_already_exists());
     }
 }

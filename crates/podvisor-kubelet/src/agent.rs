@@ -7,16 +7,19 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use podvisor_actors::{ActorRef, ChildSpec, Registry, SupervisorConfig};
+use podvisor_actors::{ActorRef, ChildSpec, Recipient, Registry, SupervisorConfig};
 use podvisor_cri::Runtime;
 
-use crate::groups::{PodWorkerWiring, pod_worker_group, status_group};
+use crate::groups::{
+    PodWorkerGroup, PodWorkerWiring, StatusGroup, StatusWiring, pod_worker_group, status_group,
+};
 use crate::kuberuntime::config::NodeConfig;
 use crate::kuberuntime::images::ImageManager;
 use crate::kuberuntime::syncer::{CriSyncer, SyncerOutputs};
 use crate::manifest_source::ManifestSource;
 use crate::pleg::{PlegConfig, PlegHealth};
 use crate::pod_workers::{PodWorkers, Timings};
+use crate::protocol::sources::{GetDesiredPods, SourcePods};
 use crate::status_manager::StatusManager;
 use crate::sync_loop::{SyncLoop, SyncLoopConfig, SyncLoopDeps};
 
@@ -49,96 +52,115 @@ pub struct Agent {
 
 /// Every source snapshot and PLEG event of every pod goes through the sync loop.
 const SYNC_LOOP_CAPACITY: usize = 1 << 16;
+/// Every status the cache stores, and every sync's report and event, reach the status
+/// manager.
 const STATUS_MANAGER_CAPACITY: usize = 1 << 16;
 
-pub fn build(registry: &Arc<Registry>, p: AgentParams) -> Agent {
-    let runtime = p.runtime.clone();
-    let (images, images_spec) = ChildSpec::of({
-        let runtime = runtime.clone();
-        move || ImageManager::new(runtime.clone())
-    })
-    .build();
-    let status_dir = p.status_dir.clone();
-    let (status_manager, status_spec) =
-        ChildSpec::of(move || StatusManager::new(status_dir.clone()))
-            .capacity(STATUS_MANAGER_CAPACITY)
-            .build();
+/// The sync loop's handle exists as soon as its spec is built; what it needs is filled in
+/// once everything else is built, before anything starts (it and the pod workers name
+/// each other).
+type LateDeps = Arc<OnceLock<Arc<SyncLoopDeps>>>;
 
-    // The sync loop and the pod workers name each other. The sync loop's handle exists as
-    // soon as its spec is built; what it needs is filled in once everything else is
-    // built, before anything starts.
-    let deps: Arc<OnceLock<Arc<SyncLoopDeps>>> = Arc::default();
-    let sync_config = SyncLoopConfig {
+fn sync_loop_spec(p: &AgentParams, deps: LateDeps) -> (ActorRef<SyncLoop>, ChildSpec) {
+    let config = SyncLoopConfig {
         node_name: p.node.node_name.clone(),
         ..p.sync_loop.clone()
     };
-    let (sync_loop, sync_spec) = ChildSpec::of({
-        let deps = deps.clone();
-        move || {
-            SyncLoop::new(
-                deps.get().expect("wired before start").clone(),
-                sync_config.clone(),
-            )
-        }
+    ChildSpec::of(move || {
+        SyncLoop::new(
+            deps.get().expect("wired before start").clone(),
+            config.clone(),
+        )
     })
     .capacity(SYNC_LOOP_CAPACITY)
-    .build();
+    .build()
+}
 
-    let status = status_group(
-        registry,
-        runtime.clone(),
-        vec![sync_loop.recipient()],
-        p.pleg,
-        p.supervision,
-    );
+fn pod_workers(
+    p: &AgentParams,
+    registry: &Arc<Registry>,
+    status: &StatusGroup,
+    images: &ActorRef<ImageManager>,
+    statuses: &ActorRef<StatusManager>,
+    desired: Recipient<GetDesiredPods>,
+) -> PodWorkerGroup {
     let syncer = Arc::new(CriSyncer::new(
-        runtime.clone(),
+        p.runtime.clone(),
         p.node.clone(),
         SyncerOutputs {
             images: images.recipient(),
-            synced: status_manager.recipient(),
-            terminated: status_manager.recipient(),
-            events: status_manager.recipient(),
+            synced: statuses.recipient(),
+            terminated: statuses.recipient(),
+            events: statuses.recipient(),
         },
     ));
-    let workers = pod_worker_group(
-        registry,
-        PodWorkerWiring {
-            syncer,
-            runtime: runtime.clone(),
-            cache: status.cache.recipient(),
-            cache_get: status.cache.recipient(),
-            reinspect: status.pleg.recipient(),
-            desired: Some(sync_loop.recipient()),
-            timings: p.timings,
-            status_wait: p.status_wait,
-            node_name: p.node.node_name.clone(),
-        },
-        p.supervision,
-    );
-    let (dir, node_name, period, sink, desired) = (
+    let wiring = PodWorkerWiring {
+        syncer,
+        runtime: p.runtime.clone(),
+        cache: status.cache.recipient(),
+        cache_get: status.cache.recipient(),
+        reinspect: status.pleg.recipient(),
+        desired: Some(desired),
+        timings: p.timings,
+        status_wait: p.status_wait,
+        node_name: p.node.node_name.clone(),
+    };
+    pod_worker_group(registry, wiring, p.supervision)
+}
+
+fn manifest_source(
+    p: &AgentParams,
+    sink: Recipient<SourcePods>,
+    desired: Recipient<GetDesiredPods>,
+) -> (ActorRef<ManifestSource>, ChildSpec) {
+    let (dir, node, period) = (
         p.manifest_dir.clone(),
         p.node.node_name.clone(),
         p.manifest_rescan_period,
-        sync_loop.recipient(),
-        sync_loop.recipient(),
     );
-    let (manifest_source, manifest_spec) = ChildSpec::of(move || {
+    ChildSpec::of(move || {
         ManifestSource::new(
             dir.clone(),
-            node_name.clone(),
+            node.clone(),
             period,
             sink.clone(),
             Some(desired.clone()),
         )
     })
-    .build();
+    .build()
+}
 
+pub fn build(registry: &Arc<Registry>, p: AgentParams) -> Agent {
+    let runtime = p.runtime.clone();
+    let (images, images_spec) = ChildSpec::of(move || ImageManager::new(runtime.clone())).build();
+    let status_dir = p.status_dir.clone();
+    let (status_manager, status_spec) =
+        ChildSpec::of(move || StatusManager::new(status_dir.clone()))
+            .capacity(STATUS_MANAGER_CAPACITY)
+            .build();
+    let deps: LateDeps = Arc::default();
+    let (sync_loop, sync_spec) = sync_loop_spec(&p, deps.clone());
+    let wiring = StatusWiring {
+        runtime: p.runtime.clone(),
+        events: vec![sync_loop.recipient()],
+        statuses: vec![status_manager.recipient()],
+        pleg: p.pleg.clone(),
+    };
+    let status = status_group(registry, wiring, p.supervision);
+    let workers = pod_workers(
+        &p,
+        registry,
+        &status,
+        &images,
+        &status_manager,
+        sync_loop.recipient(),
+    );
+    let (manifest_source, manifest_spec) =
+        manifest_source(&p, sync_loop.recipient(), sync_loop.recipient());
     let sources_ready = Arc::new(AtomicBool::new(false));
     let _ = deps.set(Arc::new(SyncLoopDeps {
-        runtime,
+        runtime: p.runtime.clone(),
         update: workers.dispatcher.recipient(),
-        drain: workers.dispatcher.recipient(),
         known: workers.dispatcher.recipient(),
         rejected: status_manager.recipient(),
         forget: status_manager.recipient(),
@@ -149,7 +171,6 @@ pub fn build(registry: &Arc<Registry>, p: AgentParams) -> Agent {
         node: p.node.clone(),
         sources: vec![manifest_source.recipient()],
     }));
-
     Agent {
         // Start order: what others send to first, the sources last, so the first snapshot
         // finds everything running.

@@ -8,9 +8,13 @@ use podvisor_actors::{
 };
 use podvisor_cri::Runtime;
 
-use crate::pleg::{CacheHandle, Pleg, PlegConfig, PlegHealth, PodLifecycleEvent, Reinspect};
-use crate::pod_workers::{GetDesiredPods, PodSyncer, PodWorkers, PodWorkersDeps, Timings};
-use crate::status_cache::{GetNewerThan, GetStatus, StatusCache};
+use crate::pleg::{CacheHandle, Pleg, PlegConfig, PlegHealth};
+use crate::pod_sync::PodSyncer;
+use crate::pod_workers::{PodWorkers, PodWorkersDeps, Timings};
+use crate::protocol::cache::{GetNewerThan, GetStatus, StatusChanged};
+use crate::protocol::lifecycle::{PodLifecycleEvent, Reinspect};
+use crate::protocol::sources::GetDesiredPods;
+use crate::status_cache::StatusCache;
 
 /// Room for a full relist's worth of status updates (one per pod) plus its waiters.
 const CACHE_CAPACITY: usize = 16 * 1024;
@@ -24,15 +28,29 @@ pub struct StatusGroup {
     pub spec: ChildSpec,
 }
 
+/// What the status group is wired to.
+pub struct StatusWiring {
+    pub runtime: Arc<dyn Runtime>,
+    /// Who gets the PLEG's lifecycle events (the sync loop).
+    pub events: Vec<Recipient<PodLifecycleEvent>>,
+    /// Who follows every status the cache stores (the status manager).
+    pub statuses: Vec<Recipient<StatusChanged>>,
+    pub pleg: PlegConfig,
+}
+
 pub fn status_group(
     registry: &Arc<Registry>,
-    runtime: Arc<dyn Runtime>,
-    subscribers: Vec<Recipient<PodLifecycleEvent>>,
-    config: PlegConfig,
+    wiring: StatusWiring,
     supervision: SupervisorConfig,
 ) -> StatusGroup {
+    let StatusWiring {
+        runtime,
+        events: subscribers,
+        statuses,
+        pleg: config,
+    } = wiring;
     let health = Arc::new(PlegHealth::new(config.health_threshold));
-    let (cache, cache_spec) = ChildSpec::of(StatusCache::default)
+    let (cache, cache_spec) = ChildSpec::of(move || StatusCache::new(statuses.clone()))
         .capacity(CACHE_CAPACITY)
         .build();
     let handle = CacheHandle {

@@ -1,12 +1,18 @@
 //! The kubelet's machinery as podvisor actors. See ARCHITECTURE.md.
+//!
+//! Each actor is one module (`status_cache`, `pleg`, `pod_workers`, `sync_loop`,
+//! `manifest_source`, `status_manager`, and the image manager in `kuberuntime`); the
+//! messages between them live in `protocol`, one file per edge. `pod_sync` is the seam
+//! between the pod workers and the CRI syncer (`kuberuntime`).
 
 pub mod agent;
 pub mod groups;
 pub mod kuberuntime;
 pub mod manifest_source;
 pub mod pleg;
+pub mod pod_sync;
 pub mod pod_workers;
-pub mod quantity;
+pub mod protocol;
 pub mod status_cache;
 pub mod status_manager;
 pub mod sync_loop;

@@ -6,15 +6,16 @@ use std::time::Duration;
 
 use podvisor_cri::fake::Op;
 use podvisor_cri::{CriError, FakeRuntime, Runtime};
-use podvisor_kubelet::pleg::{PlegConfig, PlegEventKind::*, PlegMode, Reinspect, RelistNow};
-use podvisor_kubelet::status_cache::{DeleteStatus, GetNewerThan, GetStatus};
+use podvisor_kubelet::pleg::{PlegConfig, PlegMode};
+use podvisor_kubelet::protocol::cache::{DeleteStatus, GetNewerThan, GetStatus};
+use podvisor_kubelet::protocol::lifecycle::{PlegEventKind::*, Reinspect, RelistNow};
 use support::*;
 use tokio::time::Instant;
 
 fn named(
-    kind: podvisor_kubelet::pleg::PlegEventKind,
+    kind: podvisor_kubelet::protocol::lifecycle::PlegEventKind,
     name: &str,
-) -> (podvisor_kubelet::pleg::PlegEventKind, String) {
+) -> (podvisor_kubelet::protocol::lifecycle::PlegEventKind, String) {
     (kind, name.to_string())
 }
 
@@ -145,7 +146,7 @@ fn a_failed_inspection_emits_nothing_and_is_retried_next_relist() {
         assert!(h.events.take().is_empty());
         let cached = h.cache.send(GetStatus { uid: "u1".into() }).await.unwrap();
         assert!(
-            cached.error.unwrap().contains("transient"),
+            cached.error.unwrap().to_string().contains("transient"),
             "the cache records the error"
         );
         let report = h.pleg.send(RelistNow).await.unwrap().unwrap();

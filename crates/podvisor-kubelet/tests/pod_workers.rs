@@ -12,17 +12,21 @@ use podvisor_actors::testing::collector;
 use podvisor_actors::{
     ActorRef, ChildSpec, Registry, StartInfo, SupervisedActor, SupervisorConfig, start_root,
 };
+use podvisor_core::{GracePeriod, SharedPod};
 use podvisor_cri::FakeRuntime;
-use podvisor_kubelet::groups::{PodWorkerWiring, pod_worker_group, status_group};
-use podvisor_kubelet::pleg::{PlegConfig, PodLifecycleEvent};
-use podvisor_kubelet::pod_workers::{
-    DesiredPods, GetDesiredPods, KillPodOptions, PodWorkers, Timings, UpdatePod, UpdatePodOptions,
-    UpdateType, WorkKind,
+use podvisor_kubelet::groups::{PodWorkerWiring, StatusWiring, pod_worker_group, status_group};
+use podvisor_kubelet::pleg::PlegConfig;
+use podvisor_kubelet::pod_workers::{PodWorkers, Timings};
+use podvisor_kubelet::protocol::lifecycle::PodLifecycleEvent;
+use podvisor_kubelet::protocol::sources::{DesiredPods, GetDesiredPods};
+use podvisor_kubelet::protocol::updates::{
+    KillPodOptions, UpdatePod, UpdatePodOptions, UpdateType,
 };
+use podvisor_kubelet::protocol::work::WorkKind;
 use support::*;
 
 /// Stands in for the sync loop as the source of desired pods.
-struct Desired(Arc<Mutex<Vec<Arc<Pod>>>>);
+struct Desired(Arc<Mutex<Vec<SharedPod>>>);
 
 impl Actor for Desired {
     type Context = Context<Self>;
@@ -50,7 +54,7 @@ struct World {
     syncer: FakeSyncer,
     registry: Arc<Registry>,
     dispatcher: ActorRef<PodWorkers>,
-    desired: Arc<Mutex<Vec<Arc<Pod>>>>,
+    desired: Arc<Mutex<Vec<SharedPod>>>,
 }
 
 fn world(fake: FakeRuntime, syncer: FakeSyncer) -> World {
@@ -58,15 +62,18 @@ fn world(fake: FakeRuntime, syncer: FakeSyncer) -> World {
     let (events, events_spec, _) = collector::<PodLifecycleEvent>();
     let status = status_group(
         &registry,
-        Arc::new(fake.clone()),
-        vec![events.recipient()],
-        PlegConfig {
-            relist_period: Duration::from_secs(3600),
-            ..PlegConfig::default()
+        StatusWiring {
+            runtime: Arc::new(fake.clone()),
+            events: vec![events.recipient()],
+            statuses: Vec::new(),
+            pleg: PlegConfig {
+                relist_period: Duration::from_secs(3600),
+                ..PlegConfig::default()
+            },
         },
         SupervisorConfig::default(),
     );
-    let desired: Arc<Mutex<Vec<Arc<Pod>>>> = Arc::default();
+    let desired: Arc<Mutex<Vec<SharedPod>>> = Arc::default();
     let d = desired.clone();
     let (source, source_spec) = ChildSpec::of(move || Desired(d.clone())).build();
     let group = pod_worker_group(
@@ -100,7 +107,7 @@ fn world(fake: FakeRuntime, syncer: FakeSyncer) -> World {
     }
 }
 
-fn pod(uid: &str) -> Arc<Pod> {
+fn pod(uid: &str) -> SharedPod {
     let mut p = Pod::default();
     p.metadata.uid = Some(uid.into());
     p.metadata.name = Some(uid.into());
@@ -109,7 +116,7 @@ fn pod(uid: &str) -> Arc<Pod> {
         termination_grace_period_seconds: Some(30),
         ..Default::default()
     });
-    Arc::new(p)
+    SharedPod::new(p).unwrap()
 }
 
 #[test]
@@ -145,7 +152,7 @@ fn a_pod_lives_its_whole_life_through_the_actors() {
         w.dispatcher.do_send(UpdatePod(UpdatePodOptions::kill(
             pod("u1"),
             KillPodOptions {
-                grace_period_override: Some(5),
+                grace_period_override: Some(GracePeriod::from_seconds(5)),
                 ..Default::default()
             },
         )));

@@ -5,33 +5,37 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use podvisor_actors::ChildSpec;
 use podvisor_actors::testing::start_collector;
+use podvisor_core::SharedPod;
 use podvisor_cri::fake::Op;
 use podvisor_cri::{ContainerState, ContainerStatus, CriError, FakeRuntime, Runtime};
 use podvisor_kubelet::kuberuntime::config::NodeConfig;
 use podvisor_kubelet::kuberuntime::images::ImageManager;
 use podvisor_kubelet::kuberuntime::syncer::{CriSyncer, SyncerOutputs};
-use podvisor_kubelet::pod_workers::{PodSyncer, SyncContext, UpdateType};
+use podvisor_kubelet::pod_sync::{PodSyncer, SyncContext};
+use podvisor_kubelet::protocol::updates::UpdateType;
 
 const UID: &str = "0b1c7d3e-syncer-test";
 
-fn pod() -> Pod {
-    serde_json::from_value(serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "web-n", "namespace": "default", "uid": UID},
-        "spec": {
-            "hostNetwork": true,
-            "containers": [{
-                "name": "app",
-                "image": podvisor_cri::sample::TEST_IMAGE,
-                "command": ["sleep", "3600"],
-            }],
-        },
-    }))
-    .expect("a valid pod")
+fn pod() -> SharedPod {
+    SharedPod::new(
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "web-n", "namespace": "default", "uid": UID},
+            "spec": {
+                "hostNetwork": true,
+                "containers": [{
+                    "name": "app",
+                    "image": podvisor_cri::sample::TEST_IMAGE,
+                    "command": ["sleep", "3600"],
+                }],
+            },
+        }))
+        .expect("a valid pod"),
+    )
+    .expect("a pod with a UID")
 }
 
 fn syncer(fake: &FakeRuntime, dir: &std::path::Path) -> CriSyncer {
@@ -73,12 +77,12 @@ fn ctx() -> SyncContext {
 
 /// A first sync of `pod` whose StartContainer answer is lost: the container exists,
 /// created, never started. Returns it.
-async fn left_created(fake: &FakeRuntime, s: &CriSyncer, pod: &Pod) -> ContainerStatus {
+async fn left_created(fake: &FakeRuntime, s: &CriSyncer, pod: &SharedPod) -> ContainerStatus {
     fake.fail_next(
         Op::StartContainer,
         CriError::failed("StartContainer", "deadline exceeded"),
     );
-    let status = fake.pod_status(UID).await.unwrap();
+    let status = Arc::new(fake.pod_status(UID).await.unwrap());
     let first = s.sync_pod(&ctx(), UpdateType::Create, pod, &status).await;
     assert!(
         first
@@ -86,7 +90,7 @@ async fn left_created(fake: &FakeRuntime, s: &CriSyncer, pod: &Pod) -> Container
             .is_err_and(|e| e.to_string().contains("deadline")),
         "{first:?}"
     );
-    let status = fake.pod_status(UID).await.unwrap();
+    let status = Arc::new(fake.pod_status(UID).await.unwrap());
     assert_eq!(status.containers.len(), 1);
     assert_eq!(status.containers[0].state, ContainerState::Created);
     status.containers[0].clone()
@@ -100,11 +104,11 @@ async fn a_created_but_never_started_instance_is_started_not_duplicated() {
     let pod = pod();
     let left = left_created(&fake, &s, &pod).await;
 
-    let status = fake.pod_status(UID).await.unwrap();
+    let status = Arc::new(fake.pod_status(UID).await.unwrap());
     s.sync_pod(&ctx(), UpdateType::Sync, &pod, &status)
         .await
         .expect("the second sync succeeds");
-    let status = fake.pod_status(UID).await.unwrap();
+    let status = Arc::new(fake.pod_status(UID).await.unwrap());
     assert_eq!(
         status
             .containers
@@ -126,13 +130,14 @@ async fn a_created_instance_of_an_old_spec_is_removed_before_the_new_one_is_made
     let old = pod();
     let stale = left_created(&fake, &s, &old).await.id;
 
-    let mut new = old.clone();
-    new.spec.as_mut().unwrap().containers[0].command = Some(vec!["sleep".into(), "7".into()]);
-    let status = fake.pod_status(UID).await.unwrap();
+    let new = old.edited(|p| {
+        p.spec.as_mut().unwrap().containers[0].command = Some(vec!["sleep".into(), "7".into()]);
+    });
+    let status = Arc::new(fake.pod_status(UID).await.unwrap());
     s.sync_pod(&ctx(), UpdateType::Update, &new, &status)
         .await
         .expect("sync with the new spec");
-    let status = fake.pod_status(UID).await.unwrap();
+    let status = Arc::new(fake.pod_status(UID).await.unwrap());
     assert_eq!(status.containers.len(), 1, "{:?}", status.containers);
     assert_ne!(status.containers[0].id, stale);
     assert_eq!(status.containers[0].state, ContainerState::Running);

@@ -18,13 +18,15 @@ use podvisor_actors::{
 };
 use podvisor_bench::cpu::process_cpu;
 use podvisor_bench::stats::{Samples, Summary};
+use podvisor_core::PodUid;
 use podvisor_cri::sample::{container_config, sandbox_config};
 use podvisor_cri::{CriRuntime, FakeRuntime, Runtime, Timeouts};
-use podvisor_kubelet::groups::{StatusGroup, status_group};
-use podvisor_kubelet::pleg::{
-    PlegConfig, PlegEventKind, PodLifecycleEvent, PodRecords, Reinspect, RelistNow,
+use podvisor_kubelet::groups::{StatusGroup, StatusWiring, status_group};
+use podvisor_kubelet::pleg::{PlegConfig, PodRecords};
+use podvisor_kubelet::protocol::cache::GetNewerThan;
+use podvisor_kubelet::protocol::lifecycle::{
+    PlegEventKind, PodLifecycleEvent, Reinspect, RelistNow,
 };
-use podvisor_kubelet::status_cache::GetNewerThan;
 
 #[derive(Parser)]
 struct Args {
@@ -105,13 +107,13 @@ fn start_group(runtime: Arc<dyn Runtime>, period: Duration) -> (Running, Seen) {
         relist_period: period,
         ..PlegConfig::default()
     };
-    let group = status_group(
-        &registry,
+    let wiring = StatusWiring {
         runtime,
-        vec![watch.recipient()],
-        config,
-        SupervisorConfig::default(),
-    );
+        events: vec![watch.recipient()],
+        statuses: Vec::new(),
+        pleg: config,
+    };
+    let group = status_group(&registry, wiring, SupervisorConfig::default());
     let spec = group.spec.clone();
     let root = start_root(
         "bench",
@@ -311,7 +313,7 @@ async fn freshness(
     log_dir: &str,
 ) -> anyhow::Result<(Summary, Summary)> {
     let (group, _) = start_group(Arc::new(rt.clone()), Duration::from_secs(1));
-    let uid = format!("pleg-bench-fresh-{}", std::process::id());
+    let uid = PodUid::from(format!("pleg-bench-fresh-{}", std::process::id()));
     let sb = sandbox_config(&uid, &uid, true, log_dir);
     let sandbox = rt.run_sandbox(&sb).await?;
     let result = async {

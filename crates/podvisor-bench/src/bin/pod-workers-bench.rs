@@ -15,13 +15,14 @@ use k8s_openapi::api::core::v1::Pod;
 use podvisor_actors::{Registry, Shutdown, SupervisorConfig, start_root};
 use podvisor_bench::alloc::{Counting, live_bytes};
 use podvisor_bench::cpu::process_cpu;
+use podvisor_core::SharedPod;
 use podvisor_cri::{FakeRuntime, PodStatus};
-use podvisor_kubelet::groups::{PodWorkerWiring, pod_worker_group, status_group};
+use podvisor_kubelet::groups::{PodWorkerWiring, StatusWiring, pod_worker_group, status_group};
 use podvisor_kubelet::pleg::PlegConfig;
-use podvisor_kubelet::pod_workers::{
-    PodSyncer, RuntimePod, StatusFn, SyncContext, SyncError, SyncOutcome, Timings, UpdatePod,
-    UpdatePodOptions, UpdateType,
-};
+use podvisor_kubelet::pod_sync::{PodSyncer, SyncContext, SyncError, Termination};
+use podvisor_kubelet::pod_workers::Timings;
+use podvisor_kubelet::protocol::updates::{UpdatePod, UpdatePodOptions, UpdateType};
+use podvisor_kubelet::protocol::work::SyncOutcome;
 
 #[global_allocator]
 static ALLOC: Counting = Counting;
@@ -45,43 +46,41 @@ impl PodSyncer for Noop {
         &self,
         ctx: &SyncContext,
         _: UpdateType,
-        pod: &Pod,
-        _: &PodStatus,
+        pod: &SharedPod,
+        _: &Arc<PodStatus>,
     ) -> Result<SyncOutcome, SyncError> {
         let v = pod.metadata.resource_version.clone().unwrap_or_default();
         let mut s = self.0.lock().unwrap();
-        s.0.insert(ctx.uid.clone(), v);
+        s.0.insert(ctx.uid.to_string(), v);
         s.1 += 1;
         Ok(SyncOutcome::default())
     }
     async fn sync_terminating_pod(
         &self,
         _: &SyncContext,
-        _: &Pod,
-        _: &PodStatus,
-        _: Option<&RuntimePod>,
-        _: i64,
-        _: &[StatusFn],
+        _: &SharedPod,
+        _: &Arc<PodStatus>,
+        _: Termination<'_>,
     ) -> Result<(), SyncError> {
         Ok(())
     }
     async fn sync_terminated_pod(
         &self,
         _: &SyncContext,
-        _: &Pod,
-        _: &PodStatus,
+        _: &SharedPod,
+        _: &Arc<PodStatus>,
     ) -> Result<(), SyncError> {
         Ok(())
     }
 }
 
-fn pod(uid: &str, version: usize) -> Arc<Pod> {
+fn pod(uid: &str, version: usize) -> SharedPod {
     let mut p = Pod::default();
     p.metadata.uid = Some(uid.into());
     p.metadata.name = Some(uid.into());
     p.metadata.namespace = Some("default".into());
     p.metadata.resource_version = Some(version.to_string());
-    Arc::new(p)
+    SharedPod::new(p).expect("a pod with a UID")
 }
 
 struct Run {
@@ -95,13 +94,13 @@ async fn run(pods: usize, updates: usize) -> Run {
     let base = live_bytes();
     let registry = Registry::new();
     let fake = FakeRuntime::new();
-    let status = status_group(
-        &registry,
-        Arc::new(fake.clone()),
-        vec![],
-        PlegConfig::default(),
-        SupervisorConfig::default(),
-    );
+    let wiring = StatusWiring {
+        runtime: Arc::new(fake.clone()),
+        events: Vec::new(),
+        statuses: Vec::new(),
+        pleg: PlegConfig::default(),
+    };
+    let status = status_group(&registry, wiring, SupervisorConfig::default());
     let noop = Noop::default();
     let group = pod_worker_group(
         &registry,

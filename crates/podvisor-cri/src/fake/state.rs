@@ -97,10 +97,10 @@ impl State {
     fn reserve(&mut self, op: &'static str, name: String) -> Result<String, CriError> {
         if !self.reserved.insert(name.clone()) {
             // containerd refuses a second sandbox/container with the same name and attempt.
-            return Err(CriError::failed(
+            return Err(CriError::AlreadyExists {
                 op,
-                format!("failed to reserve name {name:?}: name is reserved"),
-            ));
+                message: format!("failed to reserve name {name:?}: name is reserved"),
+            });
         }
         Ok(name)
     }

@@ -85,10 +85,11 @@ async fn names_are_reserved_until_removed_like_containerd() {
     let sb_cfg = pod(&fake, "u1");
     let sb = fake.run_sandbox(&sb_cfg).await.unwrap();
     let err = fake.run_sandbox(&sb_cfg).await.unwrap_err();
-    assert!(err.to_string().contains("reserved"), "{err}");
+    assert!(err.is_already_exists(), "{err}");
     let cfg = container_config(&sb_cfg, "app", &[]);
     let id = fake.create_container(&sb, &cfg, &sb_cfg).await.unwrap();
-    assert!(fake.create_container(&sb, &cfg, &sb_cfg).await.is_err());
+    let err = fake.create_container(&sb, &cfg, &sb_cfg).await.unwrap_err();
+    assert!(err.is_already_exists(), "{err}");
     fake.remove_container(&id).await.unwrap();
     fake.create_container(&sb, &cfg, &sb_cfg).await.unwrap();
     fake.stop_sandbox(&sb).await.unwrap();

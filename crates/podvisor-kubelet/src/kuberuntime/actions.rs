@@ -2,47 +2,12 @@
 //! pure, from the pod and its runtime status, so every rule is tested without a runtime.
 
 use k8s_openapi::api::core::v1::{Container, Pod};
+use podvisor_core::{PodExt, RestartPolicy};
 use podvisor_cri::{ContainerState, ContainerStatus, PodStatus, SandboxState};
 use sha2::{Digest, Sha256};
 
 /// Annotation holding the hash of the container spec a container was created from.
 pub const CONTAINER_HASH: &str = "io.kubernetes.container.hash";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RestartPolicy {
-    Always,
-    OnFailure,
-    Never,
-}
-
-pub fn restart_policy(pod: &Pod) -> RestartPolicy {
-    match pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()) {
-        Some("Never") => RestartPolicy::Never,
-        Some("OnFailure") => RestartPolicy::OnFailure,
-        _ => RestartPolicy::Always,
-    }
-}
-
-pub fn host_network(pod: &Pod) -> bool {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.host_network)
-        .unwrap_or(false)
-}
-
-pub fn init_containers(pod: &Pod) -> &[Container] {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.init_containers.as_deref())
-        .unwrap_or(&[])
-}
-
-pub fn containers(pod: &Pod) -> &[Container] {
-    pod.spec
-        .as_ref()
-        .map(|s| s.containers.as_slice())
-        .unwrap_or(&[])
-}
 
 /// A short, stable hash of a container's spec: when it changes, the container is
 /// replaced. Serialized through serde_json, whose output for these types is deterministic.
@@ -66,8 +31,8 @@ pub struct PodActions {
     pub next_init_container: Option<usize>,
     /// Indices into `spec.containers` to (re)start.
     pub containers_to_start: Vec<usize>,
-    /// Running containers to stop: (container id, name, why).
-    pub containers_to_kill: Vec<(String, String, String)>,
+    /// Running containers to stop, and why.
+    pub containers_to_kill: Vec<ContainerKill>,
 }
 
 impl PodActions {
@@ -94,7 +59,7 @@ fn sandbox_changed(pod: &Pod, status: &PodStatus) -> (bool, u32, Option<String>)
     if ready > 1 || newest.state != SandboxState::Ready {
         return (true, next, Some(newest.id.clone()));
     }
-    if newest.host_network != host_network(pod) {
+    if newest.host_network != pod.host_network() {
         return (true, next, Some(newest.id.clone()));
     }
     if !newest.host_network && newest.ip.is_none() {
@@ -126,7 +91,7 @@ pub fn should_restart(container: &Container, pod: &Pod, status: &PodStatus) -> b
     match s.state {
         ContainerState::Running => false,
         ContainerState::Unknown | ContainerState::Created => true,
-        ContainerState::Exited => match restart_policy(pod) {
+        ContainerState::Exited => match pod.restart_policy() {
             RestartPolicy::Never => false,
             RestartPolicy::OnFailure => s.exit_code != 0,
             RestartPolicy::Always => true,
@@ -139,12 +104,12 @@ fn next_init_container<'a>(
     pod: &Pod,
     status: &'a PodStatus,
 ) -> (Option<&'a ContainerStatus>, Option<usize>, bool) {
-    let inits = init_containers(pod);
+    let inits = pod.init_containers();
     if inits.is_empty() {
         return (None, None, true);
     }
     // A running app container means the init containers all ran (a restart keeps them).
-    if containers(pod).iter().any(|c| {
+    if pod.containers().iter().any(|c| {
         status
             .container(&c.name)
             .is_some_and(|s| s.state == ContainerState::Running)
@@ -170,56 +135,100 @@ fn next_init_container<'a>(
     (None, Some(0), false)
 }
 
-pub fn compute_pod_actions(pod: &Pod, status: &PodStatus) -> PodActions {
-    let (create_sandbox, attempt, sandbox_id) = sandbox_changed(pod, status);
-    let policy = restart_policy(pod);
-    let mut actions = PodActions {
-        kill_pod: create_sandbox,
-        create_sandbox,
-        sandbox_id: sandbox_id.clone(),
-        attempt,
-        ..Default::default()
-    };
-    if create_sandbox {
-        // A pod that must never restart and already ran keeps its dead sandbox. OnFailure
-        // pods get a new one for what failed (below: nothing to start, no sandbox).
-        if policy == RestartPolicy::Never && attempt != 0 && !status.containers.is_empty() {
-            actions.create_sandbox = false;
-            return actions;
-        }
-        if !init_containers(pod).is_empty() {
-            actions.next_init_container = Some(0);
-            return actions;
-        }
-        actions.containers_to_start = containers(pod)
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| {
-                !(policy == RestartPolicy::OnFailure
-                    && status.container(&c.name).is_some_and(exited_ok))
-            })
-            .map(|(i, _)| i)
-            .collect();
-        if actions.containers_to_start.is_empty() {
-            actions.create_sandbox = false;
-        }
-        return actions;
-    }
+/// What a sync does, in order: the plan's steps. Each is carried out by one verb of the
+/// syncer (`verbs/`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Stop every running container and ready sandbox; `replacing` when a new sandbox
+    /// follows (otherwise nothing may run any more).
+    KillPod {
+        replacing: bool,
+    },
+    /// Stop these containers (they are started again below).
+    KillContainers(Vec<ContainerKill>),
+    CreateSandbox {
+        attempt: u32,
+    },
+    /// Start the init container at this index of `spec.initContainers`.
+    StartInit(usize),
+    /// Start the app container at this index of `spec.containers`.
+    StartContainer(usize),
+}
 
-    let (failed, next, done) = next_init_container(pod, status);
-    if !done {
-        if let Some(i) = next {
-            if failed.is_some() && policy == RestartPolicy::Never {
-                actions.kill_pod = true;
-            } else {
-                actions.next_init_container = Some(i);
+/// A running container to stop, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerKill {
+    pub id: String,
+    pub name: String,
+    pub reason: &'static str,
+}
+
+impl PodActions {
+    /// The plan as steps, in the order a sync takes them.
+    pub fn steps(&self) -> Vec<Step> {
+        let mut steps = Vec::new();
+        if self.kill_pod {
+            steps.push(Step::KillPod {
+                replacing: self.create_sandbox,
+            });
+            if !self.create_sandbox {
+                return steps;
             }
+        } else if !self.containers_to_kill.is_empty() {
+            steps.push(Step::KillContainers(self.containers_to_kill.clone()));
         }
+        if self.create_sandbox {
+            steps.push(Step::CreateSandbox {
+                attempt: self.attempt,
+            });
+        }
+        match self.next_init_container {
+            Some(i) => steps.push(Step::StartInit(i)),
+            None => steps.extend(
+                self.containers_to_start
+                    .iter()
+                    .map(|&i| Step::StartContainer(i)),
+            ),
+        }
+        steps
+    }
+}
+
+/// A fresh sandbox: what to start in it first (the first init container, or every app
+/// container the policy lets run), or no sandbox at all when nothing may run.
+fn new_sandbox_actions(pod: &Pod, status: &PodStatus, mut actions: PodActions) -> PodActions {
+    let policy = pod.restart_policy();
+    // A pod that must never restart and already ran keeps its dead sandbox. OnFailure
+    // pods get a new one for what failed (below: nothing to start, no sandbox).
+    if policy == RestartPolicy::Never && actions.attempt != 0 && !status.containers.is_empty() {
+        actions.create_sandbox = false;
         return actions;
     }
+    if !pod.init_containers().is_empty() {
+        actions.next_init_container = Some(0);
+        return actions;
+    }
+    actions.containers_to_start = pod
+        .containers()
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| {
+            !(policy == RestartPolicy::OnFailure
+                && status.container(&c.name).is_some_and(exited_ok))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    if actions.containers_to_start.is_empty() {
+        actions.create_sandbox = false;
+    }
+    actions
+}
 
+/// The app containers to (re)start and kill in a kept sandbox; the pod is killed when
+/// nothing runs and nothing may start.
+fn app_container_actions(pod: &Pod, status: &PodStatus, actions: &mut PodActions) {
     let mut keep = 0;
-    for (i, c) in containers(pod).iter().enumerate() {
+    for (i, c) in pod.containers().iter().enumerate() {
         let s = status.container(&c.name);
         match s {
             Some(s) if s.state == ContainerState::Running => {
@@ -229,33 +238,58 @@ pub fn compute_pod_actions(pod: &Pod, status: &PodStatus) -> PodActions {
                     .is_some_and(|h| *h != want)
                 {
                     actions.containers_to_start.push(i);
-                    actions.containers_to_kill.push((
-                        s.id.clone(),
-                        c.name.clone(),
-                        "container spec changed".into(),
-                    ));
+                    actions.containers_to_kill.push(ContainerKill {
+                        id: s.id.clone(),
+                        name: c.name.clone(),
+                        reason: "container spec changed",
+                    });
                 } else {
                     keep += 1;
                 }
             }
-            _ => {
-                if should_restart(c, pod, status) {
-                    actions.containers_to_start.push(i);
-                    // It may be running after all: kill it first, so two never run.
-                    if let Some(s) = s.filter(|s| s.state == ContainerState::Unknown) {
-                        actions.containers_to_kill.push((
-                            s.id.clone(),
-                            c.name.clone(),
-                            "container state unknown".into(),
-                        ));
-                    }
+            _ if should_restart(c, pod, status) => {
+                actions.containers_to_start.push(i);
+                // It may be running after all: kill it first, so two never run.
+                if let Some(s) = s.filter(|s| s.state == ContainerState::Unknown) {
+                    actions.containers_to_kill.push(ContainerKill {
+                        id: s.id.clone(),
+                        name: c.name.clone(),
+                        reason: "container state unknown",
+                    });
                 }
             }
+            _ => {}
         }
     }
     if keep == 0 && actions.containers_to_start.is_empty() {
         actions.kill_pod = true;
     }
+}
+
+pub fn compute_pod_actions(pod: &Pod, status: &PodStatus) -> PodActions {
+    let (create_sandbox, attempt, sandbox_id) = sandbox_changed(pod, status);
+    let mut actions = PodActions {
+        kill_pod: create_sandbox,
+        create_sandbox,
+        sandbox_id,
+        attempt,
+        ..Default::default()
+    };
+    if create_sandbox {
+        return new_sandbox_actions(pod, status, actions);
+    }
+    let (failed, next, done) = next_init_container(pod, status);
+    if !done {
+        if let Some(i) = next {
+            if failed.is_some() && pod.restart_policy() == RestartPolicy::Never {
+                actions.kill_pod = true;
+            } else {
+                actions.next_init_container = Some(i);
+            }
+        }
+        return actions;
+    }
+    app_container_actions(pod, status, &mut actions);
     actions
 }
 

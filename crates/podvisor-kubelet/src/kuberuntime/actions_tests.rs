@@ -46,9 +46,10 @@ fn sandbox(attempt: u32, ready: bool) -> SandboxStatus {
 
 /// A container status; `exit: None` means running.
 fn c(pod: &Pod, name: &str, created: i64, exit: Option<i32>) -> ContainerStatus {
-    let spec = init_containers(pod)
+    let spec = pod
+        .init_containers()
         .iter()
-        .chain(containers(pod))
+        .chain(pod.containers())
         .find(|c| c.name == name)
         .unwrap();
     ContainerStatus {
@@ -203,7 +204,7 @@ fn a_changed_container_spec_replaces_the_container() {
     let a = compute_pod_actions(&p, &s);
     assert_eq!(a.containers_to_start, [1]);
     assert_eq!(a.containers_to_kill.len(), 1);
-    assert_eq!(a.containers_to_kill[0].1, "b");
+    assert_eq!(a.containers_to_kill[0].name, "b");
     assert!(!a.kill_pod);
 }
 
@@ -255,5 +256,51 @@ fn a_container_in_an_unknown_state_is_killed_before_it_is_started_again() {
     let a = compute_pod_actions(&p, &s);
     assert_eq!(a.containers_to_start, [0]);
     assert_eq!(a.containers_to_kill.len(), 1, "{a:?}");
-    assert_eq!(a.containers_to_kill[0].0, "a-1");
+    assert_eq!(a.containers_to_kill[0].id, "a-1");
+}
+
+#[test]
+fn a_plan_becomes_steps_in_the_order_a_sync_takes_them() {
+    let fresh = pod("Always", &["i1"], &["app"]);
+    assert_eq!(
+        compute_pod_actions(&fresh, &PodStatus::default()).steps(),
+        [
+            Step::KillPod { replacing: true },
+            Step::CreateSandbox { attempt: 0 },
+            Step::StartInit(0)
+        ]
+    );
+    let plain = pod("Always", &[], &["a", "b"]);
+    assert_eq!(
+        compute_pod_actions(&plain, &PodStatus::default()).steps(),
+        [
+            Step::KillPod { replacing: true },
+            Step::CreateSandbox { attempt: 0 },
+            Step::StartContainer(0),
+            Step::StartContainer(1)
+        ]
+    );
+    // A kept sandbox: the changed container is stopped, then started again.
+    let kill = ContainerKill {
+        id: "b-1".into(),
+        name: "b".into(),
+        reason: "container spec changed",
+    };
+    let kept = PodActions {
+        sandbox_id: Some("s".into()),
+        containers_to_start: vec![1],
+        containers_to_kill: vec![kill.clone()],
+        ..Default::default()
+    };
+    assert_eq!(
+        kept.steps(),
+        [Step::KillContainers(vec![kill]), Step::StartContainer(1)]
+    );
+    // Nothing may run: only the kill.
+    let done = PodActions {
+        kill_pod: true,
+        ..Default::default()
+    };
+    assert_eq!(done.steps(), [Step::KillPod { replacing: false }]);
+    assert!(PodActions::default().steps().is_empty());
 }

@@ -6,6 +6,8 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use podvisor_core::PodUid;
+
 use super::config::NodeConfig;
 
 /// Written into every pod log directory podvisor creates, holding the node name: the log
@@ -23,11 +25,11 @@ pub async fn mark_log_dir(node: &NodeConfig, dir: &Path) -> std::io::Result<()> 
 
 /// The pod state directories and this node's pod log directories whose UID is not in
 /// `known`. Blocking: reads both roots.
-pub fn orphaned_dirs(node: &NodeConfig, known: &HashSet<String>) -> Vec<PathBuf> {
+pub fn orphaned_dirs(node: &NodeConfig, known: &HashSet<PodUid>) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for e in read(&node.pod_dir) {
         let uid = e.file_name().to_string_lossy().into_owned();
-        if e.path().is_dir() && !known.contains(&uid) {
+        if e.path().is_dir() && !known.contains(uid.as_str()) {
             out.push(e.path());
         }
     }
@@ -115,7 +117,7 @@ mod tests {
         )
         .unwrap();
 
-        let known = HashSet::from(["known".to_string()]);
+        let known = HashSet::from([PodUid::from("known")]);
         let mut found = orphaned_dirs(&node, &known);
         found.sort();
         assert_eq!(

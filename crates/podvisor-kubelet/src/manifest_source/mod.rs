@@ -14,8 +14,6 @@
 
 pub mod parse;
 
-pub use parse::check_node_name;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -23,34 +21,14 @@ use std::time::Duration;
 use actix::prelude::*;
 use inotify::{Inotify, WatchMask};
 use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tracing::{info, warn};
 
-use crate::pod_workers::GetDesiredPods;
-use crate::sync_loop::SourcePods;
+use crate::protocol::manifests::{GetManifestErrors, ManifestError};
+use crate::protocol::sources::{GetDesiredPods, Rescan, SourcePods};
 
 /// The name of this source in the sync loop.
 pub const SOURCE: &str = "file";
-
-// ---- messages ------------------------------------------------------------------------------
-
-/// Scan the directory now (also what a file change triggers).
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Rescan;
-
-/// The manifests that could not be used, and why.
-#[derive(Message)]
-#[rtype(result = "Vec<ManifestError>")]
-pub struct GetManifestErrors;
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ManifestError {
-    pub path: String,
-    pub reason: String,
-}
-
-// ---- actor ---------------------------------------------------------------------------------
 
 pub struct ManifestSource {
     dir: PathBuf,
@@ -151,7 +129,7 @@ impl ManifestSource {
         }
         self.pods = scan.pods.len();
         if let Err(e) = self.sink.try_send(SourcePods {
-            source: SOURCE.into(),
+            source: SOURCE,
             pods: scan.pods,
         }) {
             warn!(error = ?e, "sync loop refused the manifest snapshot; the next scan resends it");

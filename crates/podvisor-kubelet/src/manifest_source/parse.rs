@@ -4,14 +4,13 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Container, Pod, Toleration};
+use k8s_openapi::api::core::v1::{Pod, Toleration};
+use podvisor_core::pod::CONFIG_SOURCE_ANNOTATION;
+use podvisor_core::validation::{FieldError, FieldErrors, FieldPath, names, validate_pod};
+use podvisor_core::{PodExt, SharedPod};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
-
-use crate::pod_workers::pod::CONFIG_SOURCE_ANNOTATION;
-use crate::quantity;
 
 /// Files larger than this are refused (a manifest is a few KB; this stops a stray log).
 pub const MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
@@ -37,9 +36,10 @@ pub enum ManifestFileError {
     NotAPod { api: String, kind: String },
     #[error("not a valid Pod: {0}")]
     Schema(#[source] serde_json::Error),
-    /// A validation rule; the message names the field and what it must be.
+    /// The pod breaks the API's rules or asks what podvisor cannot do; each error names
+    /// the field.
     #[error("{0}")]
-    Invalid(String),
+    Invalid(#[from] FieldErrors),
     #[error("document {doc}: {error}")]
     InDocument {
         doc: usize,
@@ -58,13 +58,13 @@ impl ManifestFileError {
 
 /// The pods each file gave at the last scan. A file that stops parsing keeps these
 /// running: a typo in an edit must not take down the pod the file described before.
-pub type LastGood = BTreeMap<PathBuf, Vec<Arc<Pod>>>;
+pub type LastGood = BTreeMap<PathBuf, Vec<SharedPod>>;
 
 /// One scan of the directory: the pods to run, why files (or documents) were refused, and
 /// what to remember for the next scan.
 #[derive(Debug, Default)]
 pub struct Scan {
-    pub pods: Vec<Arc<Pod>>,
+    pub pods: Vec<SharedPod>,
     pub errors: Vec<(PathBuf, String)>,
     pub good: LastGood,
     /// The directory itself could not be read: this scan says nothing about what is
@@ -80,7 +80,7 @@ pub fn scan(dir: &Path, node: &str) -> Scan {
 
 /// The file-source pods among `desired`, by the manifest they came from: what a restarted
 /// source remembers, so a file that broke before the restart keeps its pods after it.
-pub fn last_good_from(desired: &[Arc<Pod>]) -> LastGood {
+pub fn last_good_from(desired: &[SharedPod]) -> LastGood {
     let mut out = LastGood::new();
     for p in desired {
         let ann = p.metadata.annotations.as_ref();
@@ -118,10 +118,10 @@ pub fn scan_keeping(dir: &Path, node: &str, last: &LastGood) -> Scan {
         .filter(|p| is_manifest(p))
         .collect();
     files.sort();
-    let mut names: HashSet<(String, String)> = HashSet::new();
+    let mut names: HashSet<podvisor_core::ObjectKey> = HashSet::new();
     for path in files {
-        let pods: Vec<Arc<Pod>> = match read_file(&path, node) {
-            Ok(pods) => pods.into_iter().map(Arc::new).collect(),
+        let pods: Vec<SharedPod> = match read_file(&path, node) {
+            Ok(pods) => pods,
             Err(why) => match last.get(&path) {
                 Some(previous) => {
                     out.errors.push((
@@ -138,16 +138,13 @@ pub fn scan_keeping(dir: &Path, node: &str, last: &LastGood) -> Scan {
         };
         let mut used = Vec::with_capacity(pods.len());
         for p in pods {
-            let key = (
-                p.metadata.namespace.clone().unwrap_or_default(),
-                p.metadata.name.clone().unwrap_or_default(),
-            );
-            if !names.insert(key.clone()) {
+            if !names.insert(p.key()) {
                 out.errors.push((
                     path.clone(),
                     format!(
                         "pod {}/{} is already defined by another manifest",
-                        key.0, key.1
+                        p.namespace(),
+                        p.name()
                     ),
                 ));
                 continue;
@@ -176,7 +173,7 @@ pub fn is_manifest_name(p: &Path) -> bool {
 
 /// Every pod in one file, or the first reason the file cannot be used. A file is taken
 /// whole or not at all, so a half-valid file never runs half its pods.
-pub fn read_file(path: &Path, node: &str) -> Result<Vec<Pod>, ManifestFileError> {
+pub fn read_file(path: &Path, node: &str) -> Result<Vec<SharedPod>, ManifestFileError> {
     use ManifestFileError as E;
     let size = std::fs::metadata(path).map_err(E::Read)?.len();
     if size > MAX_FILE_SIZE {
@@ -220,7 +217,7 @@ fn pod_from_document(
     doc: serde_json::Value,
     path: &Path,
     node: &str,
-) -> Result<Pod, ManifestFileError> {
+) -> Result<SharedPod, ManifestFileError> {
     let kind = doc.get("kind").and_then(|k| k.as_str()).unwrap_or("");
     let api = doc.get("apiVersion").and_then(|k| k.as_str()).unwrap_or("");
     if kind != "Pod" || api != "v1" {
@@ -230,12 +227,14 @@ fn pod_from_document(
         });
     }
     let mut pod: Pod = serde_json::from_value(doc.clone()).map_err(ManifestFileError::Schema)?;
-    validate(&pod)?;
+    validate_pod(&pod)?;
     let uid = derive_uid(node, path, &doc);
     let node = node.to_lowercase();
-    let name = format!("{}-{node}", pod.metadata.name.as_deref().unwrap_or(""));
-    check_subdomain("metadata.name with the node name appended", &name)
-        .map_err(ManifestFileError::Invalid)?;
+    let name = format!("{}-{node}", pod.name());
+    // The node name is appended, as the kubelet does: the result must still be a name.
+    if let Some(e) = names::subdomain(&FieldPath::new("metadata.name"), &name) {
+        return Err(FieldErrors(vec![e]).into());
+    }
     pod.metadata.name = Some(name);
     pod.metadata
         .namespace
@@ -248,7 +247,10 @@ fn pod_from_document(
     ann.insert(CONFIG_SOURCE_ANNOTATION.into(), "file".into());
     ann.insert(CONFIG_HASH_ANNOTATION.into(), uid);
     ann.insert(MANIFEST_ANNOTATION.into(), path.display().to_string());
-    let spec = pod.spec.as_mut().expect("validated");
+    let Some(spec) = pod.spec.as_mut() else {
+        let e = FieldError::required(&FieldPath::new("spec"), "");
+        return Err(FieldErrors(vec![e]).into());
+    };
     spec.node_name = Some(node);
     spec.restart_policy.get_or_insert_with(|| "Always".into());
     spec.termination_grace_period_seconds.get_or_insert(30);
@@ -260,7 +262,10 @@ fn pod_from_document(
             effect: Some("NoExecute".into()),
             ..Default::default()
         });
-    Ok(pod)
+    SharedPod::new(pod).map_err(|_| {
+        let e = FieldError::required(&FieldPath::new("metadata.uid"), "");
+        FieldErrors(vec![e]).into()
+    })
 }
 
 /// A UID that is the same every time the same file with the same content is read on the
@@ -280,206 +285,6 @@ pub fn derive_uid(node: &str, path: &Path, doc: &serde_json::Value) -> String {
         &hex[16..20],
         &hex[20..]
     )
-}
-
-fn check_label(what: &str, v: &str) -> Result<(), String> {
-    let ok = !v.is_empty()
-        && v.len() <= 63
-        && v.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !v.starts_with('-')
-        && !v.ends_with('-');
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what} {v:?} must be a DNS-1123 label: at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit"
-        ))
-    }
-}
-
-fn check_subdomain(what: &str, v: &str) -> Result<(), String> {
-    let ok =
-        !v.is_empty() && v.len() <= 253 && v.split('.').all(|part| check_label(what, part).is_ok());
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what} {v:?} must be a DNS-1123 subdomain: at most 253 characters of lowercase letters, digits, '-' and '.'"
-        ))
-    }
-}
-
-/// The node name ends every static pod's name and labels the runtime's pods, so it must
-/// be what the API server accepts as a node name.
-pub fn check_node_name(name: &str) -> Result<(), String> {
-    check_subdomain("node name", name)
-}
-
-fn check_container(c: &Container, volumes: &HashSet<&str>) -> Result<(), String> {
-    check_label("container name", &c.name)?;
-    if c.image.as_deref().is_none_or(|i| i.trim().is_empty()) {
-        return Err(format!("container {:?} has no image", c.name));
-    }
-    for p in c.ports.iter().flatten() {
-        if !(1..=65535).contains(&p.container_port) {
-            return Err(format!(
-                "container {:?}: containerPort {} is not in 1..65535",
-                c.name, p.container_port
-            ));
-        }
-        if p.host_port.is_some_and(|h| !(0..=65535).contains(&h)) {
-            return Err(format!(
-                "container {:?}: hostPort is not in 0..65535",
-                c.name
-            ));
-        }
-    }
-    if let Some(r) = &c.resources {
-        for (kind, m) in [("requests", &r.requests), ("limits", &r.limits)] {
-            for (name, q) in m.iter().flatten() {
-                let parsed = if name == "cpu" {
-                    quantity::parse_milli(&q.0)
-                } else {
-                    quantity::parse_units(&q.0)
-                };
-                parsed
-                    .map_err(|e| format!("container {:?}: resources.{kind}.{name}: {e}", c.name))?;
-            }
-        }
-    }
-    for m in c.volume_mounts.iter().flatten() {
-        if !volumes.contains(m.name.as_str()) {
-            return Err(format!(
-                "container {:?} mounts undeclared volume {:?}",
-                c.name, m.name
-            ));
-        }
-        if !m.mount_path.starts_with('/') {
-            return Err(format!(
-                "container {:?}: mountPath {:?} must be absolute",
-                c.name, m.mount_path
-            ));
-        }
-        // A subPath stays inside its volume: `/etc` or `../..` would reach the host.
-        if let Some(sub) = m.sub_path.as_deref().filter(|s| !s.is_empty())
-            && (sub.starts_with('/') || sub.split('/').any(|part| part == ".."))
-        {
-            return Err(format!(
-                "container {:?}: subPath {sub:?} must be relative and must not contain '..'",
-                c.name
-            ));
-        }
-    }
-    for e in c.env.iter().flatten() {
-        if e.name.is_empty() {
-            return Err(format!("container {:?}: an env var has no name", c.name));
-        }
-        if let Some(from) = &e.value_from {
-            let path = from.field_ref.as_ref().map(|f| f.field_path.as_str());
-            let supported = [
-                "metadata.name",
-                "metadata.namespace",
-                "metadata.uid",
-                "spec.nodeName",
-                "spec.serviceAccountName",
-                "status.podIP",
-            ];
-            if !path.is_some_and(|p| supported.contains(&p)) {
-                return Err(format!(
-                    "container {:?}: env {:?}: only fieldRef to {} is supported",
-                    c.name,
-                    e.name,
-                    supported.join(", ")
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The checks the API server would make on what podvisor uses (and refuses what it
-/// cannot run).
-pub fn validate(pod: &Pod) -> Result<(), ManifestFileError> {
-    check_pod(pod).map_err(ManifestFileError::Invalid)
-}
-
-/// A grace period is handed to the runtime as seconds and turned into nanoseconds there:
-/// beyond this, the conversion overflows and the container would be killed at once
-/// instead of being sent SIGTERM first. A year is far past any real shutdown.
-const MAX_GRACE_SECONDS: i64 = 365 * 24 * 3600;
-
-fn check_pod(pod: &Pod) -> Result<(), String> {
-    let name = pod
-        .metadata
-        .name
-        .as_deref()
-        .ok_or("metadata.name is required")?;
-    check_subdomain("metadata.name", name)?;
-    if let Some(ns) = &pod.metadata.namespace {
-        check_label("metadata.namespace", ns)?;
-    }
-    let spec = pod.spec.as_ref().ok_or("spec is required")?;
-    if spec.containers.is_empty() {
-        return Err("spec.containers must not be empty".into());
-    }
-    if let Some(p) = spec.restart_policy.as_deref()
-        && !matches!(p, "Always" | "OnFailure" | "Never")
-    {
-        return Err(format!(
-            "spec.restartPolicy {p:?} must be Always, OnFailure or Never"
-        ));
-    }
-    if let Some(h) = &spec.hostname {
-        check_label("spec.hostname", h)?;
-    }
-    if let Some(d) = &spec.subdomain {
-        check_label("spec.subdomain", d)?;
-    }
-    if let Some(g) = spec.termination_grace_period_seconds
-        && !(0..=MAX_GRACE_SECONDS).contains(&g)
-    {
-        return Err(format!(
-            "spec.terminationGracePeriodSeconds {g} must be between 0 and {MAX_GRACE_SECONDS} (one year)"
-        ));
-    }
-    if spec.active_deadline_seconds.is_some_and(|d| d <= 0) {
-        return Err("spec.activeDeadlineSeconds must be positive".into());
-    }
-    let mut volumes = HashSet::new();
-    for v in spec.volumes.iter().flatten() {
-        check_label("volume name", &v.name)?;
-        if !volumes.insert(v.name.as_str()) {
-            return Err(format!("volume {:?} is declared twice", v.name));
-        }
-        if v.empty_dir.is_none() && v.host_path.is_none() {
-            return Err(format!(
-                "volume {:?}: only emptyDir and hostPath volumes are supported",
-                v.name
-            ));
-        }
-        if let Some(hp) = &v.host_path
-            && !hp.path.starts_with('/')
-        {
-            return Err(format!(
-                "volume {:?}: hostPath {:?} must be absolute",
-                v.name, hp.path
-            ));
-        }
-    }
-    let mut names = HashSet::new();
-    for c in spec
-        .init_containers
-        .iter()
-        .flatten()
-        .chain(&spec.containers)
-    {
-        check_container(c, &volumes)?;
-        if !names.insert(c.name.as_str()) {
-            return Err(format!("container name {:?} is used twice", c.name));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,81 +1,47 @@
 //! The PLEG (pod lifecycle event generator) actor: turns the runtime's state into pod
 //! lifecycle events for the sync loop and keeps the status cache current.
 //!
-//! Relisting: every `relist_period`, list every sandbox and container, diff each pod
-//! against the previous relist (`records.rs`), inspect the pods that changed, store their
-//! status in the cache, emit their events, then tell the cache that every pod is at least
-//! as fresh as the relist's start. A failed inspection emits nothing and is retried next
-//! time. `Reinspect` does the same for one pod at once: the pod worker asks for it after a
-//! sync, so it need not wait a relist period for fresh status.
+//! Relisting (`relist.rs`): every `relist_period`, list every sandbox and container, diff
+//! each pod against the previous relist (`records.rs`), inspect the pods that changed,
+//! store their status in the cache, emit their events, then tell the cache that every pod
+//! is at least as fresh as the relist's start. A failed inspection emits nothing and is
+//! retried next time. `Reinspect` does the same for one pod at once: the pod worker asks
+//! for it after a sync, so it need not wait a relist period for fresh status.
 //!
-//! Evented mode consumes the runtime's container event stream and keeps a slow safety
-//! relist; a runtime that cannot stream (containerd 1.6 answers `Unimplemented`) puts it
-//! back into relisting at once.
+//! Evented mode (`events.rs`) consumes the runtime's container event stream and keeps a
+//! slow safety relist; a runtime that cannot stream (containerd 1.6 answers
+//! `Unimplemented`) puts it back into relisting at once.
 //!
 //! Relists and inspections run in `ctx.wait`, one at a time: messages that arrive meanwhile
 //! wait their turn, so records never see two diffs interleave.
 
+mod events;
 mod health;
 mod records;
+mod relist;
 mod stream;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use actix::prelude::*;
-use futures_util::StreamExt;
 use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
-use podvisor_cri::{ContainerEvent, CriError, PodStatus, Runtime};
+use podvisor_core::PodUid;
+use podvisor_cri::{CriError, PodStatus, Runtime};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 pub use health::PlegHealth;
-pub use records::{PodRecord, PodRecords, compute_events, record_from_status, translate};
-use stream::{StreamTracker, StreamVerdict};
+pub use records::{PodRecords, RuntimeRecord, compute_events, record_from_status, translate};
+use stream::StreamTracker;
 
-use crate::status_cache::{SetStatus, UpdateTime};
-
-// ---- messages ------------------------------------------------------------------------------
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum PlegEventKind {
-    ContainerStarted,
-    ContainerDied,
-    ContainerRemoved,
-    /// A container's state is neither running nor exited (created, unknown).
-    ContainerChanged,
-    /// The pod's sandboxes changed and none of its containers did.
-    PodSync,
-}
-
-/// What the PLEG tells its subscribers (the sync loop): look at pod `uid` now.
-#[derive(Message, Debug, Clone, PartialEq, Eq)]
-#[rtype(result = "()")]
-pub struct PodLifecycleEvent {
-    pub uid: String,
-    pub kind: PlegEventKind,
-    /// The container's id (the sandbox's, for `PodSync`).
-    pub id: String,
-    /// The container's name (empty for `PodSync`).
-    pub container: String,
-}
-
-/// Relist now; answers when the relist is done.
-#[derive(Message)]
-#[rtype(result = "Result<RelistReport, PlegError>")]
-pub struct RelistNow;
-
-/// Inspect one pod now: store its status in the cache and emit its events.
-#[derive(Message)]
-#[rtype(result = "Result<(), PlegError>")]
-pub struct Reinspect {
-    pub uid: String,
-}
-
-// ---- configuration and errors ---------------------------------------------------------------
+use crate::protocol::cache::{SetStatus, UpdateTime};
+use crate::protocol::lifecycle::{
+    PlegError, PodLifecycleEvent, Reinspect, RelistNow, RelistReport,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -110,35 +76,12 @@ impl Default for PlegConfig {
     }
 }
 
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum PlegError {
-    #[error("relist failed: {0}")]
-    List(CriError),
-    #[error("inspecting pod {uid} failed: {error}")]
-    Inspect { uid: String, error: CriError },
-    #[error("the PLEG stopped before finishing")]
-    Stopped,
-}
-
-/// What one relist did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RelistReport {
-    pub pods: usize,
-    pub inspected: usize,
-    pub failed: usize,
-    pub events: usize,
-}
-
 /// The status cache, as the PLEG sees it.
 #[derive(Clone)]
 pub struct CacheHandle {
     pub set: Recipient<SetStatus>,
     pub update_time: Recipient<UpdateTime>,
 }
-
-// ---- actor ---------------------------------------------------------------------------------
-
-type Inspected = Vec<(String, Vec<PodLifecycleEvent>, Result<PodStatus, CriError>)>;
 
 pub struct Pleg {
     runtime: Arc<dyn Runtime>,
@@ -147,7 +90,7 @@ pub struct Pleg {
     config: PlegConfig,
     health: Arc<PlegHealth>,
     records: PodRecords,
-    reinspect: BTreeSet<String>,
+    reinspect: BTreeSet<PodUid>,
     mode: PlegMode,
     /// Set for a fresh instance: its first relist inspects every pod (the cache may be a
     /// fresh, empty one).
@@ -156,6 +99,7 @@ pub struct Pleg {
     stream: StreamTracker,
     stream_handle: Option<SpawnHandle>,
     list_failures: u32,
+    /// Wall-clock time and duration (ms) of the last relist.
     last_relist: Option<(u64, f64)>,
 }
 
@@ -204,120 +148,33 @@ impl Pleg {
         }
     }
 
-    fn store(&mut self, uid: &str, status: Result<PodStatus, String>, at: Instant) -> bool {
-        let (status, error) = match status {
-            Ok(s) => (Arc::new(s), None),
-            Err(e) => (Arc::new(PodStatus::default()), Some(e)),
-        };
+    /// Hands a pod's status (or the inspection's error) to the cache; `false` if the cache
+    /// refused it (the pod is inspected again).
+    fn store(&mut self, uid: &PodUid, status: Result<PodStatus, CriError>, at: Instant) -> bool {
         let msg = SetStatus {
-            uid: uid.to_string(),
-            status,
-            error,
+            uid: uid.clone(),
+            status: status.map(Arc::new).map_err(Arc::new),
             at,
         };
         if self.cache.set.try_send(msg).is_err() {
             warn!(pod_uid = %uid, "status cache refused an update; will inspect again");
-            self.reinspect.insert(uid.to_string());
+            self.reinspect.insert(uid.clone());
             return false;
         }
         true
     }
 
-    /// Diffs a fresh listing against the records; returns the pods to inspect with their
-    /// events. Pods with nothing new are settled here.
-    fn plan(&mut self, pods: Vec<podvisor_cri::Pod>) -> Vec<(String, Vec<PodLifecycleEvent>)> {
-        self.records.set_current(pods);
-        let full = self.full_inspection;
-        let reinspect = &self.reinspect;
-        self.records.changes(|uid| full || reinspect.contains(uid))
-    }
-
-    /// Stores inspection results, emits events, settles records, and stamps the cache.
-    fn apply(&mut self, inspected: Inspected, started: Instant, took: Duration) -> RelistReport {
-        let mut report = RelistReport {
-            pods: self.records.len(),
-            inspected: inspected.len(),
-            ..Default::default()
-        };
-        self.reinspect.clear();
-        for (uid, events, result) in inspected {
-            match result {
-                Ok(status) => {
-                    if self.store(&uid, Ok(status), started) {
-                        report.events += events.len();
-                        self.emit(&events);
-                        self.records.update(&uid);
-                    }
-                }
-                Err(error) => {
-                    warn!(pod_uid = %uid, %error, "inspecting pod failed; retrying on the next relist");
-                    self.store(&uid, Err(error.to_string()), started);
-                    self.reinspect.insert(uid);
-                    report.failed += 1;
-                }
-            }
-        }
-        let _ = self.cache.update_time.try_send(UpdateTime(started));
-        self.full_inspection = false;
-        self.health.relisted();
-        let unix_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        self.last_relist = Some((unix_ms, took.as_secs_f64() * 1e3));
-        if self.list_failures > 0 {
-            info!(after_failures = self.list_failures, "relisting works again");
-            self.list_failures = 0;
-        }
-        report
-    }
-
-    fn relist(
-        &mut self,
-        ctx: &mut Context<Self>,
-        done: Option<oneshot::Sender<Result<RelistReport, PlegError>>>,
-    ) {
-        let started = Instant::now();
-        let clock = std::time::Instant::now();
-        let runtime = self.runtime.clone();
-        let concurrency = self.config.inspect_concurrency.max(1);
-        let work = async move { runtime.list_pods().await }
-            .into_actor(self)
-            .then(move |listed, act, _| {
-                let todo = listed.map(|pods| act.plan(pods));
-                let runtime = act.runtime.clone();
-                async move {
-                    let todo = todo.map_err(PlegError::List)?;
-                    Ok(inspect_all(runtime, todo, concurrency).await)
-                }
-                .into_actor(act)
-            })
-            .map(move |result: Result<Inspected, PlegError>, act, _| {
-                let out = result.map(|inspected| act.apply(inspected, started, clock.elapsed()));
-                if let Err(e) = &out {
-                    act.list_failures += 1;
-                    if act.list_failures == 1 {
-                        warn!(error = %e, "relist failed; retrying every period");
-                    } else {
-                        debug!(error = %e, failures = act.list_failures, "relist failed again");
-                    }
-                }
-                if let Some(done) = done {
-                    let _ = done.send(out);
-                }
-            });
-        ctx.wait(work);
-    }
-
+    /// Inspects one pod now, stores it, emits its events.
     fn reinspect_pod(
         &mut self,
-        uid: String,
+        uid: PodUid,
         ctx: &mut Context<Self>,
         done: oneshot::Sender<Result<(), PlegError>>,
     ) {
         let started = Instant::now();
         let runtime = self.runtime.clone();
         let u = uid.clone();
-        let work = async move { runtime.pod_status(&u).await }
+        let work = async move { runtime.pod_status(u.as_str()).await }
             .into_actor(self)
             .map(move |result, act, _| {
                 let out = match result {
@@ -347,142 +204,6 @@ impl Pleg {
         }
         self.interval = Some(ctx.run_interval(period, |act, ctx| act.relist(ctx, None)));
     }
-
-    fn open_stream(&mut self, ctx: &mut Context<Self>) {
-        let generation = self.stream.opening();
-        let runtime = self.runtime.clone();
-        ctx.spawn(
-            async move { runtime.container_events().await }
-                .into_actor(self)
-                .map(move |opened, act, ctx| match opened {
-                    Ok(stream) if act.stream.is_current(generation) => {
-                        info!("consuming the runtime's container event stream");
-                        let tagged = stream
-                            .map(move |item| StreamItem::Event(generation, item))
-                            .chain(futures_util::stream::once(async move {
-                                StreamItem::End(generation)
-                            }));
-                        act.stream_handle = Some(ctx.add_stream(tagged));
-                    }
-                    Ok(_) => {}
-                    Err(e) => act.stream_failed(ctx, generation, Some(&e)),
-                }),
-        );
-    }
-
-    /// One failure of stream `generation`, however it showed (see `stream.rs`).
-    fn stream_failed(
-        &mut self,
-        ctx: &mut Context<Self>,
-        generation: u64,
-        error: Option<&CriError>,
-    ) {
-        if self.mode != PlegMode::Evented {
-            return;
-        }
-        let verdict = self.stream.failed(generation, error);
-        if verdict == StreamVerdict::Stale {
-            return;
-        }
-        if let Some(h) = self.stream_handle.take() {
-            ctx.cancel_future(h);
-        }
-        // Events may have been missed: look at everything.
-        self.relist(ctx, None);
-        match verdict {
-            StreamVerdict::Retry { attempt, after } => {
-                let reason =
-                    error.map_or_else(|| "the event stream ended".into(), |e| e.to_string());
-                debug!(%reason, attempt, "container event stream failed; reconnecting");
-                ctx.run_later(after, |act, ctx| act.open_stream(ctx));
-            }
-            StreamVerdict::FallBack(reason) => self.fall_back(ctx, &reason),
-            StreamVerdict::Stale => {}
-        }
-    }
-
-    /// Leaves evented mode for good (for this instance), logged once.
-    fn fall_back(&mut self, ctx: &mut Context<Self>, reason: &str) {
-        if self.mode == PlegMode::Relist {
-            return;
-        }
-        info!(%reason, period = ?self.config.relist_period, "PLEG falls back to relisting");
-        self.mode = PlegMode::Relist;
-        self.health.set_threshold(self.config.health_threshold);
-        let period = self.config.relist_period;
-        self.schedule_relists(ctx, period);
-    }
-
-    fn on_container_event(&mut self, event: ContainerEvent, ctx: &mut Context<Self>) {
-        let uid = event
-            .pod
-            .as_ref()
-            .map(|p| p.uid.clone())
-            .filter(|u| !u.is_empty())
-            .or_else(|| self.records.pod_of_container(&event.container_id));
-        let Some(uid) = uid else {
-            // A container of a pod never seen: a relist will find it.
-            self.relist(ctx, None);
-            return;
-        };
-        let kinds = translate(event.kind);
-        if kinds.is_empty() {
-            return;
-        }
-        let started = Instant::now();
-        let runtime = self.runtime.clone();
-        let u = uid.clone();
-        let work = async move { runtime.pod_status(&u).await }
-            .into_actor(self)
-            .map(move |result, act, _| match result {
-                Ok(status) => {
-                    let name = status
-                        .containers
-                        .iter()
-                        .find(|c| c.id == event.container_id)
-                        .map(|c| c.name.clone())
-                        .or_else(|| act.records.container_name(&uid, &event.container_id))
-                        .unwrap_or_default();
-                    act.records.set_one(&uid, record_from_status(&status));
-                    act.records.update(&uid);
-                    if act.store(&uid, Ok(status), started) {
-                        let events: Vec<PodLifecycleEvent> = kinds
-                            .iter()
-                            .map(|k| PodLifecycleEvent {
-                                uid: uid.clone(),
-                                kind: *k,
-                                id: event.container_id.clone(),
-                                container: name.clone(),
-                            })
-                            .collect();
-                        act.emit(&events);
-                    }
-                }
-                Err(error) => {
-                    warn!(pod_uid = %uid, %error, "inspecting pod after a runtime event failed");
-                    act.reinspect.insert(uid);
-                }
-            });
-        ctx.wait(work);
-    }
-}
-
-async fn inspect_all(
-    runtime: Arc<dyn Runtime>,
-    todo: Vec<(String, Vec<PodLifecycleEvent>)>,
-    concurrency: usize,
-) -> Inspected {
-    futures_util::stream::iter(todo)
-        .map(|(uid, events)| {
-            let runtime = runtime.clone();
-            async move {
-                let status = runtime.pod_status(&uid).await;
-                (uid, events, status)
-            }
-        })
-        .buffer_unordered(concurrency)
-        .collect()
-        .await
 }
 
 impl Actor for Pleg {
@@ -548,31 +269,5 @@ impl Handler<Reinspect> for Pleg {
         let (tx, rx) = oneshot::channel();
         self.reinspect_pod(msg.uid, ctx, tx);
         Box::pin(async move { rx.await.unwrap_or(Err(PlegError::Stopped)) })
-    }
-}
-
-/// An item of the event stream, tagged with the attempt it came from; `End` marks the
-/// stream's end as an item, so it is told apart from an older stream's.
-enum StreamItem {
-    Event(u64, Result<ContainerEvent, CriError>),
-    End(u64),
-}
-
-impl StreamHandler<StreamItem> for Pleg {
-    fn handle(&mut self, item: StreamItem, ctx: &mut Context<Self>) {
-        match item {
-            StreamItem::Event(generation, Ok(event)) => {
-                if self.stream.is_current(generation) {
-                    self.stream.delivered(generation);
-                    self.on_container_event(event, ctx);
-                }
-            }
-            StreamItem::Event(generation, Err(e)) => self.stream_failed(ctx, generation, Some(&e)),
-            StreamItem::End(generation) => self.stream_failed(ctx, generation, None),
-        }
-    }
-
-    fn finished(&mut self, _: &mut Context<Self>) {
-        // The default would stop the actor. The end was already handled as `End`.
     }
 }

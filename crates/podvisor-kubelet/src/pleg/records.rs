@@ -5,7 +5,9 @@ use std::collections::{BTreeSet, HashMap};
 
 use podvisor_cri::{ContainerEventKind, ContainerState, Pod, PodStatus, SandboxState};
 
-use super::{PlegEventKind, PodLifecycleEvent};
+use podvisor_core::PodUid;
+
+use crate::protocol::lifecycle::{PlegEventKind, PodLifecycleEvent};
 
 /// A container's (or sandbox's) state as far as events are concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,12 +41,12 @@ impl From<SandboxState> for Seen {
 /// What the diff needs of a pod's runtime record: ids, names and states, nothing else
 /// (labels and images are dropped on the way in), so comparing two relists is cheap.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PodRecord {
+pub struct RuntimeRecord {
     containers: Vec<(String, String, Seen)>,
     sandboxes: Vec<(String, Seen)>,
 }
 
-impl From<Pod> for PodRecord {
+impl From<Pod> for RuntimeRecord {
     fn from(p: Pod) -> Self {
         Self {
             containers: p
@@ -67,7 +69,7 @@ impl From<Pod> for PodRecord {
     }
 }
 
-impl PodRecord {
+impl RuntimeRecord {
     fn container(&self, id: &str) -> Seen {
         self.containers
             .iter()
@@ -83,7 +85,7 @@ impl PodRecord {
     }
 }
 
-fn state_of(r: Option<&PodRecord>, id: &str, sandbox: bool) -> Seen {
+fn state_of(r: Option<&RuntimeRecord>, id: &str, sandbox: bool) -> Seen {
     match r {
         None => Seen::Absent,
         Some(r) if sandbox => r.sandbox(id),
@@ -110,9 +112,9 @@ fn transition(old: Seen, new: Seen) -> &'static [PlegEventKind] {
 /// Every event that turns `old` into `new` for pod `uid`. Container changes give
 /// container events; a change of the sandboxes alone gives one `PodSync`.
 pub fn compute_events(
-    uid: &str,
-    old: Option<&PodRecord>,
-    new: Option<&PodRecord>,
+    uid: &PodUid,
+    old: Option<&RuntimeRecord>,
+    new: Option<&RuntimeRecord>,
 ) -> Vec<PodLifecycleEvent> {
     if old == new {
         return Vec::new();
@@ -125,7 +127,7 @@ pub fn compute_events(
         }
         for kind in transition(state_of(old, id, false), state_of(new, id, false)) {
             events.push(PodLifecycleEvent {
-                uid: uid.to_string(),
+                uid: uid.clone(),
                 kind: *kind,
                 id: id.clone(),
                 container: name.clone(),
@@ -141,7 +143,7 @@ pub fn compute_events(
             .find(|id| state_of(old, id, true) != state_of(new, id, true));
         if let Some(id) = changed {
             events.push(PodLifecycleEvent {
-                uid: uid.to_string(),
+                uid: uid.clone(),
                 kind: PlegEventKind::PodSync,
                 id: id.clone(),
                 container: String::new(),
@@ -165,11 +167,11 @@ pub fn translate(kind: ContainerEventKind) -> &'static [PlegEventKind] {
 
 /// A pod's record rebuilt from its full status, so a targeted re-inspection is diffed
 /// like a relist. `None` when the runtime holds nothing of the pod.
-pub fn record_from_status(status: &PodStatus) -> Option<PodRecord> {
+pub fn record_from_status(status: &PodStatus) -> Option<RuntimeRecord> {
     if status.sandboxes.is_empty() && status.containers.is_empty() {
         return None;
     }
-    Some(PodRecord {
+    Some(RuntimeRecord {
         containers: status
             .containers
             .iter()
@@ -185,8 +187,8 @@ pub fn record_from_status(status: &PodStatus) -> Option<PodRecord> {
 
 #[derive(Default)]
 struct Record {
-    old: Option<PodRecord>,
-    current: Option<PodRecord>,
+    old: Option<RuntimeRecord>,
+    current: Option<RuntimeRecord>,
 }
 
 impl Record {
@@ -205,7 +207,7 @@ impl Record {
 /// The previous ("old") and latest ("current") runtime record of every pod.
 #[derive(Default)]
 pub struct PodRecords {
-    pods: HashMap<String, Record>,
+    pods: HashMap<PodUid, Record>,
 }
 
 impl PodRecords {
@@ -217,17 +219,17 @@ impl PodRecords {
         }
         for mut pod in pods {
             // The listing is ours: move the UID out instead of copying it.
-            let uid = std::mem::take(&mut pod.pod.uid);
+            let uid = PodUid::from(std::mem::take(&mut pod.pod.uid));
             self.pods.entry(uid).or_default().current = Some(pod.into());
         }
     }
 
     /// Sets one pod's current record (a targeted re-inspection).
-    pub fn set_one(&mut self, uid: &str, record: Option<PodRecord>) {
-        self.pods.entry(uid.to_string()).or_default().current = record;
+    pub fn set_one(&mut self, uid: &PodUid, record: Option<RuntimeRecord>) {
+        self.pods.entry(uid.clone()).or_default().current = record;
     }
 
-    pub fn events(&self, uid: &str) -> Vec<PodLifecycleEvent> {
+    pub fn events(&self, uid: &PodUid) -> Vec<PodLifecycleEvent> {
         match self.pods.get(uid) {
             Some(r) => compute_events(uid, r.old.as_ref(), r.current.as_ref()),
             None => Vec::new(),
@@ -239,8 +241,8 @@ impl PodRecords {
     /// events, to settle with [`PodRecords::update`] once inspected.
     pub fn changes(
         &mut self,
-        force: impl Fn(&str) -> bool,
-    ) -> Vec<(String, Vec<PodLifecycleEvent>)> {
+        force: impl Fn(&PodUid) -> bool,
+    ) -> Vec<(PodUid, Vec<PodLifecycleEvent>)> {
         let mut out = Vec::new();
         self.pods.retain(|uid, r| {
             let events = compute_events(uid, r.old.as_ref(), r.current.as_ref());
@@ -255,7 +257,7 @@ impl PodRecords {
 
     /// The pod's events have been delivered: current becomes old; a pod that is gone is
     /// forgotten.
-    pub fn update(&mut self, uid: &str) {
+    pub fn update(&mut self, uid: &PodUid) {
         if let Some(r) = self.pods.get_mut(uid)
             && !r.settle()
         {
@@ -273,7 +275,7 @@ impl PodRecords {
 
     /// A container's name, from the last records (a deleted container is no longer in
     /// the runtime to ask).
-    pub fn container_name(&self, uid: &str, container_id: &str) -> Option<String> {
+    pub fn container_name(&self, uid: &PodUid, container_id: &str) -> Option<String> {
         let r = self.pods.get(uid)?;
         r.current
             .iter()
@@ -284,7 +286,7 @@ impl PodRecords {
     }
 
     /// The pod a container belongs to, from the last records.
-    pub fn pod_of_container(&self, container_id: &str) -> Option<String> {
+    pub fn pod_of_container(&self, container_id: &str) -> Option<PodUid> {
         self.pods.iter().find_map(|(uid, r)| {
             r.old
                 .iter()

@@ -44,12 +44,16 @@ fn pod(sandboxes: Vec<Sandbox>, containers: Vec<Container>) -> Pod {
     }
 }
 
-fn rec(p: &Pod) -> PodRecord {
+fn rec(p: &Pod) -> RuntimeRecord {
     p.clone().into()
 }
 
 fn diff(uid: &str, old: Option<&Pod>, new: Option<&Pod>) -> Vec<PodLifecycleEvent> {
-    compute_events(uid, old.map(rec).as_ref(), new.map(rec).as_ref())
+    compute_events(
+        &PodUid::from(uid),
+        old.map(rec).as_ref(),
+        new.map(rec).as_ref(),
+    )
 }
 
 fn kinds(events: &[PodLifecycleEvent]) -> Vec<(PlegEventKind, &str)> {
@@ -158,22 +162,31 @@ fn records_diff_against_the_last_delivered_state() {
         vec![container("c1", "web", ContainerState::Running)],
     );
     r.set_current(vec![running.clone()]);
-    assert_eq!(kinds(&r.events("u1")), [(ContainerStarted, "c1")]);
+    assert_eq!(
+        kinds(&r.events(&PodUid::from("u1"))),
+        [(ContainerStarted, "c1")]
+    );
     // Not delivered (inspection failed): the next relist reports it again.
     r.set_current(vec![running.clone()]);
-    assert_eq!(kinds(&r.events("u1")), [(ContainerStarted, "c1")]);
-    r.update("u1");
+    assert_eq!(
+        kinds(&r.events(&PodUid::from("u1"))),
+        [(ContainerStarted, "c1")]
+    );
+    r.update(&PodUid::from("u1"));
     r.set_current(vec![running.clone()]);
-    assert!(r.events("u1").is_empty());
-    assert_eq!(r.pod_of_container("c1").as_deref(), Some("u1"));
-    r.update("u1");
+    assert!(r.events(&PodUid::from("u1")).is_empty());
+    assert_eq!(
+        r.pod_of_container("c1").as_ref().map(PodUid::as_str),
+        Some("u1")
+    );
+    r.update(&PodUid::from("u1"));
     // Gone from the runtime: died and removed, then forgotten.
     r.set_current(vec![]);
     assert_eq!(
-        kinds(&r.events("u1")),
+        kinds(&r.events(&PodUid::from("u1"))),
         [(ContainerDied, "c1"), (ContainerRemoved, "c1")]
     );
-    r.update("u1");
+    r.update(&PodUid::from("u1"));
     assert!(r.is_empty());
 }
 
@@ -201,8 +214,8 @@ fn a_relist_diff_settles_quiet_pods_and_returns_the_changed_ones() {
     let mut changed = r.changes(|_| false);
     changed.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(changed.len(), 2);
-    r.update("u1");
-    r.update("u2");
+    r.update(&PodUid::from("u1"));
+    r.update(&PodUid::from("u2"));
     let mut exited = other.clone();
     exited.containers[0].state = ContainerState::Exited;
     r.set_current(vec![web.clone(), exited.clone()]);
@@ -215,7 +228,7 @@ fn a_relist_diff_settles_quiet_pods_and_returns_the_changed_ones() {
     let changed = r.changes(|_| false);
     assert_eq!(changed.len(), 1);
     assert_eq!(changed[0].0, "u2");
-    r.update("u2");
+    r.update(&PodUid::from("u2"));
     r.set_current(vec![web.clone(), exited.clone()]);
     assert!(r.changes(|_| false).is_empty());
     // Forced: listed even without events.

@@ -1,18 +1,22 @@
 //! The pod workers' decisions (the kubelet's `UpdatePod` and `managePodLoop` rules) as a
-//! plain state machine. The dispatcher actor feeds it updates and work reports and carries
-//! out the [`Effect`]s it returns; tests drive it directly.
+//! plain state machine. The dispatcher actor feeds it updates, work reports and due
+//! deadlines, and carries out the [`Effect`]s it returns (including the deadlines, which
+//! it keeps in its delay queue); tests drive it directly.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Arc;
 use std::time::Duration;
 
+use podvisor_core::{PodExt, PodUid, SharedPod};
 use tokio::time::Instant;
-use tracing::debug;
+use tracing::{debug, warn};
 
-use super::pod;
-use super::queue::WorkQueue;
-use super::status::{Pending, PodSyncStatus, effective_grace_period};
-use super::types::*;
+use super::lifecycle::Cause;
+use super::static_gate::StaticGate;
+use super::status::{Delivered, Pending, PodSyncStatus, requested_grace};
+use crate::protocol::updates::{
+    KillPodOptions, PodWorkerState, RuntimePod, UpdatePodOptions, UpdateType,
+};
+use crate::protocol::work::{PodWork, WorkKind, WorkResult};
 
 /// What the dispatcher must do after a decision.
 #[derive(Debug)]
@@ -20,9 +24,14 @@ pub enum Effect {
     /// Hand this work to the pod's worker (creating the worker if needed).
     Deliver(PodWork),
     /// Cancel the pod's sync in flight: newer work is waiting.
-    Cancel(String),
+    Cancel(PodUid),
     /// The pod's worker has nothing left to do.
-    StopWorker(String),
+    StopWorker(PodUid),
+    /// Look at the pod again at this time (a resync, a retry after the backoff), replacing
+    /// whatever was scheduled for it.
+    Schedule(PodUid, Instant),
+    /// Nothing is scheduled for the pod any more.
+    Unschedule(PodUid),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -44,14 +53,8 @@ impl Default for Timings {
 
 #[derive(Default)]
 pub struct PodWorkersState {
-    pods: HashMap<String, PodSyncStatus>,
-    /// Static pods by full name: the one allowed to run, and those waiting, in arrival
-    /// order.
-    started_static: HashMap<String, String>,
-    waiting_static: HashMap<String, Vec<String>>,
-    /// `sync_known_pods` has run: from now on unknown UIDs are known not to run.
-    pods_synced: bool,
-    queue: WorkQueue,
+    pods: HashMap<PodUid, PodSyncStatus>,
+    gate: StaticGate,
     timings: Timings,
 }
 
@@ -62,9 +65,50 @@ fn next_delivery() -> u64 {
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
-fn fire(kill: Option<KillPodOptions>) {
-    if let Some(tx) = kill.and_then(|k| k.completed) {
-        let _ = tx.send(());
+fn complete(kill: Option<KillPodOptions>) {
+    if let Some(k) = kill {
+        k.complete();
+    }
+}
+
+/// What an update is about: a desired pod, or a runtime-only pod (which can only be
+/// killed). `None` for an update that asks nothing.
+fn target(
+    opts: &mut UpdatePodOptions,
+    update_type: UpdateType,
+) -> Option<(SharedPod, Option<RuntimePod>)> {
+    match (opts.pod.take(), opts.running_pod.take()) {
+        (Some(p), _) => Some((p, None)),
+        (None, Some(r)) if update_type == UpdateType::Kill => Some((r.stand_in(), Some(r))),
+        (None, Some(r)) => {
+            debug!(pod_uid = %r.uid(), "update ignored: runtime-only pods can only be killed");
+            None
+        }
+        (None, None) => None,
+    }
+}
+
+/// Why an update starts the pod's termination, if it does.
+fn termination_cause(
+    pod: &SharedPod,
+    runtime_only: bool,
+    update_type: UpdateType,
+    kill: Option<&KillPodOptions>,
+) -> Option<Cause> {
+    if runtime_only {
+        Some(Cause::Orphaned)
+    } else if pod.is_deleted() {
+        Some(Cause::Deleted)
+    } else if pod.is_terminal() {
+        Some(Cause::Completed)
+    } else if update_type == UpdateType::Kill {
+        Some(if kill.is_some_and(|k| k.evict) {
+            Cause::Evicted
+        } else {
+            Cause::Killed
+        })
+    } else {
+        None
     }
 }
 
@@ -88,7 +132,7 @@ impl PodWorkersState {
         self.pods.is_empty()
     }
 
-    pub fn uids(&self) -> impl Iterator<Item = &String> {
+    pub fn uids(&self) -> impl Iterator<Item = &PodUid> {
         self.pods.keys()
     }
 
@@ -97,136 +141,76 @@ impl PodWorkersState {
     pub fn needs_cached_status(&self, opts: &UpdatePodOptions) -> bool {
         opts.pod
             .as_ref()
-            .is_some_and(|p| pod::is_terminal_phase(p) && !self.pods.contains_key(pod::uid(p)))
-    }
-
-    /// Until the first `sync_known_pods`, a pod nobody told us about may still be running.
-    pub fn could_have_running_containers(&self, uid: &str) -> bool {
-        match self.pods.get(uid) {
-            Some(s) => !s.terminated(),
-            None => !self.pods_synced,
-        }
-    }
-
-    /// The pods due for a sync, for the caller to send it. Runtime-only pods are in no
-    /// config, so nobody would send them anything: a due one (its kill failed) gets its
-    /// kill again here, as the returned effects.
-    pub fn drain_due(&mut self, now: Instant) -> (Vec<String>, Vec<Effect>) {
-        let due = self.queue.drain_due(now);
-        let mut effects = Vec::new();
-        for uid in &due {
-            let Some(s) = self.pods.get_mut(uid) else {
-                continue;
-            };
-            let runtime_only = s.current.as_ref().is_some_and(|c| c.running_pod.is_some());
-            if runtime_only && !s.working && !s.finished {
-                if s.pending.is_none() {
-                    s.pending = s.current.clone();
-                }
-                effects.extend(self.deliver(uid, now));
-            }
-        }
-        (due, effects)
+            .is_some_and(|p| p.is_terminal() && !self.pods.contains_key(p.uid()))
     }
 
     /// The kubelet's `UpdatePod`. `cached_terminal`: for a pod seen for the first time in
     /// a terminal phase, whether the runtime status cache shows nothing running.
     pub fn update_pod(
         &mut self,
-        opts: UpdatePodOptions,
+        mut opts: UpdatePodOptions,
         cached_terminal: Option<bool>,
         now: Instant,
     ) -> Vec<Effect> {
         let update_type = opts.update_type.unwrap_or(UpdateType::Sync);
-        let mut kill = opts.kill;
-        let (pod, running_pod, runtime_only) = match (opts.pod, opts.running_pod) {
-            (Some(p), _) => (p, None, false),
-            (None, Some(r)) if update_type == UpdateType::Kill => {
-                (Arc::new(pod::from_runtime(&r.0.pod)), Some(r), true)
-            }
-            (None, Some(r)) => {
-                debug!(pod_uid = %r.0.pod.uid, "update ignored: runtime-only pods can only be killed");
-                fire(kill);
-                return Vec::new();
-            }
-            (None, None) => {
-                fire(kill);
-                return Vec::new();
-            }
+        let mut kill = opts.kill.take();
+        let Some((pod, running_pod)) = target(&mut opts, update_type) else {
+            complete(kill);
+            return Vec::new();
         };
-        let uid = pod::uid(&pod).to_string();
-
+        let runtime_only = running_pod.is_some();
+        let uid = pod.uid().clone();
         if !self.pods.contains_key(&uid) {
-            let mut status = PodSyncStatus::new(&pod, now);
-            if !runtime_only && pod::is_terminal_phase(&pod) && cached_terminal == Some(true) {
-                // Done before we ever saw it: nothing to start, nothing to stop. Not a
-                // restart request either: this update is the one that found it done.
-                status.terminating_at = Some(now);
-                status.terminated_at = Some(now);
-                status.finished = true;
-                self.pods.insert(uid, status);
-                fire(kill);
+            if !runtime_only && pod.is_terminal() && cached_terminal == Some(true) {
+                // Done before we ever saw it. Not a restart request either: this update is
+                // the one that found it done.
+                self.pods
+                    .insert(uid, PodSyncStatus::done_before_seen(&pod, now));
+                complete(kill);
                 return Vec::new();
             }
-            if status.is_static && !status.finished {
-                self.waiting_static
-                    .entry(status.full_name.clone())
-                    .or_default()
-                    .push(uid.clone());
+            let status = PodSyncStatus::new(&pod);
+            if status.is_static() {
+                self.gate.arrive(status.key(), &uid);
             }
             self.pods.insert(uid.clone(), status);
         }
         let status = self.pods.get_mut(&uid).expect("inserted above");
-
         // Two pods with one UID in quick succession (a static pod edited back and forth):
         // let the first finish, then the sync loop may add the second.
         if status.termination_requested() && update_type == UpdateType::Create {
             status.restart_requested = true;
-            fire(kill);
+            complete(kill);
             return Vec::new();
         }
-        if status.finished {
-            fire(kill);
+        if status.is_finished() || (runtime_only && status.is_terminated()) {
+            // A late runtime-only kill comes from housekeeping's older view.
+            complete(kill);
             return Vec::new();
         }
-
-        let mut became_terminating = false;
-        if !status.termination_requested() {
-            if runtime_only || pod::is_deleted(&pod) {
-                status.deleted = true;
-                became_terminating = true;
-            } else if pod::is_terminal_phase(&pod) {
-                became_terminating = true;
-            } else if update_type == UpdateType::Kill {
-                status.evicted = kill.as_ref().is_some_and(|k| k.evict);
-                became_terminating = true;
-            }
-            if became_terminating {
-                status.terminating_at = Some(now);
-            }
-        }
-
-        let mut grace_shortened = false;
-        match status.kind_now() {
-            WorkKind::Terminated => {
-                if runtime_only {
-                    // Housekeeping saw an older runtime view; the worker is finishing up.
-                    fire(kill);
-                    return Vec::new();
+        let became_terminating =
+            match termination_cause(&pod, runtime_only, update_type, kill.as_ref()) {
+                Some(cause) if !status.termination_requested() => {
+                    let grace = requested_grace(&pod, kill.as_ref())
+                        .unwrap_or_else(|| pod.spec_grace_period());
+                    status.terminate(cause, grace, now);
+                    true
                 }
-                fire(kill.take());
-            }
-            WorkKind::Terminating => {
+                _ => false,
+            };
+        let mut grace_shortened = false;
+        match status.lifecycle.work_kind() {
+            Some(WorkKind::Terminating) => {
                 if let Some(k) = kill.as_mut() {
                     status.absorb_kill(k);
                 }
-                let (grace, shortened) = effective_grace_period(status, &pod, kill.as_ref());
-                status.grace_period = grace;
-                grace_shortened = shortened;
+                if let (false, Some(g)) = (became_terminating, requested_grace(&pod, kill.as_ref()))
+                {
+                    grace_shortened = status.lifecycle.shrink_grace(g).unwrap_or(false);
+                }
             }
-            WorkKind::Sync => fire(kill.take()),
+            _ => complete(kill.take()),
         }
-
         let start_time = match (&status.pending, opts.start_time) {
             (Some(p), Some(t)) => Some(p.start_time.map_or(t, |s| s.min(t))),
             (Some(p), None) => p.start_time,
@@ -239,17 +223,18 @@ impl PodWorkersState {
             start_time,
         });
         if status.working {
-            if became_terminating || grace_shortened {
-                return vec![Effect::Cancel(uid)];
-            }
-            return Vec::new();
+            return if became_terminating || grace_shortened {
+                vec![Effect::Cancel(uid)]
+            } else {
+                Vec::new()
+            };
         }
         self.deliver(&uid, now)
     }
 
     /// Hands the pod's pending update to its worker, unless it has none, or is a static pod
-    /// that must wait for another with the same full name.
-    fn deliver(&mut self, uid: &str, now: Instant) -> Vec<Effect> {
+    /// that must wait for another with the same key.
+    fn deliver(&mut self, uid: &PodUid, now: Instant) -> Vec<Effect> {
         let Some(status) = self.pods.get_mut(uid) else {
             return Vec::new();
         };
@@ -257,105 +242,50 @@ impl PodWorkersState {
             status.working = false;
             return Vec::new();
         };
-        if !status.started {
-            if status.is_static {
-                if status.termination_requested() {
-                    // Never started: nothing ran, so nothing to stop.
-                    status.terminated_at.get_or_insert(now);
-                    status.finished = true;
-                    status.working = false;
-                    status.notify_terminated();
-                    let name = status.full_name.clone();
-                    self.forget_waiting(&name, uid);
-                    let mut effects = vec![Effect::StopWorker(uid.to_string())];
-                    effects.extend(self.start_next_static(&name, now));
-                    return effects;
-                }
-                let name = status.full_name.clone();
-                if !self.allow_static_start(&name, uid) {
-                    let status = self.pods.get_mut(uid).expect("checked above");
-                    status.pending = Some(update);
-                    status.working = false;
-                    self.queue.enqueue(uid, now, self.timings.backoff);
-                    return Vec::new();
-                }
+        if !status.started && status.is_static() {
+            if status.termination_requested() {
+                // Never started: nothing ran, so nothing to stop.
+                return self.finish(uid, now);
             }
-            self.pods.get_mut(uid).expect("checked above").started = true;
+            let key = status.key().clone();
+            if !self.gate.allow(&key, uid, &self.pods) {
+                let status = self.pods.get_mut(uid).expect("checked above");
+                status.pending = Some(update);
+                status.working = false;
+                return vec![Effect::Schedule(uid.clone(), now + self.timings.backoff)];
+            }
         }
-        let seq = next_delivery();
         let status = self.pods.get_mut(uid).expect("checked above");
-        let work = status.work(&update, seq);
-        status.current = Some(update);
-        status.current_seq = seq;
-        status.current_kind = work.kind;
+        status.started = true;
+        let seq = next_delivery();
+        let Some(work) = status.work(&update, seq) else {
+            status.working = false;
+            return Vec::new();
+        };
+        status.current = Some(Delivered {
+            update,
+            seq,
+            kind: work.kind,
+        });
         status.working = true;
         vec![Effect::Deliver(work)]
     }
 
-    /// The kubelet's rule: the first in arrival order whose termination was not requested
-    /// runs; the others wait until it is gone.
-    fn allow_static_start(&mut self, full_name: &str, uid: &str) -> bool {
-        if let Some(started) = self.started_static.get(full_name) {
-            return started == uid;
-        }
-        let pods = &self.pods;
-        let waiting = self
-            .waiting_static
-            .entry(full_name.to_string())
-            .or_default();
-        waiting.retain(|w| {
-            pods.get(w)
-                .is_some_and(|s| !s.termination_requested() && !s.terminated())
-        });
-        match waiting.first() {
-            Some(first) if first != uid => return false,
-            Some(_) => {
-                waiting.remove(0);
-            }
-            None => {}
-        }
-        if waiting.is_empty() {
-            self.waiting_static.remove(full_name);
-        }
-        self.started_static
-            .insert(full_name.to_string(), uid.to_string());
-        true
-    }
-
-    fn forget_waiting(&mut self, full_name: &str, uid: &str) {
-        if let Some(w) = self.waiting_static.get_mut(full_name) {
-            w.retain(|x| x != uid);
-            if w.is_empty() {
-                self.waiting_static.remove(full_name);
-            }
-        }
-    }
-
-    /// A static pod with this full name is done: let the next one in line start now
-    /// rather than at its next retry.
-    fn start_next_static(&mut self, full_name: &str, now: Instant) -> Vec<Effect> {
-        let Some(next) = self.waiting_static.get(full_name).and_then(|w| {
-            w.iter()
-                .find(|u| {
-                    self.pods
-                        .get(*u)
-                        .is_some_and(|s| s.pending.is_some() && !s.working)
-                })
-                .cloned()
-        }) else {
+    /// A static pod with this key is done: let the next one in line start now rather than
+    /// at its next retry.
+    fn start_next_static(&mut self, uid: &PodUid, now: Instant) -> Vec<Effect> {
+        let Some(key) = self.pods.get(uid).map(|s| s.key().clone()) else {
             return Vec::new();
         };
-        self.queue.forget(&next);
-        self.deliver(&next, now)
-    }
-
-    fn release_static(&mut self, uid: &str) -> Option<String> {
-        let name = self.pods.get(uid)?.full_name.clone();
-        if self.started_static.get(&name).is_some_and(|s| s == uid) {
-            self.started_static.remove(&name);
-            return Some(name);
+        if !self.gate.release(&key, uid) {
+            return Vec::new();
         }
-        None
+        let Some(next) = self.gate.next(&key, &self.pods) else {
+            return Vec::new();
+        };
+        let mut effects = vec![Effect::Unschedule(next.clone())];
+        effects.extend(self.deliver(&next, now));
+        effects
     }
 
     /// Whether `seq` is the work the pod's worker is running now (not a late report of
@@ -363,93 +293,104 @@ impl PodWorkersState {
     pub fn is_current_work(&self, uid: &str, seq: u64) -> bool {
         self.pods
             .get(uid)
-            .is_some_and(|s| s.working && s.current_seq == seq)
+            .is_some_and(|s| s.working && s.current.as_ref().is_some_and(|c| c.seq == seq))
     }
 
     /// A worker reports how the work `seq` ended.
     pub fn work_done(
         &mut self,
-        uid: &str,
+        uid: &PodUid,
         seq: u64,
         result: WorkResult,
         now: Instant,
     ) -> Vec<Effect> {
-        let Some(status) = self.pods.get_mut(uid) else {
-            return Vec::new();
-        };
-        if !(status.working && status.current_seq == seq) {
+        if !self.is_current_work(uid, seq) {
             return Vec::new(); // a report for work that was redelivered since
         }
-        let kind = status.current_kind;
+        let status = self.pods.get_mut(uid).expect("checked above");
+        let kind = status.current.as_ref().map_or(WorkKind::Sync, |c| c.kind);
         status.last_result = Some((kind, result.clone()));
-        match result {
-            WorkResult::Cancelled => {}
-            WorkResult::Failed(_) => self.queue.enqueue(uid, now, self.timings.backoff),
-            WorkResult::Ok(outcome) => match kind {
-                WorkKind::Terminated => return self.finish(uid, now),
-                WorkKind::Terminating => {
-                    let runtime_only = status
-                        .current
-                        .as_ref()
-                        .is_some_and(|c| c.running_pod.is_some());
-                    status.terminated_at = Some(now);
-                    status.notify_terminated();
-                    if runtime_only {
-                        // Not in any config: no terminated sync, garbage collection does the rest.
-                        return self.finish(uid, now);
-                    }
-                    if status.pending.is_none() {
-                        status.pending = status.current.clone();
-                    }
-                    self.queue.enqueue(uid, now, self.timings.resync_interval);
+        let resync = Effect::Schedule(uid.clone(), now + self.timings.resync_interval);
+        let mut effects = Vec::new();
+        match (result, kind) {
+            (WorkResult::Cancelled, _) => {}
+            (WorkResult::Failed(_), _) => {
+                effects.push(Effect::Schedule(uid.clone(), now + self.timings.backoff))
+            }
+            (WorkResult::Ok(_), WorkKind::Terminated) => return self.finish(uid, now),
+            // Not in any config: no terminated sync, garbage collection does the rest.
+            (WorkResult::Ok(_), WorkKind::Terminating) if status.is_runtime_only() => {
+                return self.finish(uid, now);
+            }
+            (WorkResult::Ok(_), WorkKind::Terminating) => {
+                if let Err(e) = status.lifecycle.stopped(now) {
+                    warn!(pod_uid = %uid, error = %e, "pod workers' lifecycle refused a move");
                 }
-                WorkKind::Sync => {
-                    if outcome.terminal && !status.termination_requested() {
-                        status.terminating_at = Some(now);
-                        if let Some(current) = status.current.clone() {
-                            status.grace_period =
-                                effective_grace_period(status, &current.pod, None).0;
-                            if status.pending.is_none() {
-                                status.pending = Some(current);
-                            }
-                        }
-                    }
-                    self.queue.enqueue(uid, now, self.timings.resync_interval);
+                status.notify_terminated();
+                status.repeat_current();
+                effects.push(resync);
+            }
+            (WorkResult::Ok(outcome), WorkKind::Sync) => {
+                if outcome.terminal
+                    && !status.termination_requested()
+                    && let Some(pod) = status.current.as_ref().map(|c| c.update.pod.clone())
+                {
+                    let grace =
+                        requested_grace(&pod, None).unwrap_or_else(|| pod.spec_grace_period());
+                    status.terminate(Cause::Completed, grace, now);
+                    status.repeat_current();
                 }
-            },
+                effects.push(resync);
+            }
         }
-        self.deliver(uid, now)
+        effects.extend(self.deliver(uid, now));
+        effects
     }
 
-    fn finish(&mut self, uid: &str, now: Instant) -> Vec<Effect> {
+    fn finish(&mut self, uid: &PodUid, now: Instant) -> Vec<Effect> {
         let Some(status) = self.pods.get_mut(uid) else {
             return Vec::new();
         };
-        status.terminated_at.get_or_insert(now);
-        status.finished = true;
+        if let Err(e) = status.lifecycle.finish(now) {
+            warn!(pod_uid = %uid, error = %e, "pod workers' lifecycle refused a move");
+        }
         status.working = false;
         status.pending = None;
         status.notify_terminated();
-        self.queue.forget(uid);
-        let mut effects = vec![Effect::StopWorker(uid.to_string())];
-        if let Some(name) = self.release_static(uid) {
-            effects.extend(self.start_next_static(&name, now));
-        }
+        let key = status.key().clone();
+        self.gate.forget_waiting(&key, uid);
+        let mut effects = vec![
+            Effect::StopWorker(uid.clone()),
+            Effect::Unschedule(uid.clone()),
+        ];
+        effects.extend(self.start_next_static(uid, now));
         effects
+    }
+
+    /// The pod's deadline came: a resync after a success, a retry after a failure, a static
+    /// pod's next try at its gate. The newest update is delivered again (a pod that is
+    /// working now is looked at when its work ends; one that finished needs nothing).
+    pub fn resync_due(&mut self, uid: &PodUid, now: Instant) -> Vec<Effect> {
+        let Some(status) = self.pods.get_mut(uid) else {
+            return Vec::new();
+        };
+        if status.working || status.is_finished() {
+            return Vec::new();
+        }
+        status.pending = status.take_resync(now);
+        self.deliver(uid, now)
     }
 
     /// A worker crashed and restarted: the work it was running is lost, so it gets the
     /// newest update again.
-    pub fn worker_restarted(&mut self, uid: &str, now: Instant) -> Vec<Effect> {
+    pub fn worker_restarted(&mut self, uid: &PodUid, now: Instant) -> Vec<Effect> {
         let Some(status) = self.pods.get_mut(uid) else {
             return Vec::new();
         };
         if !status.working {
             return Vec::new();
         }
-        if status.pending.is_none() {
-            status.pending = status.current.clone();
-        }
+        status.repeat_current();
         status.working = false;
         self.deliver(uid, now)
     }
@@ -458,36 +399,33 @@ impl PodWorkersState {
     /// and reports every known pod's state.
     pub fn sync_known_pods(
         &mut self,
-        desired: &HashSet<String>,
-    ) -> (BTreeMap<String, PodWorkerState>, Vec<Effect>) {
-        self.pods_synced = true;
+        desired: &HashSet<PodUid>,
+    ) -> (BTreeMap<PodUid, PodWorkerState>, Vec<Effect>) {
         let mut states = BTreeMap::new();
         let mut effects = Vec::new();
-        let forget: Vec<String> = self
+        let forget: Vec<PodUid> = self
             .pods
             .iter()
-            .filter(|(uid, s)| s.finished && (!desired.contains(*uid) || s.restart_requested))
+            .filter(|(uid, s)| s.is_finished() && (!desired.contains(*uid) || s.restart_requested))
             .map(|(uid, _)| uid.clone())
             .collect();
         for uid in forget {
-            let restart = self.pods.get(&uid).is_some_and(|s| s.restart_requested);
-            states.insert(
-                uid.clone(),
-                if restart {
-                    PodWorkerState::TerminatedAndRecreated
-                } else {
-                    PodWorkerState::Terminated
-                },
-            );
-            self.release_static(&uid);
-            if let Some(s) = self.pods.remove(&uid) {
-                self.forget_waiting(&s.full_name, &uid);
-            }
-            self.queue.forget(&uid);
-            effects.push(Effect::StopWorker(uid));
+            let Some(s) = self.pods.remove(&uid) else {
+                continue;
+            };
+            let state = if s.restart_requested {
+                PodWorkerState::TerminatedAndRecreated
+            } else {
+                PodWorkerState::Terminated
+            };
+            states.insert(uid.clone(), state);
+            self.gate.release(s.key(), &uid);
+            self.gate.forget_waiting(s.key(), &uid);
+            effects.push(Effect::StopWorker(uid.clone()));
+            effects.push(Effect::Unschedule(uid));
         }
         for (uid, s) in &self.pods {
-            let state = if s.terminated() {
+            let state = if s.is_terminated() {
                 PodWorkerState::Terminated
             } else if s.termination_requested() {
                 PodWorkerState::Terminating

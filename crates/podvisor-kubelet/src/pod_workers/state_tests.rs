@@ -12,8 +12,28 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::pod::CONFIG_SOURCE_ANNOTATION;
+use podvisor_core::pod::CONFIG_SOURCE_ANNOTATION;
+use podvisor_core::{GracePeriod, PodUid, SharedPod};
+
 use super::*;
+use crate::pod_sync::SyncError;
+use crate::protocol::updates::{
+    KillPodOptions, PodWorkerState, RuntimePod, UpdatePodOptions, UpdateType,
+};
+use crate::protocol::work::{PodWork, SyncOutcome, WorkKind, WorkResult};
+
+fn shared(p: Pod) -> SharedPod {
+    SharedPod::new(p).unwrap()
+}
+
+fn uid(u: &str) -> PodUid {
+    PodUid::from(u)
+}
+
+/// A failed sync, as a worker reports it.
+fn failed(why: &str) -> WorkResult {
+    WorkResult::failed(SyncError::Other(why.into()))
+}
 
 fn pod(uid: &str) -> Pod {
     let mut p = Pod::default();
@@ -69,25 +89,25 @@ fn version(w: &PodWork) -> String {
 }
 
 fn create(p: Pod) -> UpdatePodOptions {
-    UpdatePodOptions::new(UpdateType::Create, Arc::new(p))
+    UpdatePodOptions::new(UpdateType::Create, shared(p))
 }
 
 fn update(p: Pod) -> UpdatePodOptions {
-    UpdatePodOptions::new(UpdateType::Update, Arc::new(p))
+    UpdatePodOptions::new(UpdateType::Update, shared(p))
 }
 
 fn kill(p: Pod, grace: Option<i64>) -> UpdatePodOptions {
     UpdatePodOptions::kill(
-        Arc::new(p),
+        shared(p),
         KillPodOptions {
-            grace_period_override: grace,
+            grace_period_override: grace.map(GracePeriod::from_seconds),
             ..Default::default()
         },
     )
 }
 
 fn runtime_pod(uid: &str) -> RuntimePod {
-    RuntimePod(podvisor_cri::Pod {
+    RuntimePod::new(podvisor_cri::Pod {
         pod: podvisor_cri::PodRef {
             uid: uid.into(),
             name: format!("orphan-{uid}"),
@@ -134,6 +154,8 @@ struct Sim {
     finished: HashSet<String>,
     /// The spec version of each pod's last sync that succeeded.
     applied: HashMap<String, String>,
+    /// Each pod's deadline, as the dispatcher's delay queue would hold it.
+    due: HashMap<PodUid, Instant>,
 }
 
 impl Sim {
@@ -150,6 +172,7 @@ impl Sim {
             stopped: Vec::new(),
             finished: HashSet::new(),
             applied: HashMap::new(),
+            due: HashMap::new(),
         }
     }
 
@@ -157,7 +180,7 @@ impl Sim {
         for e in effects {
             match e {
                 Effect::Deliver(work) => {
-                    let uid = pod::uid(&work.pod).to_string();
+                    let uid = work.pod.uid().to_string();
                     assert!(
                         !self.in_flight.contains_key(&uid),
                         "two syncs in flight for {uid}"
@@ -166,17 +189,23 @@ impl Sim {
                     self.calls.entry(uid.clone()).or_default().push(Call {
                         kind: work.kind,
                         update: work.update_type,
-                        grace: work.grace_period,
+                        grace: work.grace_period.map(GracePeriod::seconds),
                         version: version(&work),
                     });
                     self.in_flight.insert(uid, work);
                 }
-                Effect::Cancel(uid) => self.cancelled.push(uid),
+                Effect::Cancel(uid) => self.cancelled.push(uid.to_string()),
                 Effect::StopWorker(uid) => {
-                    if self.s.status(&uid).is_some_and(|s| s.finished) {
-                        self.finished.insert(uid.clone());
+                    if self.s.status(&uid).is_some_and(|s| s.is_finished()) {
+                        self.finished.insert(uid.to_string());
                     }
-                    self.stopped.push(uid)
+                    self.stopped.push(uid.to_string())
+                }
+                Effect::Schedule(uid, at) => {
+                    self.due.insert(uid, at);
+                }
+                Effect::Unschedule(uid) => {
+                    self.due.remove(&uid);
                 }
             }
         }
@@ -201,7 +230,9 @@ impl Sim {
         if work.kind == WorkKind::Sync && matches!(result, WorkResult::Ok(_)) {
             self.applied.insert(uid.to_string(), version(&work));
         }
-        let effects = self.s.work_done(uid, work.seq, result, self.now);
+        let effects = self
+            .s
+            .work_done(&PodUid::from(uid), work.seq, result, self.now);
         self.apply(effects);
         work
     }
@@ -219,20 +250,35 @@ impl Sim {
 
     /// `sync_known_pods`, as the sync loop's housekeeping calls it.
     fn sync_known(&mut self, desired: &[&str]) -> BTreeMap<String, PodWorkerState> {
-        let desired: HashSet<String> = desired.iter().map(|s| s.to_string()).collect();
+        let desired: HashSet<PodUid> = desired.iter().map(|s| uid(s)).collect();
         let (states, effects) = self.s.sync_known_pods(&desired);
         self.apply(effects);
-        let known: HashSet<String> = self.s.uids().cloned().collect();
+        let known: HashSet<String> = self.s.uids().map(|u| u.to_string()).collect();
         self.finished.retain(|u| known.contains(u));
         states
+            .into_iter()
+            .map(|(u, s)| (u.to_string(), s))
+            .collect()
     }
 
-    /// The sync loop's resync tick: what is due (runtime-only kills are redelivered by
-    /// the state itself).
+    /// The dispatcher's delay queue at `at`: every pod whose deadline has come, soonest
+    /// first, is handed to the state, which delivers its newest update again.
     fn drain_due(&mut self, at: Instant) -> Vec<String> {
-        let (due, effects) = self.s.drain_due(at);
-        self.apply(effects);
-        due
+        let mut due: Vec<(Instant, PodUid)> = self
+            .due
+            .iter()
+            .filter(|(_, t)| **t <= at)
+            .map(|(u, t)| (*t, u.clone()))
+            .collect();
+        due.sort();
+        let mut out = Vec::new();
+        for (_, u) in due {
+            self.due.remove(&u);
+            let effects = self.s.resync_due(&u, at);
+            self.apply(effects);
+            out.push(u.to_string());
+        }
+        out
     }
 
     fn calls(&self, uid: &str) -> Vec<Call> {
@@ -256,8 +302,7 @@ fn first_sight_creates_the_status_and_delivers_a_sync() {
     sim.send(create(pod("u1")));
     assert_eq!(sim.calls("u1"), [call(Sync, UpdateType::Create)]);
     let st = sim.status("u1");
-    assert!(st.working && !st.termination_requested() && st.started);
-    assert!(sim.s.could_have_running_containers("u1"));
+    assert!(st.is_working() && !st.termination_requested() && st.has_started());
 }
 
 #[test]
@@ -266,11 +311,11 @@ fn a_pod_first_seen_terminal_with_a_terminal_cache_is_finished_without_syncing()
     sim.send_cached(create(phase(pod("u1"), "Succeeded")), true);
     assert!(sim.calls("u1").is_empty(), "nothing to start or stop");
     let st = sim.status("u1");
-    assert!(st.terminated() && st.finished);
+    assert!(st.is_terminated() && st.is_finished());
     // The create that found it done is not a second pod with its UID: no restart is
     // requested, so housekeeping keeps it finished instead of forgetting and re-adding it
     // (then as a pod with no phase, which would run again) on every pass.
-    assert!(!st.restart_requested);
+    assert!(!st.restart_requested());
     let states = sim.sync_known(&["u1"]);
     assert_eq!(states.get("u1"), Some(&PodWorkerState::Terminated));
     assert!(sim.s.status("u1").is_some(), "still known, still finished");
@@ -286,7 +331,7 @@ fn a_pod_first_seen_terminal_whose_containers_still_run_is_torn_down() {
     sim.send_cached(create(phase(pod("u1"), "Failed")), false);
     sim.drain("u1");
     assert_eq!(sim.kinds("u1"), [Terminating, Terminated]);
-    assert!(sim.status("u1").finished);
+    assert!(sim.status("u1").is_finished());
 }
 
 #[test]
@@ -296,7 +341,7 @@ fn a_create_for_a_terminating_uid_only_requests_a_restart() {
     sim.ok("u1");
     sim.send(kill(pod("u1"), None));
     sim.send(create(labelled(pod("u1"), "second")));
-    assert!(sim.status("u1").restart_requested);
+    assert!(sim.status("u1").restart_requested());
     sim.drain("u1");
     assert_eq!(sim.kinds("u1"), [Sync, Terminating, Terminated]);
     assert!(
@@ -312,7 +357,7 @@ fn a_finished_uid_ignores_updates_until_sync_known_pods_forgets_it() {
     sim.ok("u1");
     sim.send(kill(pod("u1"), None));
     sim.drain("u1");
-    assert!(sim.status("u1").finished);
+    assert!(sim.status("u1").is_finished());
     assert_eq!(sim.stopped, ["u1"], "the worker has nothing left to do");
     sim.send(update(pod("u1")));
     sim.send(kill(pod("u1"), None));
@@ -328,7 +373,7 @@ fn a_deletion_timestamp_starts_termination() {
     sim.send(create(pod("u1")));
     sim.ok("u1");
     sim.send(update(deleted(pod("u1"), 30)));
-    assert!(sim.status("u1").deleted);
+    assert_eq!(sim.status("u1").cause(), Some(Cause::Deleted));
     sim.drain("u1");
     assert_eq!(sim.kinds("u1"), [Sync, Terminating, Terminated]);
 }
@@ -339,7 +384,7 @@ fn a_terminal_phase_starts_termination() {
     sim.send(create(pod("u1")));
     sim.ok("u1");
     sim.send(update(phase(pod("u1"), "Succeeded")));
-    assert!(sim.status("u1").termination_requested() && !sim.status("u1").deleted);
+    assert_eq!(sim.status("u1").cause(), Some(Cause::Completed));
     sim.drain("u1");
     assert_eq!(sim.kinds("u1"), [Sync, Terminating, Terminated]);
 }
@@ -350,13 +395,13 @@ fn a_kill_starts_termination_and_an_eviction_is_recorded() {
     sim.send(create(pod("u1")));
     sim.ok("u1");
     sim.send(UpdatePodOptions::kill(
-        Arc::new(pod("u1")),
+        shared(pod("u1")),
         KillPodOptions {
             evict: true,
             ..Default::default()
         },
     ));
-    assert!(sim.status("u1").evicted);
+    assert_eq!(sim.status("u1").cause(), Some(Cause::Evicted));
     sim.drain("u1");
     assert_eq!(sim.kinds("u1"), [Sync, Terminating, Terminated]);
 }
@@ -381,8 +426,8 @@ fn a_sync_that_finds_the_pod_terminal_moves_it_to_terminating() {
 fn a_runtime_only_pod_whose_kill_failed_is_killed_again_when_due() {
     let mut sim = Sim::new();
     sim.send(UpdatePodOptions::runtime_kill(runtime_pod("orphan")));
-    sim.finish_with("orphan", WorkResult::Failed("runtime down".into()));
-    assert!(!sim.status("orphan").finished);
+    sim.finish_with("orphan", failed("runtime down"));
+    assert!(!sim.status("orphan").is_finished());
     // No config holds it, so nobody else would ever send it again.
     assert!(
         sim.drain_due(sim.now + Duration::from_millis(500))
@@ -391,7 +436,7 @@ fn a_runtime_only_pod_whose_kill_failed_is_killed_again_when_due() {
     assert_eq!(sim.drain_due(sim.now + Duration::from_secs(1)), ["orphan"]);
     assert_eq!(sim.kinds("orphan"), [Terminating, Terminating]);
     sim.ok("orphan");
-    assert!(sim.status("orphan").finished);
+    assert!(sim.status("orphan").is_finished());
     assert!(sim.drain_due(sim.now + Duration::from_secs(60)).is_empty());
     assert_eq!(sim.kinds("orphan"), [Terminating, Terminating]);
 }
@@ -409,10 +454,10 @@ fn runtime_only_pods_can_only_be_killed_and_skip_the_terminated_sync() {
         "a non-kill update is ignored"
     );
     sim.send(UpdatePodOptions::runtime_kill(runtime_pod("orphan")));
-    assert!(sim.status("orphan").deleted);
+    assert_eq!(sim.status("orphan").cause(), Some(Cause::Orphaned));
     sim.drain("orphan");
     assert_eq!(sim.kinds("orphan"), [Terminating]);
-    assert!(sim.status("orphan").finished);
+    assert!(sim.status("orphan").is_finished());
     // A late kill from housekeeping's older view changes nothing.
     sim.send(UpdatePodOptions::runtime_kill(runtime_pod("orphan")));
     assert_eq!(sim.kinds("orphan"), [Terminating]);
@@ -424,7 +469,7 @@ fn once_terminating_every_update_is_a_kill() {
     sim.send(create(pod("u1")));
     sim.ok("u1");
     sim.send(kill(pod("u1"), Some(20)));
-    sim.finish_with("u1", WorkResult::Failed("stop timed out".into()));
+    sim.finish_with("u1", failed("stop timed out"));
     sim.send(update(labelled(pod("u1"), "new-spec")));
     let calls = sim.calls("u1");
     assert_eq!(
@@ -453,7 +498,10 @@ fn a_deletion_grace_period_of_15s_is_carried_into_termination() {
     sim.send(create(pod("u1")));
     sim.ok("u1");
     sim.send(update(deleted(pod("u1"), 15)));
-    assert_eq!(sim.status("u1").grace_period, 15);
+    assert_eq!(
+        sim.status("u1").grace_period(),
+        Some(GracePeriod::from_seconds(15))
+    );
     sim.drain("u1");
     assert_eq!(
         sim.calls("u1"),
@@ -464,7 +512,7 @@ fn a_deletion_grace_period_of_15s_is_carried_into_termination() {
         ]
     );
     let st = sim.status("u1");
-    assert!(st.deleted && st.finished);
+    assert!(st.cause() == Some(Cause::Deleted) && st.is_finished());
 }
 
 #[test]
@@ -480,9 +528,12 @@ fn a_second_kill_with_a_longer_grace_is_ignored() {
         sim.cancelled.is_empty(),
         "nothing shortened, nothing cancelled"
     );
-    assert_eq!(sim.status("u1").grace_period, 10);
+    assert_eq!(
+        sim.status("u1").grace_period(),
+        Some(GracePeriod::from_seconds(10))
+    );
     // It failed (the stop timed out): the retry keeps the shorter grace.
-    sim.finish_with("u1", WorkResult::Failed("stop timed out".into()));
+    sim.finish_with("u1", failed("stop timed out"));
     sim.send(kill(pod("u1"), Some(60)));
     sim.drain("u1");
     assert!(sim.cancelled.is_empty());
@@ -492,7 +543,7 @@ fn a_second_kill_with_a_longer_grace_is_ignored() {
         sim.kinds("u1"),
         [Sync, Terminating, Terminating, Terminated]
     );
-    assert!(sim.status("u1").finished);
+    assert!(sim.status("u1").is_finished());
 }
 
 #[test]
@@ -575,7 +626,7 @@ fn a_kill_completion_fires_exactly_once_when_termination_is_done() {
     sim.ok("u1");
     let (tx, mut rx) = oneshot::channel();
     sim.send(UpdatePodOptions::kill(
-        Arc::new(pod("u1")),
+        shared(pod("u1")),
         KillPodOptions {
             completed: Some(tx),
             ..Default::default()
@@ -598,7 +649,7 @@ fn a_kill_completion_fires_exactly_once_when_termination_is_done() {
     sim.drain("u1");
     let (tx, mut rx) = oneshot::channel();
     sim.send(UpdatePodOptions::kill(
-        Arc::new(pod("u1")),
+        shared(pod("u1")),
         KillPodOptions {
             completed: Some(tx),
             ..Default::default()
@@ -615,7 +666,7 @@ fn status_functions_reach_the_terminating_sync_and_are_applied_once() {
     sim.ok("u1");
     let a = applied.clone();
     sim.send(UpdatePodOptions::kill(
-        Arc::new(pod("u1")),
+        shared(pod("u1")),
         KillPodOptions {
             status_fn: Some(Arc::new(move |s: &mut ApiPodStatus| {
                 a.fetch_add(1, Ordering::Relaxed);
@@ -638,12 +689,9 @@ fn status_functions_reach_the_terminating_sync_and_are_applied_once() {
         }
         work.status_fns.len()
     };
-    assert_eq!(
-        apply_on_success(&mut sim, WorkResult::Failed("boom".into())),
-        1
-    );
-    // The retry (after the backoff, as the sync loop would send it) carries it again.
-    sim.send(UpdatePodOptions::new(UpdateType::Sync, Arc::new(pod("u1"))));
+    assert_eq!(apply_on_success(&mut sim, failed("boom")), 1);
+    // The retry (after the backoff, from the dispatcher's own queue) carries it again.
+    assert_eq!(sim.drain_due(sim.now + Duration::from_secs(1)), ["u1"]);
     assert_eq!(
         apply_on_success(&mut sim, WorkResult::Ok(SyncOutcome::default())),
         1
@@ -657,19 +705,20 @@ fn status_functions_reach_the_terminating_sync_and_are_applied_once() {
 fn failures_back_off_and_successes_resync() {
     let mut sim = Sim::new();
     sim.send(create(pod("u1")));
-    sim.finish_with("u1", WorkResult::Failed("image pull".into()));
+    sim.finish_with("u1", failed("image pull"));
     assert!(
         sim.drain_due(sim.now + Duration::from_millis(900))
             .is_empty()
     );
+    // The retry is delivered by the state itself (no round trip through the sync loop).
     assert_eq!(sim.drain_due(sim.now + Duration::from_secs(1)), ["u1"]);
-    sim.send(UpdatePodOptions::new(UpdateType::Sync, Arc::new(pod("u1"))));
+    assert_eq!(sim.calls("u1")[1], call(Sync, UpdateType::Sync));
     sim.ok("u1");
     assert!(sim.drain_due(sim.now + Duration::from_secs(9)).is_empty());
     assert_eq!(sim.drain_due(sim.now + Duration::from_secs(10)), ["u1"]);
     let st = sim.status("u1");
     assert!(matches!(
-        st.last_result,
+        st.last_result(),
         Some((WorkKind::Sync, WorkResult::Ok(_)))
     ));
 }
@@ -736,24 +785,20 @@ fn a_static_pod_killed_before_it_started_never_syncs() {
     sim.send(create(static_pod("b", "etcd")));
     let (tx, mut rx) = oneshot::channel();
     sim.send(UpdatePodOptions::kill(
-        Arc::new(static_pod("b", "etcd")),
+        shared(static_pod("b", "etcd")),
         KillPodOptions {
             completed: Some(tx),
             ..Default::default()
         },
     ));
     assert!(sim.calls("b").is_empty());
-    assert!(sim.status("b").finished, "it never ran, so it is done");
+    assert!(sim.status("b").is_finished(), "it never ran, so it is done");
     assert_eq!(rx.try_recv(), Ok(()));
 }
 
 #[test]
 fn sync_known_pods_forgets_finished_pods_and_keeps_the_rest() {
     let mut sim = Sim::new();
-    assert!(
-        sim.s.could_have_running_containers("unknown"),
-        "unknown pods might run until the first call"
-    );
     for uid in ["done", "leaving", "running"] {
         sim.send(create(pod(uid)));
         sim.ok(uid);
@@ -761,17 +806,15 @@ fn sync_known_pods_forgets_finished_pods_and_keeps_the_rest() {
     sim.send(kill(pod("done"), None));
     sim.drain("done");
     sim.send(kill(pod("leaving"), None));
-    let (states, effects) = sim
-        .s
-        .sync_known_pods(&HashSet::from(["running".to_string()]));
+    let (states, effects) = sim.s.sync_known_pods(&HashSet::from([uid("running")]));
     assert_eq!(states["done"], PodWorkerState::Terminated);
     assert_eq!(states["leaving"], PodWorkerState::Terminating);
     assert_eq!(states["running"], PodWorkerState::Syncing);
-    assert!(matches!(&effects[..], [Effect::StopWorker(u)] if u == "done"));
+    assert!(
+        matches!(&effects[..], [Effect::StopWorker(u), Effect::Unschedule(v)] if u == "done" && v == "done")
+    );
     assert!(sim.s.status("done").is_none());
     assert!(sim.s.status("leaving").is_some(), "still terminating: kept");
-    assert!(!sim.s.could_have_running_containers("unknown"));
-    assert!(sim.s.could_have_running_containers("leaving"));
 }
 
 #[test]
@@ -781,23 +824,23 @@ fn a_restarted_worker_gets_the_newest_update_again() {
     // The worker crashed with v1 in flight; v2 arrived meanwhile.
     sim.send(update(labelled(pod("u1"), "v2")));
     let lost = sim.in_flight.remove("u1").unwrap();
-    let effects = sim.s.worker_restarted("u1", sim.now);
+    let effects = sim.s.worker_restarted(&uid("u1"), sim.now);
     sim.apply(effects);
     assert_eq!(sim.calls("u1").last().unwrap().version, "v2");
     // A late report for the lost work is ignored.
     let effects = sim.s.work_done(
-        "u1",
+        &uid("u1"),
         lost.seq,
         WorkResult::Ok(SyncOutcome::default()),
         sim.now,
     );
     assert!(effects.is_empty());
-    assert!(sim.status("u1").working);
+    assert!(sim.status("u1").is_working());
     // With nothing newer, the lost work itself is redelivered.
     sim.ok("u1");
     sim.send(update(labelled(pod("u1"), "v3")));
     sim.in_flight.remove("u1");
-    let effects = sim.s.worker_restarted("u1", sim.now);
+    let effects = sim.s.worker_restarted(&uid("u1"), sim.now);
     sim.apply(effects);
     assert_eq!(sim.calls("u1").last().unwrap().version, "v3");
 }
@@ -863,7 +906,7 @@ fn randomized_interleavings_keep_the_invariants() {
                     let cancel_asked = sim.cancelled.contains(&uid);
                     sim.cancelled.retain(|u| *u != uid);
                     let result = match rng.below(10) {
-                        0 => WorkResult::Failed("random".into()),
+                        0 => failed("random"),
                         1 | 2 if cancel_asked => WorkResult::Cancelled,
                         _ => WorkResult::Ok(SyncOutcome::default()),
                     };
@@ -872,16 +915,11 @@ fn randomized_interleavings_keep_the_invariants() {
             }
         }
         if step % 997 == 0 {
-            // The sync loop's tick: retries and resyncs that are due, with the desired pod
-            // as the sync loop holds it (its newest spec).
+            // Time passes: retries and resyncs that are due are delivered by the state
+            // itself, with the newest update it holds (nobody resends the desired pod, so
+            // a lost update would show).
             sim.now += Duration::from_secs(2);
-            for due in sim.drain_due(sim.now) {
-                let spec = last_spec.get(&due).cloned().unwrap_or_default();
-                sim.send(UpdatePodOptions::new(
-                    UpdateType::Sync,
-                    Arc::new(labelled(pod(&due), &spec)),
-                ));
-            }
+            sim.drain_due(sim.now);
         }
     }
     // Quiesce: let every worker finish what it has, including updates that were waiting,

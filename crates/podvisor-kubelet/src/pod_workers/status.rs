@@ -1,158 +1,233 @@
-//! One pod's sync status: where it is in syncing → terminating → terminated → finished
-//! (one way only), and what is owed to whoever asked for its termination.
+//! One pod's sync status: its [`Lifecycle`], the update waiting for its worker and the one
+//! it runs, and what is owed to whoever asked for its termination.
 
-use std::sync::Arc;
-
-use k8s_openapi::api::core::v1::Pod;
+use podvisor_core::{GracePeriod, ObjectKey, PodExt, SharedPod};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::pod;
-use super::types::{
-    KillPodOptions, PodWork, RuntimePod, StatusFn, UpdateType, WorkKind, WorkResult,
-};
+use super::lifecycle::{Cause, Lifecycle, Termination};
+use crate::protocol::updates::{KillPodOptions, RuntimePod, StatusFn, UpdateType};
+use crate::protocol::work::{PodWork, WorkKind, WorkResult};
 
 /// An update not yet handed to the worker; only the newest is kept. Its kind is decided
-/// when it is delivered, from the pod's state at that moment.
+/// when it is delivered, from the pod's lifecycle at that moment.
 #[derive(Clone)]
-pub struct Pending {
+pub(crate) struct Pending {
     pub update_type: UpdateType,
-    pub pod: Arc<Pod>,
+    pub pod: SharedPod,
     pub running_pod: Option<RuntimePod>,
     pub start_time: Option<Instant>,
 }
 
+impl Pending {
+    /// This update again, as a resync of what it asked for.
+    fn resync(&self, now: Instant) -> Pending {
+        Pending {
+            update_type: if self.running_pod.is_some() {
+                UpdateType::Kill
+            } else {
+                UpdateType::Sync
+            },
+            start_time: Some(now),
+            ..self.clone()
+        }
+    }
+}
+
+/// The update behind the work in flight (or last run), for redelivery after a worker
+/// restart, for resyncs, and for the synthetic update after termination.
+pub(crate) struct Delivered {
+    pub update: Pending,
+    pub seq: u64,
+    pub kind: WorkKind,
+}
+
+/// The completion channels and status adjustments of the kills a termination absorbed.
+#[derive(Default)]
+struct Owed {
+    notify: Vec<oneshot::Sender<()>>,
+    status_fns: Vec<StatusFn>,
+}
+
 pub struct PodSyncStatus {
-    pub full_name: String,
-    pub is_static: bool,
-    pub synced_at: Instant,
-    pub terminating_at: Option<Instant>,
-    pub terminated_at: Option<Instant>,
-    /// Seconds; 0 until termination is requested. Only ever shrinks after that.
-    pub grace_period: i64,
-    pub deleted: bool,
-    pub evicted: bool,
-    pub finished: bool,
+    key: ObjectKey,
+    is_static: bool,
+    pub(crate) lifecycle: Lifecycle,
     /// A create for this UID arrived while it was terminating: after it finishes, the
     /// sync loop may add it again.
-    pub restart_requested: bool,
-    /// Passed the static-pod start gate (always true for other pods once delivered).
-    pub started: bool,
-    pub working: bool,
-    pub pending: Option<Pending>,
-    /// The update behind the work in flight (or last run), for redelivery after a worker
-    /// restart and for the synthetic update after termination.
-    pub current: Option<Pending>,
-    pub current_seq: u64,
-    pub current_kind: WorkKind,
-    pub notify_post_terminating: Vec<oneshot::Sender<()>>,
-    pub status_post_terminating: Vec<StatusFn>,
-    pub last_result: Option<(WorkKind, WorkResult)>,
+    pub(crate) restart_requested: bool,
+    /// Passed the static-pod start gate (every other pod passes it at its first delivery).
+    pub(crate) started: bool,
+    pub(crate) working: bool,
+    pub(crate) pending: Option<Pending>,
+    pub(crate) current: Option<Delivered>,
+    owed: Owed,
+    pub(crate) last_result: Option<(WorkKind, WorkResult)>,
 }
 
 impl PodSyncStatus {
-    pub fn new(pod: &Pod, now: Instant) -> Self {
+    pub(crate) fn new(pod: &SharedPod) -> Self {
         Self {
-            full_name: pod::full_name(pod),
-            is_static: pod::is_static(pod),
-            synced_at: now,
-            terminating_at: None,
-            terminated_at: None,
-            grace_period: 0,
-            deleted: false,
-            evicted: false,
-            finished: false,
+            key: pod.key(),
+            is_static: pod.is_static(),
+            lifecycle: Lifecycle::Syncing,
             restart_requested: false,
             started: false,
             working: false,
             pending: None,
             current: None,
-            current_seq: 0,
-            current_kind: WorkKind::Sync,
-            notify_post_terminating: Vec::new(),
-            status_post_terminating: Vec::new(),
+            owed: Owed::default(),
             last_result: None,
         }
     }
 
-    pub fn termination_requested(&self) -> bool {
-        self.terminating_at.is_some()
-    }
-
-    pub fn terminated(&self) -> bool {
-        self.terminated_at.is_some()
-    }
-
-    /// The work an update becomes if delivered now.
-    pub fn kind_now(&self) -> WorkKind {
-        if self.terminated() {
-            WorkKind::Terminated
-        } else if self.termination_requested() {
-            WorkKind::Terminating
-        } else {
-            WorkKind::Sync
+    /// A pod the pod workers first see when it is already done: nothing to start, nothing
+    /// to stop.
+    pub(crate) fn done_before_seen(pod: &SharedPod, now: Instant) -> Self {
+        Self {
+            lifecycle: Lifecycle::Finished {
+                termination: None,
+                at: now,
+            },
+            ..Self::new(pod)
         }
     }
 
-    pub fn work(&self, update: &Pending, seq: u64) -> PodWork {
-        let kind = self.kind_now();
-        PodWork {
+    /// Namespace and name: static pods with one key never run at the same time.
+    pub fn key(&self) -> &ObjectKey {
+        &self.key
+    }
+
+    pub fn is_static(&self) -> bool {
+        self.is_static
+    }
+
+    pub fn lifecycle(&self) -> &Lifecycle {
+        &self.lifecycle
+    }
+
+    pub fn is_working(&self) -> bool {
+        self.working
+    }
+
+    pub fn has_started(&self) -> bool {
+        self.started
+    }
+
+    pub fn termination_requested(&self) -> bool {
+        self.lifecycle.termination_requested()
+    }
+
+    pub fn is_terminated(&self) -> bool {
+        self.lifecycle.is_terminated()
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.lifecycle.is_finished()
+    }
+
+    pub fn restart_requested(&self) -> bool {
+        self.restart_requested
+    }
+
+    pub fn pending_update(&self) -> Option<UpdateType> {
+        self.pending.as_ref().map(|p| p.update_type)
+    }
+
+    pub fn last_result(&self) -> Option<&(WorkKind, WorkResult)> {
+        self.last_result.as_ref()
+    }
+
+    /// The grace period in force while terminating.
+    pub fn grace_period(&self) -> Option<GracePeriod> {
+        self.lifecycle.grace()
+    }
+
+    pub fn cause(&self) -> Option<Cause> {
+        self.lifecycle.termination().map(|t| t.cause)
+    }
+
+    pub fn is_runtime_only(&self) -> bool {
+        self.current
+            .as_ref()
+            .is_some_and(|c| c.update.running_pod.is_some())
+    }
+
+    /// Starts terminating (a no-op when it already is).
+    pub(crate) fn terminate(&mut self, cause: Cause, grace: GracePeriod, now: Instant) {
+        let termination = Termination {
+            cause,
+            since: now,
+            grace,
+        };
+        if let Err(e) = self.lifecycle.terminate(termination) {
+            tracing::debug!(error = %e, "termination already under way");
+        }
+    }
+
+    /// The work `update` becomes if delivered now (`None` once finished).
+    pub(crate) fn work(&self, update: &Pending, seq: u64) -> Option<PodWork> {
+        let kind = self.lifecycle.work_kind()?;
+        let terminating = kind == WorkKind::Terminating;
+        Some(PodWork {
             seq,
             kind,
             update_type: update.update_type,
             pod: update.pod.clone(),
             running_pod: update.running_pod.clone(),
-            grace_period: (kind == WorkKind::Terminating).then_some(self.grace_period),
-            status_fns: if kind == WorkKind::Terminating {
-                self.status_post_terminating.clone()
+            grace_period: self.lifecycle.grace(),
+            status_fns: if terminating {
+                self.owed.status_fns.clone()
             } else {
                 Vec::new()
             },
+        })
+    }
+
+    /// The newest update as a resync: what is pending, else what ran last.
+    pub(crate) fn take_resync(&mut self, now: Instant) -> Option<Pending> {
+        self.pending
+            .take()
+            .or_else(|| self.current.as_ref().map(|c| c.update.resync(now)))
+    }
+
+    /// The update that ran last goes again (a lost delivery, a terminated sync owed).
+    pub(crate) fn repeat_current(&mut self) {
+        if self.pending.is_none() {
+            self.pending = self.current.as_ref().map(|c| c.update.clone());
         }
     }
 
     /// Everyone waiting for the termination learns it is done; status adjustments that were
     /// not applied by now never will be.
-    pub fn notify_terminated(&mut self) {
-        for tx in self.notify_post_terminating.drain(..) {
+    pub(crate) fn notify_terminated(&mut self) {
+        for tx in self.owed.notify.drain(..) {
             let _ = tx.send(());
         }
-        self.status_post_terminating.clear();
+        self.owed.status_fns.clear();
     }
 
     /// Takes on a kill's completion channel and status function (terminating pods only).
-    pub fn absorb_kill(&mut self, kill: &mut KillPodOptions) {
+    pub(crate) fn absorb_kill(&mut self, kill: &mut KillPodOptions) {
         if let Some(tx) = kill.completed.take() {
-            self.notify_post_terminating.push(tx);
+            self.owed.notify.push(tx);
         }
         if let Some(f) = kill.status_fn.take() {
-            self.status_post_terminating.push(f);
+            self.owed.status_fns.push(f);
         }
     }
 }
 
-/// The grace period a terminating pod gets, and whether it just shrank. It can only
-/// shrink: the deletion's grace period (the API's word) beats the spec's, a kill's
-/// override wins when shorter, the spec's applies only if nothing else set one, and an
-/// explicit zero ("now") becomes one second, the least a container is given.
-pub fn effective_grace_period(
-    status: &PodSyncStatus,
-    pod: &Pod,
+/// The grace period a pod and a kill ask for: the deletion's and the override's, the
+/// shorter; `None` when neither says (the spec's applies then).
+pub(crate) fn requested_grace(
+    pod: &SharedPod,
     kill: Option<&KillPodOptions>,
-) -> (i64, bool) {
-    let mut grace = (status.grace_period > 0).then_some(status.grace_period);
-    let mut tighten = |candidate: i64| {
-        grace = Some(grace.map_or(candidate, |g| g.min(candidate)));
-    };
-    if let Some(deletion) = pod::deletion_grace_period(pod) {
-        tighten(deletion);
+) -> Option<GracePeriod> {
+    let deletion = pod.deletion_grace_period();
+    let over = kill.and_then(|k| k.grace_period_override);
+    match (deletion, over) {
+        (Some(d), Some(o)) => Some(d.tightened(o)),
+        (d, o) => d.or(o),
     }
-    if let Some(o) = kill.and_then(|k| k.grace_period_override) {
-        tighten(o);
-    }
-    let grace = grace.unwrap_or_else(|| pod::spec_grace_period(pod)).max(1);
-    (
-        grace,
-        status.grace_period != 0 && status.grace_period != grace,
-    )
 }

@@ -8,25 +8,18 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
+use podvisor_core::PodUid;
 use podvisor_cri::{ContainerState, PodStatus, SandboxState};
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
-use super::syncer::{PodSyncer, SyncContext};
-use super::types::{PodWork, UpdateType, WorkKind, WorkResult};
-use super::{WorkDone, WorkerRestarted};
-use crate::pleg::Reinspect;
-use crate::status_cache::{CachedStatus, GetNewerThan};
-
-// ---- messages ------------------------------------------------------------------------------
-
-/// Run this work; `cancel` fires if newer work makes it pointless.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Work(pub PodWork, pub CancellationToken);
-
-// ---- actor ---------------------------------------------------------------------------------
+use crate::pod_sync::{PodSyncer, SyncContext, SyncError, Termination};
+use crate::protocol::cache::{CachedStatus, GetNewerThan};
+use crate::protocol::lifecycle::Reinspect;
+use crate::protocol::updates::UpdateType;
+use crate::protocol::work::{
+    PodWork, StatusUnavailable, Work, WorkDone, WorkKind, WorkResult, WorkerRestarted,
+};
 
 /// What every worker needs, shared by all of them.
 pub struct WorkerDeps {
@@ -40,14 +33,14 @@ pub struct WorkerDeps {
 }
 
 pub struct PodWorker {
-    uid: String,
+    uid: PodUid,
     deps: Arc<WorkerDeps>,
     /// When the last sync ended: the next one needs status newer than this.
     last_sync: Option<Instant>,
 }
 
 impl PodWorker {
-    pub fn new(uid: String, deps: Arc<WorkerDeps>) -> Self {
+    pub fn new(uid: PodUid, deps: Arc<WorkerDeps>) -> Self {
         Self {
             uid,
             deps,
@@ -56,57 +49,57 @@ impl PodWorker {
     }
 }
 
+/// One question to the cache: the receiver it answers on, then the answer.
+async fn ask(
+    deps: &WorkerDeps,
+    uid: &PodUid,
+    min: Option<Instant>,
+    wait: Option<Duration>,
+) -> Result<Option<CachedStatus>, StatusUnavailable> {
+    let rx = deps
+        .cache
+        .send(GetNewerThan {
+            uid: uid.clone(),
+            min,
+        })
+        .await?;
+    let answer = match wait {
+        Some(w) => match tokio::time::timeout(w, rx).await {
+            Ok(a) => a,
+            Err(_) => return Ok(None),
+        },
+        None => rx.await,
+    };
+    answer
+        .map(Some)
+        .map_err(|_| StatusUnavailable::CacheRestarted)
+}
+
 /// Status newer than `min`, asking twice if the cache restarted under the first request,
-/// and settling for whatever the cache holds after `wait`.
+/// and settling for whatever the cache holds after the wait.
 async fn fresh_status(
     deps: &WorkerDeps,
-    uid: &str,
+    uid: &PodUid,
     min: Option<Instant>,
-) -> Result<Arc<PodStatus>, String> {
-    let mut last_err = String::new();
+) -> Result<Arc<PodStatus>, StatusUnavailable> {
+    let mut last_err = StatusUnavailable::CacheRestarted;
     for _ in 0..2 {
-        let rx = match deps
-            .cache
-            .send(GetNewerThan {
-                uid: uid.to_string(),
-                min,
-            })
-            .await
-        {
-            Ok(rx) => rx,
-            Err(e) => {
-                last_err = format!("status cache unavailable: {e}");
-                continue;
-            }
-        };
-        match tokio::time::timeout(deps.status_wait, rx).await {
-            Ok(Ok(data)) => return usable(data),
-            Ok(Err(_)) => last_err = "status cache restarted while waiting".into(),
-            Err(_) => {
+        match ask(deps, uid, min, Some(deps.status_wait)).await {
+            Ok(Some(data)) => return usable(data),
+            Ok(None) => {
                 debug!(pod_uid = %uid, wait = ?deps.status_wait, "no fresh status in time; using the cached one");
-                return match deps
-                    .cache
-                    .send(GetNewerThan {
-                        uid: uid.to_string(),
-                        min: None,
-                    })
-                    .await
-                {
-                    Ok(rx) => match rx.await {
-                        Ok(data) => usable(data),
-                        Err(_) => Err("status cache restarted while waiting".into()),
-                    },
-                    Err(e) => Err(format!("status cache unavailable: {e}")),
-                };
+                let data = ask(deps, uid, None, None).await?;
+                return usable(data.ok_or(StatusUnavailable::CacheRestarted)?);
             }
+            Err(e) => last_err = e,
         }
     }
     Err(last_err)
 }
 
-fn usable(data: CachedStatus) -> Result<Arc<PodStatus>, String> {
+fn usable(data: CachedStatus) -> Result<Arc<PodStatus>, StatusUnavailable> {
     match data.error {
-        Some(e) => Err(format!("inspecting the pod failed: {e}")),
+        Some(e) => Err(StatusUnavailable::Inspection(e)),
         None => Ok(data.status),
     }
 }
@@ -123,6 +116,38 @@ pub fn still_running(status: &PodStatus) -> bool {
             .any(|s| s.state == SandboxState::Ready)
 }
 
+/// Calls the sync function the work asks for; whether the runtime may have changed.
+async fn call(
+    syncer: &dyn PodSyncer,
+    ctx: &SyncContext,
+    work: &PodWork,
+    status: &Arc<PodStatus>,
+) -> Result<(WorkResult, bool), SyncError> {
+    Ok(match work.kind {
+        WorkKind::Sync => {
+            let o = syncer
+                .sync_pod(ctx, work.update_type, &work.pod, status)
+                .await?;
+            (WorkResult::Ok(o), o.changed)
+        }
+        WorkKind::Terminating => {
+            let termination = Termination {
+                grace: work.grace_period.unwrap_or(podvisor_core::GracePeriod::MIN),
+                running_pod: work.running_pod.as_ref(),
+                status_fns: &work.status_fns,
+            };
+            syncer
+                .sync_terminating_pod(ctx, &work.pod, status, termination)
+                .await?;
+            (WorkResult::Ok(Default::default()), true)
+        }
+        WorkKind::Terminated => {
+            syncer.sync_terminated_pod(ctx, &work.pod, status).await?;
+            (WorkResult::Ok(Default::default()), true)
+        }
+    })
+}
+
 async fn run(
     deps: Arc<WorkerDeps>,
     work: PodWork,
@@ -132,47 +157,24 @@ async fn run(
 ) -> (WorkResult, bool) {
     let status = if work.running_pod.is_some() {
         // A pod known only from the runtime: its listing is all the status there is.
-        Ok(Arc::new(PodStatus::default()))
+        Arc::new(PodStatus::default())
     } else {
         if ask_pleg {
             deps.reinspect.do_send(Reinspect {
                 uid: ctx.uid.clone(),
             });
         }
-        fresh_status(&deps, &ctx.uid, min).await
-    };
-    let status = match status {
-        Ok(s) => s,
-        Err(e) => return (WorkResult::Failed(e), false),
-    };
-    let syncer = deps.syncer.clone();
-    let sync = async {
-        match work.kind {
-            WorkKind::Sync => syncer
-                .sync_pod(&ctx, work.update_type, &work.pod, &status)
-                .await
-                .map(|o| (WorkResult::Ok(o), o.changed)),
-            WorkKind::Terminating => syncer
-                .sync_terminating_pod(
-                    &ctx,
-                    &work.pod,
-                    &status,
-                    work.running_pod.as_ref(),
-                    work.grace_period.unwrap_or(1),
-                    &work.status_fns,
-                )
-                .await
-                .map(|()| (WorkResult::Ok(Default::default()), true)),
-            WorkKind::Terminated => syncer
-                .sync_terminated_pod(&ctx, &work.pod, &status)
-                .await
-                .map(|()| (WorkResult::Ok(Default::default()), true)),
+        match fresh_status(&deps, &ctx.uid, min).await {
+            Ok(s) => s,
+            Err(e) => return (WorkResult::failed(e), false),
         }
     };
     tokio::select! {
         biased;
         _ = ctx.cancel.cancelled() => (WorkResult::Cancelled, true),
-        r = sync => r.unwrap_or_else(|e| (WorkResult::Failed(e.to_string()), true)),
+        r = call(deps.syncer.as_ref(), &ctx, &work, &status) => {
+            r.unwrap_or_else(|e| (WorkResult::failed(e), true))
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! The pod status cache actor: the newest runtime status of every pod, filled by the PLEG,
-//! and the place pod workers wait for "status newer than my last sync".
+//! the place pod workers wait for "status newer than my last sync", and the source the
+//! status manager follows (every stored status is sent to the subscribers).
 //!
 //! A restarted cache starts empty; its supervisor restarts the PLEG with it (rest-for-one),
 //! and the fresh PLEG's first relist inspects every pod. Waiters of the crashed instance
@@ -8,61 +9,20 @@
 mod store;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use actix::prelude::*;
-use podvisor_actors::{StartInfo, SupervisedActor};
-use podvisor_cri::PodStatus;
+use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
+use podvisor_core::PodUid;
 use serde::Serialize;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-pub use store::{CachedStatus, Store};
+use store::Store;
 
-// ---- messages ------------------------------------------------------------------------------
-
-/// The pod's cached status (empty if unknown).
-#[derive(Message)]
-#[rtype(result = "CachedStatus")]
-pub struct GetStatus {
-    pub uid: String,
-}
-
-/// Stores a pod's status as of `at`, unless something newer is held. Answers whether it
-/// stored.
-#[derive(Message)]
-#[rtype(result = "bool")]
-pub struct SetStatus {
-    pub uid: String,
-    pub status: Arc<PodStatus>,
-    pub error: Option<String>,
-    pub at: Instant,
-}
-
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct DeleteStatus {
-    pub uid: String,
-}
-
-/// Every pod's data is at least as fresh as this (the start of a completed relist).
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct UpdateTime(pub Instant);
-
-/// Subscribes for data newer than `min` (`None`: any data, or any completed relist). The
-/// answer is a receiver that resolves at once if such data is held, else when a later
-/// `SetStatus` or `UpdateTime` provides it; it fails at once if the cache restarts
-/// meanwhile.
-#[derive(Message)]
-#[rtype(result = "oneshot::Receiver<CachedStatus>")]
-pub struct GetNewerThan {
-    pub uid: String,
-    pub min: Option<Instant>,
-}
-
-// ---- actor ---------------------------------------------------------------------------------
+use crate::protocol::cache::{
+    DeleteStatus, GetNewerThan, GetStatus, SetStatus, StatusChanged, UpdateTime,
+};
 
 /// How often abandoned waits are swept.
 const PRUNE_EVERY: Duration = Duration::from_secs(30);
@@ -72,6 +32,8 @@ const SUMMARY_WAITING_MAX: usize = 20;
 #[derive(Default)]
 pub struct StatusCache {
     store: Store,
+    /// Told of every status stored (the status manager).
+    subscribers: Vec<Recipient<StatusChanged>>,
     /// The global timestamp as wall-clock milliseconds, for humans.
     timestamp_unix_ms: Option<u64>,
 }
@@ -81,8 +43,17 @@ pub struct StatusCacheSummary {
     pub pods: usize,
     pub global_timestamp_unix_ms: Option<u64>,
     /// Waiting subscribers per pod (at most 20 pods listed).
-    pub waiting: BTreeMap<String, usize>,
+    pub waiting: BTreeMap<PodUid, usize>,
     pub waiting_total: usize,
+}
+
+impl StatusCache {
+    pub fn new(subscribers: Vec<Recipient<StatusChanged>>) -> Self {
+        Self {
+            subscribers,
+            ..Default::default()
+        }
+    }
 }
 
 fn unix_ms_of(t: Instant) -> u64 {
@@ -90,7 +61,7 @@ fn unix_ms_of(t: Instant) -> u64 {
     SystemTime::now()
         .checked_sub(ago)
         .and_then(|w| w.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_millis() as u64)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 impl Actor for StatusCache {
@@ -127,7 +98,16 @@ impl Handler<GetStatus> for StatusCache {
 impl Handler<SetStatus> for StatusCache {
     type Result = bool;
     fn handle(&mut self, msg: SetStatus, _: &mut Context<Self>) -> bool {
-        self.store.set(&msg.uid, msg.status, msg.error, msg.at)
+        let Some(data) = self.store.set(&msg.uid, msg.status, msg.at) else {
+            return false;
+        };
+        for s in &self.subscribers {
+            s.do_send(StatusChanged {
+                uid: msg.uid.clone(),
+                data: data.clone(),
+            });
+        }
+        true
     }
 }
 

@@ -9,35 +9,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use podvisor_cri::{PodRef, PodStatus};
+use podvisor_core::PodUid;
+use podvisor_cri::{CriError, PodStatus};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-/// What the cache holds for one pod: the runtime's status as of `modified`, or the error
-/// that inspecting it gave.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CachedStatus {
-    pub status: Arc<PodStatus>,
-    pub error: Option<String>,
-    pub modified: Option<Instant>,
-}
-
-impl CachedStatus {
-    /// What an unknown pod looks like: no sandboxes, no containers, no error.
-    pub fn empty(uid: &str) -> Self {
-        Self {
-            status: Arc::new(PodStatus {
-                pod: PodRef {
-                    uid: uid.to_string(),
-                    ..Default::default()
-                },
-                ..Default::default()
-            }),
-            error: None,
-            modified: None,
-        }
-    }
-}
+use crate::protocol::cache::CachedStatus;
 
 struct Entry {
     data: CachedStatus,
@@ -52,9 +29,9 @@ struct Waiter {
 
 #[derive(Default)]
 pub struct Store {
-    pods: HashMap<String, Entry>,
+    pods: HashMap<PodUid, Entry>,
     timestamp: Option<Instant>,
-    waiters: BTreeMap<String, Vec<Waiter>>,
+    waiters: BTreeMap<PodUid, Vec<Waiter>>,
     next_seq: u64,
     /// The order waiters were answered in (`min`, arrival number), for the tests.
     #[cfg(test)]
@@ -62,7 +39,7 @@ pub struct Store {
 }
 
 impl Store {
-    pub fn get(&self, uid: &str) -> CachedStatus {
+    pub fn get(&self, uid: &PodUid) -> CachedStatus {
         self.pods
             .get(uid)
             .map(|e| e.data.clone())
@@ -70,7 +47,7 @@ impl Store {
     }
 
     /// `min == None` stands for the beginning of time: any data, or any relist at all.
-    fn newer_than(&self, uid: &str, min: Option<Instant>) -> Option<CachedStatus> {
+    fn newer_than(&self, uid: &PodUid, min: Option<Instant>) -> Option<CachedStatus> {
         let after = |t: Instant| min.is_none_or(|m| t > m);
         let global = self.timestamp.is_some_and(after);
         match self.pods.get(uid) {
@@ -80,30 +57,38 @@ impl Store {
         }
     }
 
-    /// Stores `status` unless the cache already holds something newer; answers the
-    /// waiters this satisfies. Returns whether it stored.
+    /// Stores `status` (or the error inspecting the pod gave) unless the cache already
+    /// holds something newer; answers the waiters this satisfies. Returns what it stored.
     pub fn set(
         &mut self,
-        uid: &str,
-        status: Arc<PodStatus>,
-        error: Option<String>,
+        uid: &PodUid,
+        status: Result<Arc<PodStatus>, Arc<CriError>>,
         at: Instant,
-    ) -> bool {
+    ) -> Option<CachedStatus> {
         if self.pods.get(uid).is_some_and(|e| e.modified > at) {
-            return false;
+            return None;
         }
+        let (status, error) = match status {
+            Ok(s) => (s, None),
+            Err(e) => (Arc::new(PodStatus::default()), Some(e)),
+        };
         let data = CachedStatus {
             status,
             error,
             modified: Some(at),
         };
-        self.pods
-            .insert(uid.to_string(), Entry { data, modified: at });
+        self.pods.insert(
+            uid.clone(),
+            Entry {
+                data: data.clone(),
+                modified: at,
+            },
+        );
         self.notify(uid);
-        true
+        Some(data)
     }
 
-    pub fn delete(&mut self, uid: &str) {
+    pub fn delete(&mut self, uid: &PodUid) {
         self.pods.remove(uid);
     }
 
@@ -113,7 +98,7 @@ impl Store {
             return;
         }
         self.timestamp = Some(t);
-        let uids: Vec<String> = self.waiters.keys().cloned().collect();
+        let uids: Vec<PodUid> = self.waiters.keys().cloned().collect();
         for uid in uids {
             self.notify(&uid);
         }
@@ -123,7 +108,7 @@ impl Store {
     /// otherwise keeps `reply` until a `set` or `update_time` makes it so.
     pub fn subscribe(
         &mut self,
-        uid: &str,
+        uid: &PodUid,
         min: Option<Instant>,
         reply: oneshot::Sender<CachedStatus>,
     ) {
@@ -132,19 +117,16 @@ impl Store {
             return;
         }
         self.next_seq += 1;
-        self.waiters
-            .entry(uid.to_string())
-            .or_default()
-            .push(Waiter {
-                min,
-                seq: self.next_seq,
-                reply,
-            });
+        self.waiters.entry(uid.clone()).or_default().push(Waiter {
+            min,
+            seq: self.next_seq,
+            reply,
+        });
     }
 
     /// Answers the waiters for `uid` that are now satisfied, oldest request time first
     /// (ties in arrival order); drops the ones whose askers have gone away.
-    fn notify(&mut self, uid: &str) {
+    fn notify(&mut self, uid: &PodUid) {
         let Some(mut list) = self.waiters.remove(uid) else {
             return;
         };
@@ -162,7 +144,7 @@ impl Store {
             }
         }
         if !keep.is_empty() {
-            self.waiters.insert(uid.to_string(), keep);
+            self.waiters.insert(uid.clone(), keep);
         }
     }
 
@@ -178,16 +160,12 @@ impl Store {
         self.pods.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.pods.is_empty()
-    }
-
     pub fn timestamp(&self) -> Option<Instant> {
         self.timestamp
     }
 
     /// Waiting subscribers per pod UID.
-    pub fn waiting(&self) -> BTreeMap<String, usize> {
+    pub fn waiting(&self) -> BTreeMap<PodUid, usize> {
         self.waiters
             .iter()
             .map(|(k, v)| (k.clone(), v.len()))

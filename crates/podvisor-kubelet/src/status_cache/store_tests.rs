@@ -1,6 +1,12 @@
 use std::time::Duration;
 
+use podvisor_cri::PodRef;
+
 use super::*;
+
+fn u(s: &str) -> PodUid {
+    PodUid::from(s)
+}
 
 fn status(uid: &str, ip: &str) -> Arc<PodStatus> {
     Arc::new(PodStatus {
@@ -20,7 +26,7 @@ fn ip(d: &CachedStatus) -> &str {
 #[test]
 fn unknown_pods_read_as_empty() {
     let s = Store::default();
-    let d = s.get("u1");
+    let d = s.get(&u("u1"));
     assert_eq!(d.status.pod.uid, "u1");
     assert!(d.status.containers.is_empty() && d.error.is_none() && d.modified.is_none());
 }
@@ -29,31 +35,40 @@ fn unknown_pods_read_as_empty() {
 fn set_keeps_only_newer_data() {
     let mut s = Store::default();
     let t0 = Instant::now();
-    assert!(s.set("u1", status("u1", "a"), None, t0 + Duration::from_secs(2)));
-    assert!(!s.set("u1", status("u1", "old"), None, t0 + Duration::from_secs(1)));
-    assert_eq!(ip(&s.get("u1")), "a");
-    assert!(s.set(
-        "u1",
-        status("u1", "b"),
-        Some("boom".into()),
-        t0 + Duration::from_secs(2)
-    ));
-    assert_eq!(s.get("u1").error.as_deref(), Some("boom"));
-    s.delete("u1");
-    assert!(s.get("u1").modified.is_none());
+    assert!(
+        s.set(&u("u1"), Ok(status("u1", "a")), t0 + Duration::from_secs(2))
+            .is_some()
+    );
+    assert!(
+        s.set(
+            &u("u1"),
+            Ok(status("u1", "old")),
+            t0 + Duration::from_secs(1)
+        )
+        .is_none()
+    );
+    assert_eq!(ip(&s.get(&u("u1"))), "a");
+    let failed = Err(Arc::new(CriError::failed("test", "boom")));
+    assert!(
+        s.set(&u("u1"), failed, t0 + Duration::from_secs(2))
+            .is_some()
+    );
+    assert!(s.get(&u("u1")).error.unwrap().to_string().contains("boom"));
+    s.delete(&u("u1"));
+    assert!(s.get(&u("u1")).modified.is_none());
 }
 
 #[test]
 fn subscriber_is_answered_at_once_when_data_is_newer() {
     let mut s = Store::default();
     let t0 = Instant::now();
-    s.set("u1", status("u1", "a"), None, t0 + Duration::from_secs(1));
+    s.set(&u("u1"), Ok(status("u1", "a")), t0 + Duration::from_secs(1));
     let (tx, mut rx) = oneshot::channel();
-    s.subscribe("u1", Some(t0), tx);
+    s.subscribe(&u("u1"), Some(t0), tx);
     assert_eq!(ip(&rx.try_recv().unwrap()), "a");
     // Not newer than itself: strictly after.
     let (tx, mut rx) = oneshot::channel();
-    s.subscribe("u1", Some(t0 + Duration::from_secs(1)), tx);
+    s.subscribe(&u("u1"), Some(t0 + Duration::from_secs(1)), tx);
     assert!(rx.try_recv().is_err());
     assert_eq!(s.waiting()["u1"], 1);
 }
@@ -63,13 +78,12 @@ fn a_later_set_wakes_the_subscriber() {
     let mut s = Store::default();
     let t0 = Instant::now();
     let (tx, mut rx) = oneshot::channel();
-    s.subscribe("u1", Some(t0), tx);
-    s.set("u1", status("u1", "stale"), None, t0); // not newer than t0
+    s.subscribe(&u("u1"), Some(t0), tx);
+    s.set(&u("u1"), Ok(status("u1", "stale")), t0); // not newer than t0
     assert!(rx.try_recv().is_err());
     s.set(
-        "u1",
-        status("u1", "fresh"),
-        None,
+        &u("u1"),
+        Ok(status("u1", "fresh")),
         t0 + Duration::from_millis(1),
     );
     assert_eq!(ip(&rx.try_recv().unwrap()), "fresh");
@@ -80,11 +94,11 @@ fn a_later_set_wakes_the_subscriber() {
 fn the_global_timestamp_wakes_subscribers_of_every_pod() {
     let mut s = Store::default();
     let t0 = Instant::now();
-    s.set("u1", status("u1", "a"), None, t0);
+    s.set(&u("u1"), Ok(status("u1", "a")), t0);
     let (tx1, mut rx1) = oneshot::channel();
     let (tx2, mut rx2) = oneshot::channel();
-    s.subscribe("u1", Some(t0), tx1);
-    s.subscribe("never-seen", Some(t0), tx2);
+    s.subscribe(&u("u1"), Some(t0), tx1);
+    s.subscribe(&u("never-seen"), Some(t0), tx2);
     s.update_time(t0); // not after t0
     assert!(rx1.try_recv().is_err() && rx2.try_recv().is_err());
     s.update_time(t0 + Duration::from_secs(1));
@@ -103,10 +117,10 @@ fn waiters_are_answered_in_timestamp_order_and_only_when_satisfied() {
     // Arrival order differs from time order; two wait for the same time.
     for ms in [30, 20, 10, 20] {
         let (tx, rx) = oneshot::channel();
-        s.subscribe("u1", Some(at(ms)), tx);
+        s.subscribe(&u("u1"), Some(at(ms)), tx);
         rxs.push((ms, rx));
     }
-    s.set("u1", status("u1", "x"), None, at(25));
+    s.set(&u("u1"), Ok(status("u1", "x")), at(25));
     let answered: Vec<u64> = rxs
         .iter_mut()
         .filter_map(|(ms, rx)| rx.try_recv().ok().map(|_| *ms))
@@ -130,7 +144,7 @@ fn abandoned_waiters_do_not_leak() {
     let t0 = Instant::now();
     for _ in 0..100 {
         let (tx, rx) = oneshot::channel();
-        s.subscribe("u1", Some(t0), tx);
+        s.subscribe(&u("u1"), Some(t0), tx);
         drop(rx);
     }
     assert_eq!(s.waiting()["u1"], 100);
@@ -138,8 +152,8 @@ fn abandoned_waiters_do_not_leak() {
     assert!(s.waiting().is_empty());
     // A notify also drops them.
     let (tx, rx) = oneshot::channel();
-    s.subscribe("u2", Some(t0), tx);
+    s.subscribe(&u("u2"), Some(t0), tx);
     drop(rx);
-    s.set("u2", status("u2", "a"), None, t0);
+    s.set(&u("u2"), Ok(status("u2", "a")), t0);
     assert!(s.waiting().is_empty());
 }

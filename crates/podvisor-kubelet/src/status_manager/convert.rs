@@ -9,28 +9,11 @@ use k8s_openapi::api::core::v1::{
     ContainerStateWaiting, ContainerStatus as ApiContainerStatus, Pod, PodCondition, PodIP,
     PodStatus as ApiPodStatus,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use podvisor_core::time::from_nanos as time;
+use podvisor_core::{Phase, PodExt, RestartPolicy};
 use podvisor_cri::{ContainerState, ContainerStatus, PodStatus};
-use serde::{Deserialize, Serialize};
 
-use crate::kuberuntime::actions::{
-    RestartPolicy, containers, host_network, init_containers, restart_policy,
-};
-
-/// Why a container is not running, as the last sync found it (CrashLoopBackOff,
-/// ErrImagePull, ...).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Waiting {
-    pub reason: String,
-    pub message: String,
-}
-
-pub fn time(nanos: i64) -> Option<Time> {
-    (nanos > 0)
-        .then(|| k8s_openapi::jiff::Timestamp::from_nanosecond(nanos as i128).ok())
-        .flatten()
-        .map(Time)
-}
+use crate::protocol::status::{Waiting, WaitingReason};
 
 fn terminated(s: &ContainerStatus) -> ApiState {
     ApiState {
@@ -56,10 +39,10 @@ fn terminated(s: &ContainerStatus) -> ApiState {
     }
 }
 
-fn waiting(reason: &str, message: &str) -> ApiState {
+fn waiting(reason: WaitingReason, message: &str) -> ApiState {
     ApiState {
         waiting: Some(ContainerStateWaiting {
-            reason: Some(reason.to_string()),
+            reason: Some(reason.as_str().to_string()),
             message: (!message.is_empty()).then(|| message.to_string()),
         }),
         ..Default::default()
@@ -70,7 +53,7 @@ fn container_status(
     c: &Container,
     rt: &PodStatus,
     waits: &HashMap<String, Waiting>,
-    default_waiting: &str,
+    default_waiting: WaitingReason,
 ) -> ApiContainerStatus {
     let mut instances = rt.containers.iter().filter(|s| s.name == c.name);
     let newest = instances.next();
@@ -106,7 +89,7 @@ fn container_status(
         Some(n) if n.state == ContainerState::Exited => match wait {
             // It will start again, after a backoff: waiting, and the exit is its last state.
             Some(w) => {
-                out.state = Some(waiting(&w.reason, &w.message));
+                out.state = Some(waiting(w.reason, &w.message));
                 out.last_state = Some(terminated(n));
             }
             None => {
@@ -115,9 +98,8 @@ fn container_status(
             }
         },
         _ => {
-            let (reason, message) = wait.map_or((default_waiting, ""), |w| {
-                (w.reason.as_str(), w.message.as_str())
-            });
+            let (reason, message) =
+                wait.map_or((default_waiting, ""), |w| (w.reason, w.message.as_str()));
             out.state = Some(waiting(reason, message));
             out.last_state = newest.and(previous).map(terminated);
         }
@@ -126,16 +108,12 @@ fn container_status(
 }
 
 /// The kubelet's phase rules.
-pub fn phase(
-    pod: &Pod,
-    statuses: &[ApiContainerStatus],
-    inits: &[ApiContainerStatus],
-) -> &'static str {
-    let policy = restart_policy(pod);
+pub fn phase(pod: &Pod, statuses: &[ApiContainerStatus], inits: &[ApiContainerStatus]) -> Phase {
+    let policy = pod.restart_policy();
     let find =
         |list: &[ApiContainerStatus], name: &str| list.iter().find(|s| s.name == name).cloned();
     let (mut pending_init, mut failed_init) = (0, 0);
-    for c in init_containers(pod) {
+    for c in pod.init_containers() {
         let Some(s) = find(inits, &c.name) else {
             pending_init += 1;
             continue;
@@ -156,7 +134,7 @@ pub fn phase(
         }
     }
     let (mut unknown, mut running, mut waiting, mut stopped, mut succeeded) = (0, 0, 0, 0, 0);
-    for c in containers(pod) {
+    for c in pod.containers() {
         let Some(s) = find(statuses, &c.name) else {
             unknown += 1;
             continue;
@@ -176,23 +154,23 @@ pub fn phase(
         }
     }
     if failed_init > 0 && policy == RestartPolicy::Never {
-        return "Failed";
+        return Phase::Failed;
     }
     if pending_init > 0 || waiting > 0 {
-        return "Pending";
+        return Phase::Pending;
     }
     if running > 0 && unknown == 0 {
-        return "Running";
+        return Phase::Running;
     }
     if running == 0 && stopped > 0 && unknown == 0 {
         return match policy {
-            RestartPolicy::Always => "Running",
-            _ if stopped == succeeded => "Succeeded",
-            RestartPolicy::Never => "Failed",
-            RestartPolicy::OnFailure => "Running",
+            RestartPolicy::Always => Phase::Running,
+            _ if stopped == succeeded => Phase::Succeeded,
+            RestartPolicy::Never => Phase::Failed,
+            RestartPolicy::OnFailure => Phase::Running,
         };
     }
-    "Pending"
+    Phase::Pending
 }
 
 fn condition(kind: &str, ok: bool, reason: Option<&str>) -> PodCondition {
@@ -211,9 +189,10 @@ pub fn api_status(
     waits: &HashMap<String, Waiting>,
     terminating: bool,
 ) -> ApiPodStatus {
-    let inits: Vec<ApiContainerStatus> = init_containers(pod)
+    let inits: Vec<ApiContainerStatus> = pod
+        .init_containers()
         .iter()
-        .map(|c| container_status(c, rt, waits, "PodInitializing"))
+        .map(|c| container_status(c, rt, waits, WaitingReason::PodInitializing))
         .collect();
     let inits_done = inits.iter().all(|s| {
         s.state
@@ -222,23 +201,24 @@ pub fn api_status(
             .is_some_and(|t| t.exit_code == 0)
     });
     let app_default = if inits_done {
-        "ContainerCreating"
+        WaitingReason::ContainerCreating
     } else {
-        "PodInitializing"
+        WaitingReason::PodInitializing
     };
-    let statuses: Vec<ApiContainerStatus> = containers(pod)
+    let statuses: Vec<ApiContainerStatus> = pod
+        .containers()
         .iter()
         .map(|c| container_status(c, rt, waits, app_default))
         .collect();
     let phase = phase(pod, &statuses, &inits);
     let containers_ready = !statuses.is_empty() && statuses.iter().all(|s| s.ready);
-    let ips: Vec<String> = if host_network(pod) {
+    let ips: Vec<String> = if pod.host_network() {
         Vec::new()
     } else {
         rt.ips.clone()
     };
     ApiPodStatus {
-        phase: Some(phase.to_string()),
+        phase: Some(phase.as_str().to_string()),
         conditions: Some(vec![
             condition("PodScheduled", true, None),
             condition("Initialized", inits_done, Some("ContainersNotInitialized")),

@@ -186,7 +186,7 @@ fn a_crash_looping_container_waits_with_its_last_exit_and_restart_count() {
     let waits = HashMap::from([(
         "app".to_string(),
         Waiting {
-            reason: "CrashLoopBackOff".into(),
+            reason: WaitingReason::CrashLoopBackOff,
             message: "back-off 20s restarting failed container".into(),
         },
     )]);
@@ -238,7 +238,7 @@ fn image_errors_show_as_waiting_reasons() {
     let waits = HashMap::from([(
         "app".to_string(),
         Waiting {
-            reason: "ErrImagePull".into(),
+            reason: WaitingReason::ErrImagePull,
             message: "registry unreachable".into(),
         },
     )]);

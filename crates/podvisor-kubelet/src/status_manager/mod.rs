@@ -1,185 +1,169 @@
-//! The status manager actor: every pod's Kubernetes status, computed from what the syncs
-//! report (runtime status and waiting reasons), with its recent events, persisted in the
-//! state directory so it survives agent restarts. The CLI's `get pods` and `describe pod`
-//! read it through the local API.
+//! The status manager actor: every pod's Kubernetes status and its recent events. It
+//! follows the status cache (every runtime status the PLEG stores), so a pod shows Running
+//! as soon as the runtime says so; the syncs add why containers wait, and terminations the
+//! final adjustments. Statuses are persisted in the state directory off the actor thread,
+//! so they survive agent restarts. The API reads them.
 
 pub mod convert;
-mod store;
+mod inputs;
+mod persist;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use actix::prelude::*;
 use k8s_openapi::api::core::v1::{Pod, PodStatus as ApiPodStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use podvisor_actors::{StartInfo, SupervisedActor};
+use podvisor_core::{Phase, PodExt, PodUid, SharedPod};
 use podvisor_cri::PodStatus;
 use serde::Serialize;
-use tracing::{info, warn};
+use tokio::time::Instant;
+use tracing::info;
 
-pub use convert::{Waiting, api_status, phase};
-pub use store::{MAX_EVENTS, PodEvent, PodRecord, Store, StoreError};
+use inputs::Inputs;
+pub use persist::{Disk, PersistError};
 
-use crate::pod_workers::StatusFn;
-
-// ---- messages ------------------------------------------------------------------------------
-
-/// A sync saw the pod's runtime status (and why some containers wait).
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct PodSynced {
-    pub pod: Arc<Pod>,
-    pub status: Arc<PodStatus>,
-    pub waiting: HashMap<String, Waiting>,
-    pub terminating: bool,
-}
-
-/// The pod's termination completed; `status_fns` adjust its final status.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct PodTerminated {
-    pub pod: Arc<Pod>,
-    pub status: Arc<PodStatus>,
-    pub status_fns: Vec<StatusFn>,
-}
-
-/// Admission refused the pod: it is Failed with this reason and runs nothing.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct PodRejected {
-    pub pod: Arc<Pod>,
-    pub reason: String,
-    pub message: String,
-}
-
-/// Something happened to the pod (the kubelet's events: Created, Started, Killing,
-/// BackOff, Failed...). Carries the pod, so an event of a pod's first sync is kept even
-/// before its first status.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct RecordEvent {
-    pub pod: Arc<Pod>,
-    pub warning: bool,
-    pub reason: String,
-    pub message: String,
-}
-
-/// The pod is gone for good: forget it and its file.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct ForgetPod {
-    pub uid: String,
-}
-
-/// Housekeeping's list of every pod still known (in config, or being stopped): statuses of
-/// any other pod are dropped. This is what clears statuses remembered from before a
-/// restart for pods whose manifests went away meanwhile.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct RetainPods(pub HashSet<String>);
-
-/// Every known pod, sorted by namespace and name.
-#[derive(Message)]
-#[rtype(result = "Vec<PodRecord>")]
-pub struct ListPods;
-
-/// Of these pods, the ones whose last known phase is terminal (Succeeded or Failed), with
-/// that phase: a pod that completed before an agent restart must not run again.
-#[derive(Message)]
-#[rtype(result = "HashMap<String, String>")]
-pub struct TerminalPhases(pub Vec<String>);
-
-/// One pod, by UID or by name (`name` or `namespace/name`).
-#[derive(Message)]
-#[rtype(result = "Option<PodRecord>")]
-pub struct GetPod(pub String);
-
-// ---- actor ---------------------------------------------------------------------------------
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
-fn now_time() -> Time {
-    // jiff's `now` needs its std feature; the nanosecond constructor does not.
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i64);
-    convert::time(nanos).unwrap_or(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH))
-}
+use crate::protocol::cache::StatusChanged;
+use crate::protocol::status::{
+    EventType, ForgetPod, GetPod, ListPods, PodEvent, PodRecord, PodRejected, PodSynced,
+    PodTerminated, RecordEvent, RetainPods, TerminalPhases,
+};
 
 pub struct StatusManager {
-    store: Store,
-    pods: BTreeMap<String, PodRecord>,
+    disk: Disk,
+    records: BTreeMap<PodUid, PodRecord>,
+    /// What each pod's status is computed from (pods this instance has seen a sync of).
+    inputs: HashMap<PodUid, Inputs>,
+    /// The newest runtime status of every pod the cache has reported, and as of when.
+    runtime: HashMap<PodUid, (Arc<PodStatus>, Option<Instant>)>,
+    dirty: persist::Dirty,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StatusManagerSummary {
     pub pods: usize,
     pub by_phase: BTreeMap<String, usize>,
+    /// Pods whose status is waiting to be written.
+    pub unwritten: usize,
 }
 
 impl StatusManager {
     pub fn new(dir: PathBuf) -> Self {
         Self {
-            store: Store::new(dir),
-            pods: BTreeMap::new(),
+            disk: Disk::new(dir),
+            records: BTreeMap::new(),
+            inputs: HashMap::new(),
+            runtime: HashMap::new(),
+            dirty: persist::Dirty::default(),
         }
+    }
+
+    /// Recomputes the pod's status from its inputs.
+    fn refresh(&mut self, uid: &PodUid, ctx: &mut Context<Self>) {
+        let Some(inputs) = self.inputs.get(uid) else {
+            return;
+        };
+        let runtime = self.runtime.get(uid).map(|(s, _)| s.as_ref());
+        let status = inputs.status(runtime);
+        let pod = inputs.pod.clone();
+        self.set(&pod, status, ctx);
     }
 
     /// Stores the pod with `status`, keeping what must not move: its start time, and the
     /// transition time of every condition whose value did not change. Writes the file only
     /// if something changed.
-    fn set(&mut self, pod: &Arc<Pod>, mut status: ApiPodStatus) {
-        let uid = pod.metadata.uid.clone().unwrap_or_default();
-        let previous = self.pods.get(&uid).and_then(|r| r.pod.status.clone());
-        status.start_time = previous
-            .as_ref()
-            .and_then(|p| p.start_time.clone())
-            .or_else(|| Some(now_time()));
-        let old_conditions = previous
-            .as_ref()
-            .and_then(|p| p.conditions.clone())
-            .unwrap_or_default();
-        for c in status.conditions.iter_mut().flatten() {
-            c.last_transition_time = old_conditions
-                .iter()
-                .find(|o| o.type_ == c.type_ && o.status == c.status)
-                .and_then(|o| o.last_transition_time.clone())
-                .or_else(|| Some(now_time()));
-        }
-        let (before, after) = (
-            phase_and_ready(previous.as_ref()),
-            phase_and_ready(Some(&status)),
-        );
+    fn set(&mut self, pod: &SharedPod, mut status: ApiPodStatus, ctx: &mut Context<Self>) {
+        let uid = pod.uid().clone();
+        let previous = self.records.get(&uid).and_then(|r| r.pod.status.as_ref());
+        keep_times(previous, &mut status);
+        let (before, after) = (phase_and_ready(previous), phase_and_ready(Some(&status)));
         if before != after {
             // The transitions an operator follows a pod by; also what the agent benchmark
             // times, from the log, without polling the API.
-            info!(
-                pod = pod.metadata.name.as_deref().unwrap_or(""),
-                pod_uid = %uid,
-                phase = after.0.unwrap_or(""),
-                ready = after.1,
-                "pod status changed"
-            );
+            info!(pod = pod.name(), pod_uid = %uid, phase = after.0.unwrap_or(""), ready = after.1, "pod status changed");
         }
-        let mut new_pod = (**pod).clone();
+        let mut new_pod: Pod = (**pod.arc()).clone();
         new_pod.status = Some(status);
-        let record = self.pods.entry(uid).or_insert_with(|| PodRecord {
-            pod: Arc::new(Pod::default()),
-            events: Vec::new(),
-        });
+        let record = self
+            .records
+            .entry(uid.clone())
+            .or_insert_with(|| PodRecord::new(Arc::new(Pod::default())));
         if *record.pod == new_pod {
             return;
         }
         record.pod = Arc::new(new_pod);
-        if let Err(e) = self.store.save(record) {
-            warn!(error = %e, "pod status not persisted");
+        self.changed(&uid, ctx);
+    }
+
+    /// The pod's record changed: write it (soon, off this thread).
+    fn changed(&mut self, uid: &PodUid, ctx: &mut Context<Self>) {
+        self.dirty.mark(uid);
+        self.write(ctx);
+    }
+
+    fn write(&mut self, ctx: &mut Context<Self>) {
+        let Some(batch) = self.dirty.take(&self.records) else {
+            return;
+        };
+        let disk = self.disk.clone();
+        ctx.spawn(
+            async move {
+                let _ = tokio::task::spawn_blocking(move || disk.write(batch)).await;
+            }
+            .into_actor(self)
+            .map(|(), act, ctx| {
+                act.dirty.written();
+                act.write(ctx);
+            }),
+        );
+    }
+
+    fn event(
+        &mut self,
+        pod: &SharedPod,
+        kind: EventType,
+        reason: &str,
+        message: String,
+        ctx: &mut Context<Self>,
+    ) {
+        let r = self
+            .records
+            .entry(pod.uid().clone())
+            .or_insert_with(|| PodRecord::new(pod.arc().clone()));
+        r.record_event(PodEvent {
+            time_unix_ms: podvisor_core::time::now_unix_ms(),
+            kind,
+            reason: reason.to_string(),
+            message,
+            count: 1,
+        });
+        self.changed(pod.uid(), ctx);
+    }
+
+    fn forget(&mut self, uid: &PodUid, ctx: &mut Context<Self>) {
+        self.inputs.remove(uid);
+        self.runtime.remove(uid);
+        if self.records.remove(uid).is_some() {
+            self.changed(uid, ctx);
         }
+    }
+}
+
+/// A pod's start time and the transition time of every unchanged condition stay.
+fn keep_times(previous: Option<&ApiPodStatus>, status: &mut ApiPodStatus) {
+    status.start_time = previous
+        .and_then(|p| p.start_time.clone())
+        .or_else(|| Some(podvisor_core::time::now()));
+    let old = previous
+        .and_then(|p| p.conditions.as_deref())
+        .unwrap_or(&[]);
+    for c in status.conditions.iter_mut().flatten() {
+        c.last_transition_time = old
+            .iter()
+            .find(|o| o.type_ == c.type_ && o.status == c.status)
+            .and_then(|o| o.last_transition_time.clone())
+            .or_else(|| Some(podvisor_core::time::now()));
     }
 }
 
@@ -200,116 +184,123 @@ impl SupervisedActor for StatusManager {
     const KIND: &'static str = "status-manager";
     type Summary = StatusManagerSummary;
 
-    /// Reloads every persisted status: after a restart (of the actor or of the agent)
-    /// `get pods` answers at once, and the next sync of each pod refreshes it.
-    fn rebuild(&mut self, _: &mut Context<Self>, _: &StartInfo<Self>) {
-        self.pods = self.store.load();
+    /// Reloads every persisted status (on the blocking pool, before any message): after a
+    /// restart (of the actor or of the agent) `get pods` answers at once, and the next sync
+    /// of each pod refreshes it.
+    fn rebuild(&mut self, ctx: &mut Context<Self>, _: &StartInfo<Self>) {
+        let disk = self.disk.clone();
+        ctx.wait(
+            async move {
+                tokio::task::spawn_blocking(move || disk.load())
+                    .await
+                    .unwrap_or_default()
+            }
+            .into_actor(self)
+            .map(|records, act, _| act.records = records),
+        );
     }
 
     fn summary(&self) -> StatusManagerSummary {
         let mut by_phase = BTreeMap::new();
-        for r in self.pods.values() {
-            let phase = r
-                .pod
-                .status
-                .as_ref()
-                .and_then(|s| s.phase.clone())
-                .unwrap_or_else(|| "Unknown".into());
-            *by_phase.entry(phase).or_insert(0) += 1;
+        for r in self.records.values() {
+            let phase = r.pod.phase().map_or("Unknown", Phase::as_str);
+            *by_phase.entry(phase.to_string()).or_insert(0) += 1;
         }
         StatusManagerSummary {
-            pods: self.pods.len(),
+            pods: self.records.len(),
             by_phase,
+            unwritten: self.dirty.len(),
+        }
+    }
+}
+
+impl Handler<StatusChanged> for StatusManager {
+    type Result = ();
+    fn handle(&mut self, msg: StatusChanged, ctx: &mut Context<Self>) {
+        // An inspection that failed says nothing about the pod: keep what was known.
+        if msg.data.error.is_some() {
+            return;
+        }
+        let newer = self
+            .runtime
+            .get(&msg.uid)
+            .is_none_or(|(_, at)| msg.data.modified >= *at);
+        if newer {
+            self.runtime
+                .insert(msg.uid.clone(), (msg.data.status, msg.data.modified));
+            self.refresh(&msg.uid, ctx);
         }
     }
 }
 
 impl Handler<PodSynced> for StatusManager {
     type Result = ();
-    fn handle(&mut self, msg: PodSynced, _: &mut Context<Self>) {
-        let status = api_status(&msg.pod, &msg.status, &msg.waiting, msg.terminating);
-        self.set(&msg.pod, status);
+    fn handle(&mut self, msg: PodSynced, ctx: &mut Context<Self>) {
+        let uid = msg.pod.uid().clone();
+        let mut inputs = Inputs::new(msg.pod);
+        inputs.waiting = msg.waiting;
+        self.inputs.insert(uid.clone(), inputs);
+        self.refresh(&uid, ctx);
     }
 }
 
 impl Handler<PodTerminated> for StatusManager {
     type Result = ();
-    fn handle(&mut self, msg: PodTerminated, _: &mut Context<Self>) {
-        let mut status = api_status(&msg.pod, &msg.status, &HashMap::new(), true);
-        for f in &msg.status_fns {
-            f(&mut status);
-        }
-        self.set(&msg.pod, status);
+    fn handle(&mut self, msg: PodTerminated, ctx: &mut Context<Self>) {
+        let uid = msg.pod.uid().clone();
+        let mut inputs = Inputs::new(msg.pod);
+        inputs.terminated = true;
+        inputs.status_fns = msg.status_fns;
+        self.inputs.insert(uid.clone(), inputs);
+        self.refresh(&uid, ctx);
     }
 }
 
 impl Handler<PodRejected> for StatusManager {
     type Result = ();
-    fn handle(&mut self, msg: PodRejected, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: PodRejected, ctx: &mut Context<Self>) {
+        // A rejected pod runs nothing: its status is the refusal, whatever else is reported.
+        self.inputs.remove(msg.pod.uid());
         let status = ApiPodStatus {
-            phase: Some("Failed".into()),
-            reason: Some(msg.reason.clone()),
+            phase: Some(Phase::Failed.as_str().into()),
+            reason: Some(msg.reason.into()),
             message: Some(msg.message.clone()),
             ..Default::default()
         };
-        self.set(&msg.pod, status);
-        let uid = msg.pod.metadata.uid.clone().unwrap_or_default();
-        if let Some(r) = self.pods.get_mut(&uid) {
-            r.record_event(PodEvent {
-                time_unix_ms: now_ms(),
-                kind: "Warning".into(),
-                reason: msg.reason,
-                message: msg.message,
-                count: 1,
-            });
-            let _ = self.store.save(r);
-        }
+        self.set(&msg.pod, status, ctx);
+        self.event(&msg.pod, EventType::Warning, msg.reason, msg.message, ctx);
     }
 }
 
 impl Handler<RecordEvent> for StatusManager {
     type Result = ();
-    fn handle(&mut self, msg: RecordEvent, _: &mut Context<Self>) {
-        let uid = msg.pod.metadata.uid.clone().unwrap_or_default();
-        let r = self.pods.entry(uid).or_insert_with(|| PodRecord {
-            pod: msg.pod.clone(),
-            events: Vec::new(),
-        });
-        r.record_event(PodEvent {
-            time_unix_ms: now_ms(),
-            kind: if msg.warning { "Warning" } else { "Normal" }.into(),
-            reason: msg.reason,
-            message: msg.message,
-            count: 1,
-        });
-        if let Err(e) = self.store.save(r) {
-            warn!(error = %e, "pod events not persisted");
-        }
+    fn handle(&mut self, msg: RecordEvent, ctx: &mut Context<Self>) {
+        self.event(&msg.pod, msg.kind, msg.reason, msg.message, ctx);
     }
 }
 
 impl Handler<ForgetPod> for StatusManager {
     type Result = ();
-    fn handle(&mut self, msg: ForgetPod, _: &mut Context<Self>) {
-        if self.pods.remove(&msg.uid).is_some() {
-            self.store.remove(&msg.uid);
-        }
+    fn handle(&mut self, msg: ForgetPod, ctx: &mut Context<Self>) {
+        self.forget(&msg.uid, ctx);
     }
 }
 
 impl Handler<RetainPods> for StatusManager {
     type Result = ();
-    fn handle(&mut self, msg: RetainPods, _: &mut Context<Self>) {
-        let stale: Vec<String> = self
-            .pods
+    fn handle(&mut self, RetainPods(keep): RetainPods, ctx: &mut Context<Self>) {
+        let stale: Vec<PodUid> = self
+            .records
             .keys()
-            .filter(|uid| !msg.0.contains(*uid))
+            .chain(self.runtime.keys())
+            .filter(|uid| !keep.contains(*uid))
             .cloned()
             .collect();
         for uid in stale {
-            info!(pod_uid = %uid, "forgetting the status of a pod nobody knows any more");
-            self.pods.remove(&uid);
-            self.store.remove(&uid);
+            if self.records.contains_key(&uid) {
+                info!(pod_uid = %uid, "forgetting the status of a pod nobody knows any more");
+            }
+            self.forget(&uid, ctx);
         }
     }
 }
@@ -317,16 +308,8 @@ impl Handler<RetainPods> for StatusManager {
 impl Handler<ListPods> for StatusManager {
     type Result = MessageResult<ListPods>;
     fn handle(&mut self, _: ListPods, _: &mut Context<Self>) -> Self::Result {
-        let mut pods: Vec<PodRecord> = self.pods.values().cloned().collect();
-        pods.sort_by(|a, b| {
-            let key = |r: &PodRecord| {
-                (
-                    r.pod.metadata.namespace.clone(),
-                    r.pod.metadata.name.clone(),
-                )
-            };
-            key(a).cmp(&key(b))
-        });
+        let mut pods: Vec<PodRecord> = self.records.values().cloned().collect();
+        pods.sort_by_key(|r| r.pod.key());
         MessageResult(pods)
     }
 }
@@ -341,26 +324,27 @@ impl Handler<TerminalPhases> for StatusManager {
         let phases = uids
             .into_iter()
             .filter_map(|uid| {
-                let phase = self.pods.get(&uid)?.pod.status.as_ref()?.phase.clone()?;
-                matches!(phase.as_str(), "Succeeded" | "Failed").then_some((uid, phase))
+                let phase = self.records.get(&uid)?.pod.phase()?;
+                phase.is_terminal().then_some((uid, phase))
             })
-            .collect();
+            .collect::<HashMap<_, _>>();
         MessageResult(phases)
     }
 }
 
 impl Handler<GetPod> for StatusManager {
     type Result = MessageResult<GetPod>;
-    fn handle(&mut self, GetPod(key): GetPod, _: &mut Context<Self>) -> Self::Result {
-        if let Some(r) = self.pods.get(&key) {
+    fn handle(&mut self, q: GetPod, _: &mut Context<Self>) -> Self::Result {
+        if q.namespace.is_none()
+            && let Some(r) = self.records.get(q.name.as_str())
+        {
             return MessageResult(Some(r.clone()));
         }
-        let (ns, name) = key
-            .split_once('/')
-            .map_or((None, key.as_str()), |(n, m)| (Some(n), m));
-        let found = self.pods.values().find(|r| {
-            r.pod.metadata.name.as_deref() == Some(name)
-                && ns.is_none_or(|n| r.pod.metadata.namespace.as_deref() == Some(n))
+        let found = self.records.values().find(|r| {
+            r.pod.name() == q.name
+                && q.namespace
+                    .as_deref()
+                    .is_none_or(|n| r.pod.namespace() == n)
         });
         MessageResult(found.cloned())
     }

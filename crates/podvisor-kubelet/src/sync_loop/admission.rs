@@ -3,9 +3,7 @@
 //! allows.
 
 use k8s_openapi::api::core::v1::{Container, Pod};
-
-use crate::kuberuntime::actions::{containers, init_containers};
-use crate::quantity;
+use podvisor_core::{PodExt, quantity};
 
 /// What the node offers to pods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,11 +48,13 @@ pub fn pod_request(pod: &Pod, resource: &str) -> i64 {
         quantity::parse_units
     };
     // Saturating: quantities are capped, but a pod may have many containers.
-    let apps: i64 = containers(pod)
+    let apps: i64 = pod
+        .containers()
         .iter()
         .map(|c| request(c, resource, parse))
         .fold(0, i64::saturating_add);
-    let init = init_containers(pod)
+    let init = pod
+        .init_containers()
         .iter()
         .map(|c| request(c, resource, parse))
         .max()

@@ -3,14 +3,13 @@
 //! rule is tested without actors or a runtime. The sync loop carries the plan out.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
+use podvisor_core::{PodUid, SharedPod};
 use podvisor_cri::labels;
 
 use super::pods::{PodManager, deleted};
-use crate::pod_workers::{
-    KillPodOptions, PodWorkerState, RuntimePod, UpdatePodOptions, UpdateType, pod as podinfo,
+use crate::protocol::updates::{
+    KillPodOptions, PodWorkerState, RuntimePod, UpdatePodOptions, UpdateType,
 };
 
 #[derive(Default)]
@@ -18,19 +17,19 @@ pub struct Plan {
     /// Updates for the pod workers, in order.
     pub updates: Vec<UpdatePodOptions>,
     /// Removed pods the workers are done with: their status and cache entry go.
-    pub forget: Vec<String>,
+    pub forget: Vec<PodUid>,
     /// Every UID whose status is still worth keeping (all others are dropped).
-    pub retain: HashSet<String>,
+    pub retain: HashSet<PodUid>,
     /// UIDs whose directories must stay; `None` when the runtime could not be listed (a
     /// pod may still be running there with its volumes mounted: sweep nothing).
-    pub keep_dirs: Option<HashSet<String>>,
+    pub keep_dirs: Option<HashSet<PodUid>>,
 }
 
 /// Decides one pass. `running` is the runtime's listing (`None` if it failed); `node` is
 /// this agent's node name, which its runtime pods are labelled with.
 pub fn plan(
     pods: &mut PodManager,
-    states: &BTreeMap<String, PodWorkerState>,
+    states: &BTreeMap<PodUid, PodWorkerState>,
     running: Option<Vec<podvisor_cri::Pod>>,
     node: &str,
 ) -> Plan {
@@ -45,14 +44,14 @@ pub fn plan(
     // A desired pod it does not know is created; a removed pod it still runs is killed.
     // Duplicates of updates still queued there coalesce.
     for p in pods.desired() {
-        if !states.contains_key(podinfo::uid(&p)) {
+        if !states.contains_key(p.uid()) {
             plan.updates
                 .push(UpdatePodOptions::new(UpdateType::Create, p));
         }
     }
-    let unkilled: Vec<Arc<Pod>> = pods
+    let unkilled: Vec<SharedPod> = pods
         .removed_pods()
-        .filter(|p| states.get(podinfo::uid(p)) == Some(&PodWorkerState::Syncing))
+        .filter(|p| states.get(p.uid()) == Some(&PodWorkerState::Syncing))
         .cloned()
         .collect();
     for p in unkilled {
@@ -87,14 +86,17 @@ pub fn plan(
         return plan;
     };
     let mut keep = plan.retain.clone();
-    keep.extend(running.iter().map(|rp| rp.pod.uid.clone()));
+    keep.extend(running.iter().map(|rp| PodUid::from(rp.pod.uid.as_str())));
     plan.keep_dirs = Some(keep);
     // Runtime pods of this agent that no config and no worker knows: orphans.
     for rp in running {
-        let uid = rp.pod.uid.as_str();
-        if labels::owned_by(&rp, node) && pods.get(uid).is_none() && !states.contains_key(uid) {
-            plan.updates
-                .push(UpdatePodOptions::runtime_kill(RuntimePod(rp)));
+        let rp = RuntimePod::new(rp);
+        let uid = rp.uid();
+        if labels::owned_by(rp.runtime(), node)
+            && pods.get(uid).is_none()
+            && !states.contains_key(uid)
+        {
+            plan.updates.push(UpdatePodOptions::runtime_kill(rp));
         }
     }
     plan

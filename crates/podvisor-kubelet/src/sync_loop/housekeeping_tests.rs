@@ -2,14 +2,16 @@ use std::collections::BTreeMap;
 
 use podvisor_cri::{PodRef, Sandbox, SandboxState};
 
+use k8s_openapi::api::core::v1::Pod;
+
 use super::*;
 use crate::sync_loop::Allocatable;
 
-fn pod(uid: &str) -> Arc<Pod> {
+fn pod(uid: &str) -> SharedPod {
     let mut p = Pod::default();
     p.metadata.uid = Some(uid.into());
     p.metadata.name = Some(uid.into());
-    Arc::new(p)
+    SharedPod::new(p).unwrap()
 }
 
 fn runtime_pod(uid: &str, node: &str) -> podvisor_cri::Pod {
@@ -34,13 +36,13 @@ fn runtime_pod(uid: &str, node: &str) -> podvisor_cri::Pod {
 }
 
 fn manager(desired: &[&str]) -> PodManager {
-    let mut m = PodManager::new(["file".to_string()]);
+    let mut m = PodManager::new(["file"]);
     let room = Allocatable {
         pods: 100,
         cpu_milli: 1000,
         memory_bytes: 1 << 30,
     };
-    let pods: Vec<Arc<Pod>> = desired.iter().map(|u| pod(u)).collect();
+    let pods: Vec<SharedPod> = desired.iter().map(|u| pod(u)).collect();
     m.set_source("file", pods.clone());
     for p in &pods {
         m.admit(p, &room).unwrap();
@@ -52,12 +54,7 @@ fn kinds(plan: &Plan) -> Vec<(String, UpdateType, bool)> {
     plan.updates
         .iter()
         .map(|u| {
-            let uid = u
-                .pod
-                .as_ref()
-                .map(|p| podinfo::uid(p).to_string())
-                .or_else(|| u.running_pod.as_ref().map(|r| r.0.pod.uid.clone()))
-                .unwrap_or_default();
+            let uid = u.uid().map(ToString::to_string).unwrap_or_default();
             (uid, u.update_type.unwrap(), u.running_pod.is_some())
         })
         .collect()
@@ -66,7 +63,7 @@ fn kinds(plan: &Plan) -> Vec<(String, UpdateType, bool)> {
 #[test]
 fn a_desired_pod_the_workers_never_got_is_created_again() {
     let mut m = manager(&["a", "b"]);
-    let states = BTreeMap::from([("a".to_string(), PodWorkerState::Syncing)]);
+    let states = BTreeMap::from([(PodUid::from("a"), PodWorkerState::Syncing)]);
     let plan = plan(&mut m, &states, Some(vec![]), "n");
     assert_eq!(kinds(&plan), [("b".to_string(), UpdateType::Create, false)]);
 }
@@ -75,9 +72,9 @@ fn a_desired_pod_the_workers_never_got_is_created_again() {
 fn a_removed_pod_still_syncing_is_killed_and_one_the_workers_forgot_is_forgotten() {
     let mut m = manager(&["a", "b"]);
     m.set_source("file", vec![]);
-    m.remove("a");
-    m.remove("b");
-    let states = BTreeMap::from([("a".to_string(), PodWorkerState::Syncing)]);
+    m.remove(&PodUid::from("a"));
+    m.remove(&PodUid::from("b"));
+    let states = BTreeMap::from([(PodUid::from("a"), PodWorkerState::Syncing)]);
     let plan = plan(&mut m, &states, Some(vec![]), "n");
     assert_eq!(kinds(&plan), [("a".to_string(), UpdateType::Kill, false)]);
     assert!(
@@ -90,7 +87,7 @@ fn a_removed_pod_still_syncing_is_killed_and_one_the_workers_forgot_is_forgotten
             .is_some()
     );
     assert_eq!(plan.forget, ["b"]);
-    assert_eq!(plan.retain, HashSet::from(["a".to_string()]));
+    assert_eq!(plan.retain, HashSet::from([PodUid::from("a")]));
     assert_eq!(
         m.removed().collect::<Vec<_>>(),
         ["a"],
@@ -102,8 +99,8 @@ fn a_removed_pod_still_syncing_is_killed_and_one_the_workers_forgot_is_forgotten
 fn only_this_node_s_unknown_runtime_pods_are_killed() {
     let mut m = manager(&["a"]);
     let states = BTreeMap::from([
-        ("a".to_string(), PodWorkerState::Syncing),
-        ("stopping".to_string(), PodWorkerState::Terminating),
+        (PodUid::from("a"), PodWorkerState::Syncing),
+        (PodUid::from("stopping"), PodWorkerState::Terminating),
     ]);
     let running = vec![
         runtime_pod("a", "n"),
@@ -127,7 +124,7 @@ fn only_this_node_s_unknown_runtime_pods_are_killed() {
 #[test]
 fn without_a_runtime_listing_no_directory_is_swept_and_nothing_is_killed() {
     let mut m = manager(&["a"]);
-    let states = BTreeMap::from([("a".to_string(), PodWorkerState::Syncing)]);
+    let states = BTreeMap::from([(PodUid::from("a"), PodWorkerState::Syncing)]);
     let plan = plan(&mut m, &states, None, "n");
     assert!(plan.keep_dirs.is_none());
     assert!(plan.updates.is_empty());
@@ -137,8 +134,11 @@ fn without_a_runtime_listing_no_directory_is_swept_and_nothing_is_killed() {
 fn terminated_pods_free_admission_and_recreated_ones_start_again() {
     let mut m = manager(&["job", "again"]);
     let states = BTreeMap::from([
-        ("job".to_string(), PodWorkerState::Terminated),
-        ("again".to_string(), PodWorkerState::TerminatedAndRecreated),
+        (PodUid::from("job"), PodWorkerState::Terminated),
+        (
+            PodUid::from("again"),
+            PodWorkerState::TerminatedAndRecreated,
+        ),
     ]);
     let plan = plan(&mut m, &states, Some(vec![]), "n");
     assert_eq!(

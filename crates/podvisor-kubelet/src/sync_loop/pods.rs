@@ -1,39 +1,38 @@
 //! The desired pods (the kubelet's pod manager), as plain data: what each config source
 //! wants, which pods were admitted or rejected, and what a source's new snapshot changes.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use k8s_openapi::api::core::v1::Pod;
+use podvisor_core::{PodExt, PodUid, SharedPod};
 
 use super::admission::{Allocatable, Rejection, admit};
-use crate::pod_workers::pod;
 
 /// What a source's new snapshot means for one pod.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {
-    Add(Arc<Pod>),
-    Update(Arc<Pod>),
-    Remove(Arc<Pod>),
+    Add(SharedPod),
+    Update(SharedPod),
+    Remove(SharedPod),
 }
 
 #[derive(Default)]
 pub struct PodManager {
-    expected_sources: BTreeSet<String>,
-    seen_sources: BTreeSet<String>,
-    by_source: BTreeMap<String, BTreeMap<String, Arc<Pod>>>,
-    admitted: BTreeMap<String, Arc<Pod>>,
-    rejected: BTreeSet<String>,
+    expected_sources: BTreeSet<&'static str>,
+    seen_sources: BTreeSet<&'static str>,
+    by_source: BTreeMap<&'static str, BTreeMap<PodUid, SharedPod>>,
+    admitted: BTreeMap<PodUid, SharedPod>,
+    rejected: BTreeSet<PodUid>,
     /// Removed from config, not yet forgotten by the pod workers; with the pod if it had
     /// been admitted (it must be stopped).
-    removed: BTreeMap<String, Option<Arc<Pod>>>,
+    removed: BTreeMap<PodUid, Option<SharedPod>>,
     /// Admitted pods that have run to completion (still in config): they hold no
     /// resources, so admission does not count them.
-    terminated: BTreeSet<String>,
+    terminated: BTreeSet<PodUid>,
 }
 
 impl PodManager {
-    pub fn new(expected_sources: impl IntoIterator<Item = String>) -> Self {
+    pub fn new(expected_sources: impl IntoIterator<Item = &'static str>) -> Self {
         Self {
             expected_sources: expected_sources.into_iter().collect(),
             ..Default::default()
@@ -48,15 +47,13 @@ impl PodManager {
 
     /// Takes a source's full snapshot and returns the changes, additions in a stable
     /// order (by namespace and name).
-    pub fn set_source(&mut self, source: &str, pods: Vec<Arc<Pod>>) -> Vec<Change> {
-        self.seen_sources.insert(source.to_string());
-        let new: BTreeMap<String, Arc<Pod>> = pods
-            .into_iter()
-            .map(|p| (pod::uid(&p).to_string(), p))
-            .collect();
+    pub fn set_source(&mut self, source: &'static str, pods: Vec<SharedPod>) -> Vec<Change> {
+        self.seen_sources.insert(source);
+        let new: BTreeMap<PodUid, SharedPod> =
+            pods.into_iter().map(|p| (p.uid().clone(), p)).collect();
         let old = self
             .by_source
-            .insert(source.to_string(), new.clone())
+            .insert(source, new.clone())
             .unwrap_or_default();
         let mut changes = Vec::new();
         for (uid, p) in &old {
@@ -64,7 +61,7 @@ impl PodManager {
                 changes.push(Change::Remove(p.clone()));
             }
         }
-        let mut added: Vec<&Arc<Pod>> = Vec::new();
+        let mut added: Vec<&SharedPod> = Vec::new();
         for (uid, p) in &new {
             match old.get(uid) {
                 None => added.push(p),
@@ -72,14 +69,14 @@ impl PodManager {
                 Some(_) => {}
             }
         }
-        added.sort_by_key(|p| (p.metadata.namespace.clone(), p.metadata.name.clone()));
+        added.sort_by_key(|p| p.key());
         changes.extend(added.into_iter().map(|p| Change::Add(p.clone())));
         changes
     }
 
     /// Admits the pod (it will run) or rejects it (it is Failed and never runs).
-    pub fn admit(&mut self, p: &Arc<Pod>, node: &Allocatable) -> Result<(), Rejection> {
-        let uid = pod::uid(p).to_string();
+    pub fn admit(&mut self, p: &SharedPod, node: &Allocatable) -> Result<(), Rejection> {
+        let uid = p.uid().clone();
         if let Some(known) = self.admitted.get_mut(&uid) {
             *known = p.clone();
             return Ok(());
@@ -87,8 +84,8 @@ impl PodManager {
         let active: Vec<&Pod> = self
             .admitted
             .iter()
-            .filter(|(uid, p)| !self.terminated.contains(*uid) && !has_terminal_phase(p))
-            .map(|(_, p)| p.as_ref())
+            .filter(|(uid, p)| !self.terminated.contains(*uid) && !p.is_terminal())
+            .map(|(_, p)| p.pod())
             .collect();
         match admit(p, &active, node) {
             Ok(()) => {
@@ -103,9 +100,8 @@ impl PodManager {
         }
     }
 
-    pub fn update(&mut self, p: &Arc<Pod>) -> bool {
-        let uid = pod::uid(p);
-        match self.admitted.get_mut(uid) {
+    pub fn update(&mut self, p: &SharedPod) -> bool {
+        match self.admitted.get_mut(p.uid()) {
             Some(old) => {
                 *old = p.clone();
                 true
@@ -116,45 +112,40 @@ impl PodManager {
 
     /// The pod left its config: it no longer counts as admitted, and is remembered until
     /// the pod workers forget it.
-    pub fn remove(&mut self, uid: &str) -> bool {
+    pub fn remove(&mut self, uid: &PodUid) -> bool {
         self.rejected.remove(uid);
         let admitted = self.admitted.remove(uid);
         let was_admitted = admitted.is_some();
-        self.removed.insert(uid.to_string(), admitted);
+        self.removed.insert(uid.clone(), admitted);
         was_admitted
     }
 
     /// Removed pods that had been admitted: what must be (or have been) stopped.
-    pub fn removed_pods(&self) -> impl Iterator<Item = &Arc<Pod>> {
+    pub fn removed_pods(&self) -> impl Iterator<Item = &SharedPod> {
         self.removed.values().flatten()
     }
 
     /// What the pod workers last said has terminated (from housekeeping).
-    pub fn set_terminated(&mut self, uids: impl IntoIterator<Item = String>) {
+    pub fn set_terminated(&mut self, uids: impl IntoIterator<Item = PodUid>) {
         self.terminated = uids.into_iter().collect();
     }
 
-    pub fn get(&self, uid: &str) -> Option<&Arc<Pod>> {
+    pub fn get(&self, uid: &PodUid) -> Option<&SharedPod> {
         self.admitted.get(uid)
     }
 
     /// Pods that should run (admitted and still in config).
-    pub fn desired(&self) -> Vec<Arc<Pod>> {
+    pub fn desired(&self) -> Vec<SharedPod> {
         self.admitted.values().cloned().collect()
     }
 
-    pub fn desired_uids(&self) -> std::collections::HashSet<String> {
+    pub fn desired_uids(&self) -> HashSet<PodUid> {
         self.admitted.keys().cloned().collect()
-    }
-
-    /// Every UID some source still lists (admitted or rejected).
-    pub fn is_configured(&self, uid: &str) -> bool {
-        self.by_source.values().any(|m| m.contains_key(uid))
     }
 
     /// Every UID whose status is still worth showing: listed by a source (running,
     /// completed or rejected) or removed and still being stopped.
-    pub fn known_uids(&self) -> std::collections::HashSet<String> {
+    pub fn known_uids(&self) -> HashSet<PodUid> {
         self.by_source
             .values()
             .flat_map(|m| m.keys())
@@ -163,11 +154,11 @@ impl PodManager {
             .collect()
     }
 
-    pub fn removed(&self) -> impl Iterator<Item = &String> {
+    pub fn removed(&self) -> impl Iterator<Item = &PodUid> {
         self.removed.keys()
     }
 
-    pub fn forget_removed(&mut self, uid: &str) {
+    pub fn forget_removed(&mut self, uid: &PodUid) {
         self.removed.remove(uid);
     }
 
@@ -176,44 +167,31 @@ impl PodManager {
     }
 }
 
-/// A pod that completed before an agent restart carries its last phase (see the sync
-/// loop's `TerminalPhases`).
-fn has_terminal_phase(p: &Pod) -> bool {
-    p.status
-        .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .is_some_and(|ph| ph == "Succeeded" || ph == "Failed")
-}
-
-/// The pod as the pod workers must see it once its file is gone: deleted now, with its
+/// The pod as the pod workers must see it once its config is gone: deleted now, with its
 /// own grace period.
-pub fn deleted(p: &Pod) -> Arc<Pod> {
-    let mut p = p.clone();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i128);
-    p.metadata.deletion_timestamp = k8s_openapi::jiff::Timestamp::from_nanosecond(now)
-        .ok()
-        .map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time);
-    p.metadata.deletion_grace_period_seconds = Some(pod::spec_grace_period(&p));
-    Arc::new(p)
+pub fn deleted(p: &SharedPod) -> SharedPod {
+    let grace = p.spec_grace_period().seconds();
+    p.edited(|p| {
+        p.metadata.deletion_timestamp = Some(podvisor_core::time::now());
+        p.metadata.deletion_grace_period_seconds = Some(grace);
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn p(uid: &str, name: &str, v: &str) -> Arc<Pod> {
+    fn p(uid: &str, name: &str, v: &str) -> SharedPod {
         let mut p = Pod::default();
         p.metadata.uid = Some(uid.into());
         p.metadata.name = Some(name.into());
         p.metadata.resource_version = Some(v.into());
-        Arc::new(p)
+        SharedPod::new(p).unwrap()
     }
 
     #[test]
     fn snapshots_become_adds_updates_and_removes() {
-        let mut m = PodManager::new(["file".to_string()]);
+        let mut m = PodManager::new(["file"]);
         assert!(!m.all_sources_seen());
         let changes = m.set_source("file", vec![p("b", "zeta", "1"), p("a", "alpha", "1")]);
         assert_eq!(
@@ -241,7 +219,7 @@ mod tests {
 
     #[test]
     fn removal_forgets_admission_and_remembers_the_uid() {
-        let mut m = PodManager::new(["file".to_string()]);
+        let mut m = PodManager::new(["file"]);
         let node = Allocatable {
             pods: 10,
             cpu_milli: 1000,
@@ -250,11 +228,14 @@ mod tests {
         let a = p("a", "a", "1");
         m.admit(&a, &node).unwrap();
         assert_eq!(m.desired().len(), 1);
-        assert!(m.remove("a"));
+        assert!(m.remove(&PodUid::from("a")));
         assert!(m.desired().is_empty());
         assert_eq!(m.removed().collect::<Vec<_>>(), ["a"]);
-        assert!(m.known_uids().contains("a"), "known until it is forgotten");
-        m.forget_removed("a");
+        assert!(
+            m.known_uids().contains(&PodUid::from("a")),
+            "known until it is forgotten"
+        );
+        m.forget_removed(&PodUid::from("a"));
         assert!(m.known_uids().is_empty());
         let d = deleted(&a);
         assert!(d.metadata.deletion_timestamp.is_some());
@@ -263,7 +244,7 @@ mod tests {
 
     #[test]
     fn rejected_and_listed_pods_are_known() {
-        let mut m = PodManager::new(["file".to_string()]);
+        let mut m = PodManager::new(["file"]);
         let none = Allocatable {
             pods: 0,
             cpu_milli: 1000,
@@ -277,7 +258,7 @@ mod tests {
 
     #[test]
     fn finished_pods_do_not_count_for_admission() {
-        let mut m = PodManager::new(["file".to_string()]);
+        let mut m = PodManager::new(["file"]);
         let one = Allocatable {
             pods: 1,
             cpu_milli: 1000,
@@ -288,16 +269,16 @@ mod tests {
             m.admit(&p("b", "b", "1"), &one).unwrap_err().reason,
             "OutOfpods"
         );
-        m.set_terminated(["job".to_string()]);
+        m.set_terminated([PodUid::from("job")]);
         m.admit(&p("b", "b", "1"), &one).unwrap();
         // A pod known to have completed before a restart does not count either.
-        let mut m = PodManager::new(["file".to_string()]);
+        let mut m = PodManager::new(["file"]);
         let mut done = (*p("job", "job", "1")).clone();
         done.status = Some(k8s_openapi::api::core::v1::PodStatus {
             phase: Some("Succeeded".into()),
             ..Default::default()
         });
-        m.admit(&Arc::new(done), &one).unwrap();
+        m.admit(&SharedPod::new(done).unwrap(), &one).unwrap();
         m.admit(&p("b", "b", "1"), &one).unwrap();
     }
 }

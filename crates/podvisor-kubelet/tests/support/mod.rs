@@ -11,7 +11,9 @@ use podvisor_actors::testing::{Collected, collector};
 use podvisor_actors::{ActorRef, Registry, SupervisorConfig, start_root};
 use podvisor_cri::sample::{container_config, sandbox_config};
 use podvisor_cri::{FakeRuntime, Runtime};
-use podvisor_kubelet::pleg::{Pleg, PlegConfig, PlegEventKind, PlegHealth, PodLifecycleEvent};
+use podvisor_kubelet::groups::StatusWiring;
+use podvisor_kubelet::pleg::{Pleg, PlegConfig, PlegHealth};
+use podvisor_kubelet::protocol::lifecycle::{PlegEventKind, PodLifecycleEvent};
 use podvisor_kubelet::status_cache::StatusCache;
 
 pub use podvisor_actors::testing::{paused_system, until};
@@ -56,9 +58,12 @@ pub fn harness(fake: FakeRuntime, config: PlegConfig) -> Harness {
     let events = Events(seen);
     let group = podvisor_kubelet::groups::status_group(
         &registry,
-        Arc::new(fake.clone()),
-        vec![collector.recipient()],
-        config,
+        StatusWiring {
+            runtime: Arc::new(fake.clone()),
+            events: vec![collector.recipient()],
+            statuses: Vec::new(),
+            pleg: config,
+        },
         SupervisorConfig::default(),
     );
     start_root(
@@ -104,10 +109,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::Pod;
-use podvisor_kubelet::pod_workers::{
-    PodSyncer, RuntimePod, StatusFn, SyncContext, SyncError, SyncOutcome, UpdateType, WorkKind,
-};
+use podvisor_core::SharedPod;
+use podvisor_kubelet::pod_sync::{PodSyncer, SyncContext, SyncError, Termination};
+use podvisor_kubelet::protocol::updates::UpdateType;
+use podvisor_kubelet::protocol::work::{SyncOutcome, WorkKind};
 
 /// One call of a sync function, as the fake syncer saw it.
 #[derive(Debug, Clone, PartialEq)]
@@ -185,11 +190,11 @@ impl PodSyncer for FakeSyncer {
         &self,
         ctx: &SyncContext,
         update: UpdateType,
-        _pod: &Pod,
-        status: &podvisor_cri::PodStatus,
+        _pod: &SharedPod,
+        status: &Arc<podvisor_cri::PodStatus>,
     ) -> Result<SyncOutcome, SyncError> {
         self.record(SyncCall {
-            uid: ctx.uid.clone(),
+            uid: ctx.uid.to_string(),
             kind: WorkKind::Sync,
             update: Some(update),
             grace: None,
@@ -218,30 +223,28 @@ impl PodSyncer for FakeSyncer {
     async fn sync_terminating_pod(
         &self,
         ctx: &SyncContext,
-        _pod: &Pod,
-        status: &podvisor_cri::PodStatus,
-        running_pod: Option<&RuntimePod>,
-        grace_period: i64,
-        _status_fns: &[StatusFn],
+        _pod: &SharedPod,
+        status: &Arc<podvisor_cri::PodStatus>,
+        t: Termination<'_>,
     ) -> Result<(), SyncError> {
         self.record(SyncCall {
-            uid: ctx.uid.clone(),
+            uid: ctx.uid.to_string(),
             kind: WorkKind::Terminating,
             update: None,
-            grace: Some(grace_period),
+            grace: Some(t.grace.seconds()),
             containers_seen: status.containers.len(),
-            runtime_only: running_pod.is_some(),
+            runtime_only: t.running_pod.is_some(),
         })
     }
 
     async fn sync_terminated_pod(
         &self,
         ctx: &SyncContext,
-        _pod: &Pod,
-        status: &podvisor_cri::PodStatus,
+        _pod: &SharedPod,
+        status: &Arc<podvisor_cri::PodStatus>,
     ) -> Result<(), SyncError> {
         self.record(SyncCall {
-            uid: ctx.uid.clone(),
+            uid: ctx.uid.to_string(),
             kind: WorkKind::Terminated,
             update: None,
             grace: None,

@@ -1,12 +1,27 @@
-//! The vocabulary of the pod workers: what an update asks for, the work a worker runs,
-//! and what it reports back.
+//! What the sync loop (its event handling and housekeeping) asks of the pod workers: the
+//! kubelet's `UpdatePod`, and `SyncKnownPods`, which forgets finished pods.
 
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
 use std::sync::Arc;
 
+use actix::Message;
 use k8s_openapi::api::core::v1::{Pod, PodStatus as ApiPodStatus};
+use podvisor_core::{GracePeriod, PodExt, PodUid, SharedPod};
 use serde::Serialize;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
+
+/// The kubelet's `UpdatePod`.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct UpdatePod(pub UpdatePodOptions);
+
+/// Forgets finished pods not in the set (the desired pods) and reports every known pod's
+/// state.
+#[derive(Message)]
+#[rtype(result = "BTreeMap<PodUid, PodWorkerState>")]
+pub struct SyncKnownPods(pub HashSet<PodUid>);
 
 /// Why an update was sent (the kubelet's `SyncPodType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -32,14 +47,23 @@ pub struct KillPodOptions {
     /// Kill by eviction (the pod's resources are needed elsewhere).
     pub evict: bool,
     /// A grace period that replaces the pod's own, if shorter.
-    pub grace_period_override: Option<i64>,
+    pub grace_period_override: Option<GracePeriod>,
     /// Fired once the pod has terminated (or at once, when there is nothing to kill).
     pub completed: Option<oneshot::Sender<()>>,
     pub status_fn: Option<StatusFn>,
 }
 
-impl std::fmt::Debug for KillPodOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl KillPodOptions {
+    /// Fires the completion channel, if any: the kill is done (or was never needed).
+    pub fn complete(self) {
+        if let Some(tx) = self.completed {
+            let _ = tx.send(());
+        }
+    }
+}
+
+impl fmt::Debug for KillPodOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KillPodOptions")
             .field("evict", &self.evict)
             .field("grace_period_override", &self.grace_period_override)
@@ -52,13 +76,43 @@ impl std::fmt::Debug for KillPodOptions {
 /// A pod that exists in the runtime but in no config source (an orphan): it can only be
 /// killed.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RuntimePod(pub podvisor_cri::Pod);
+pub struct RuntimePod {
+    uid: PodUid,
+    pod: podvisor_cri::Pod,
+}
+
+impl RuntimePod {
+    pub fn new(pod: podvisor_cri::Pod) -> Self {
+        Self {
+            uid: PodUid::from(pod.pod.uid.as_str()),
+            pod,
+        }
+    }
+
+    pub fn uid(&self) -> &PodUid {
+        &self.uid
+    }
+
+    /// The runtime's record of the pod: its sandboxes and containers.
+    pub fn runtime(&self) -> &podvisor_cri::Pod {
+        &self.pod
+    }
+
+    /// A stand-in API pod, for the state that wants one.
+    pub fn stand_in(&self) -> SharedPod {
+        let mut pod = Pod::default();
+        pod.metadata.uid = Some(self.uid.to_string());
+        pod.metadata.name = Some(self.pod.pod.name.clone());
+        pod.metadata.namespace = Some(self.pod.pod.namespace.clone());
+        SharedPod::new(pod).expect("a stand-in has the runtime's UID")
+    }
+}
 
 #[derive(Debug, Default)]
 pub struct UpdatePodOptions {
     pub update_type: Option<UpdateType>,
     /// The desired pod; `None` for a runtime-only pod.
-    pub pod: Option<Arc<Pod>>,
+    pub pod: Option<SharedPod>,
     pub running_pod: Option<RuntimePod>,
     pub kill: Option<KillPodOptions>,
     /// When the change was first requested (for latency figures).
@@ -66,7 +120,7 @@ pub struct UpdatePodOptions {
 }
 
 impl UpdatePodOptions {
-    pub fn new(update_type: UpdateType, pod: Arc<Pod>) -> Self {
+    pub fn new(update_type: UpdateType, pod: SharedPod) -> Self {
         Self {
             update_type: Some(update_type),
             pod: Some(pod),
@@ -75,20 +129,11 @@ impl UpdatePodOptions {
         }
     }
 
-    pub fn kill(pod: Arc<Pod>, kill: KillPodOptions) -> Self {
+    pub fn kill(pod: SharedPod, kill: KillPodOptions) -> Self {
         Self {
             kill: Some(kill),
             ..Self::new(UpdateType::Kill, pod)
         }
-    }
-
-    /// The pod this update is about (the runtime pod's, for a runtime-only kill).
-    pub fn uid(&self) -> &str {
-        self.pod
-            .as_deref()
-            .map(super::pod::uid)
-            .or_else(|| self.running_pod.as_ref().map(|r| r.0.pod.uid.as_str()))
-            .unwrap_or_default()
     }
 
     pub fn runtime_kill(running: RuntimePod) -> Self {
@@ -99,65 +144,29 @@ impl UpdatePodOptions {
             ..Default::default()
         }
     }
-}
 
-/// Which of the three sync functions a work item calls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WorkKind {
-    Sync,
-    Terminating,
-    Terminated,
-}
+    /// The pod this update is about (the runtime pod's, for a runtime-only kill).
+    pub fn uid(&self) -> Option<&PodUid> {
+        self.pod
+            .as_ref()
+            .map(SharedPod::uid)
+            .or_else(|| self.running_pod.as_ref().map(RuntimePod::uid))
+    }
 
-/// One sync for a worker to run.
-#[derive(Clone)]
-pub struct PodWork {
-    /// Matches the worker's report to this delivery.
-    pub seq: u64,
-    pub kind: WorkKind,
-    pub update_type: UpdateType,
-    pub pod: Arc<Pod>,
-    pub running_pod: Option<RuntimePod>,
-    /// For terminating work: the effective grace period in seconds (never below 1).
-    pub grace_period: Option<i64>,
-    pub status_fns: Vec<StatusFn>,
-}
-
-impl std::fmt::Debug for PodWork {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PodWork")
-            .field("seq", &self.seq)
-            .field("kind", &self.kind)
-            .field("update_type", &self.update_type)
-            .field("pod", &super::pod::uid(&self.pod))
-            .field("runtime_only", &self.running_pod.is_some())
-            .field("grace_period", &self.grace_period)
-            .finish()
+    /// The pod's name, for logs.
+    pub fn name(&self) -> &str {
+        self.pod.as_ref().map_or_else(
+            || {
+                self.running_pod
+                    .as_ref()
+                    .map_or("", |r| r.pod.pod.name.as_str())
+            },
+            |p| p.name(),
+        )
     }
 }
 
-/// What a successful `sync_pod` found.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SyncOutcome {
-    /// The pod reached a terminal phase (all containers done for good): terminate it.
-    pub terminal: bool,
-    /// The sync changed the runtime (so the next one should not wait for a relist).
-    pub changed: bool,
-}
-
-/// How a delivered work item ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WorkResult {
-    Ok(SyncOutcome),
-    /// A sync function failed: retried after the backoff period.
-    Failed(String),
-    /// Cancelled because the pod started terminating or its grace period shrank; the newer
-    /// work is already waiting. Not an error.
-    Cancelled,
-}
-
-/// A pod's place in its lifecycle, as `sync_known_pods` reports it.
+/// A pod's place in its lifecycle, as `SyncKnownPods` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PodWorkerState {

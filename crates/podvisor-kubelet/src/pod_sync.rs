@@ -1,20 +1,23 @@
 //! The three functions a pod worker calls: the seam between the lifecycle state machine
-//! (here) and what a sync does to the runtime (the agent's CRI implementation), so the
+//! (`pod_workers`) and what a sync does to the runtime (`kuberuntime`, over CRI), so the
 //! state machine is tested with fakes.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::Pod;
+use podvisor_core::{GracePeriod, PodUid, SharedPod};
 use podvisor_cri::{CriError, PodStatus};
 use tokio_util::sync::CancellationToken;
 
-use super::types::{RuntimePod, StatusFn, SyncOutcome, UpdateType};
+use crate::protocol::updates::{RuntimePod, StatusFn, UpdateType};
+use crate::protocol::work::SyncOutcome;
 
 /// Handed to every sync: which pod, and the token that is cancelled when newer work makes
 /// this sync pointless (the pod started terminating, or its grace period shrank). A sync
 /// that is cancelled is dropped at its next await; long waits should watch the token.
 #[derive(Clone, Debug)]
 pub struct SyncContext {
-    pub uid: String,
+    pub uid: PodUid,
     pub cancel: CancellationToken,
 }
 
@@ -28,6 +31,15 @@ pub enum SyncError {
     Other(Box<dyn std::error::Error + Send + Sync>),
 }
 
+/// What a terminating sync is given beyond the pod.
+pub struct Termination<'a> {
+    pub grace: GracePeriod,
+    /// Set for a pod known only from the runtime (no config holds it).
+    pub running_pod: Option<&'a RuntimePod>,
+    /// Adjust the pod's API status once the termination succeeded.
+    pub status_fns: &'a [StatusFn],
+}
+
 #[async_trait]
 pub trait PodSyncer: Send + Sync + 'static {
     /// Brings a pod that should run to its desired state.
@@ -35,28 +47,24 @@ pub trait PodSyncer: Send + Sync + 'static {
         &self,
         ctx: &SyncContext,
         update: UpdateType,
-        pod: &Pod,
-        status: &PodStatus,
+        pod: &SharedPod,
+        status: &Arc<PodStatus>,
     ) -> Result<SyncOutcome, SyncError>;
 
-    /// Stops every container of the pod, giving each `grace_period` seconds, then its
-    /// sandbox. `running_pod` is set for pods known only from the runtime. `status_fns`
-    /// adjust the pod's API status once the termination succeeded.
+    /// Stops every container of the pod, giving each the grace period, then its sandbox.
     async fn sync_terminating_pod(
         &self,
         ctx: &SyncContext,
-        pod: &Pod,
-        status: &PodStatus,
-        running_pod: Option<&RuntimePod>,
-        grace_period: i64,
-        status_fns: &[StatusFn],
+        pod: &SharedPod,
+        status: &Arc<PodStatus>,
+        termination: Termination<'_>,
     ) -> Result<(), SyncError>;
 
     /// Cleans up after a terminated pod: removes its containers, sandbox and directories.
     async fn sync_terminated_pod(
         &self,
         ctx: &SyncContext,
-        pod: &Pod,
-        status: &PodStatus,
+        pod: &SharedPod,
+        status: &Arc<PodStatus>,
     ) -> Result<(), SyncError>;
 }

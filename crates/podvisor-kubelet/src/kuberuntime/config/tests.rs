@@ -1,12 +1,39 @@
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
-    ContainerPort, EmptyDirVolumeSource, EnvVarSource, HostPathVolumeSource, ObjectFieldSelector,
-    PodSpec, ResourceRequirements, VolumeMount,
+    Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, HostPathVolumeSource,
+    ObjectFieldSelector, Pod, PodSpec, ResourceRequirements, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
+use podvisor_cri::labels;
+use podvisor_cri::proto::{DnsConfig, NamespaceMode};
+use podvisor_cri::{ContainerState, ContainerStatus};
+
+use super::container::resources;
 use super::*;
+use crate::kuberuntime::actions::{CONTAINER_HASH, container_hash};
+
+/// One instance's config, as the syncer asks for it.
+fn config_of(
+    pod: &Pod,
+    container: &Container,
+    image: &str,
+    attempt: u32,
+    backoff_base: u32,
+    pod_ip: Option<&str>,
+) -> Result<podvisor_cri::proto::ContainerConfig, ConfigError> {
+    let i = Instance {
+        pod,
+        container,
+        image,
+        attempt,
+        backoff_base,
+        pod_ip,
+    };
+    container_config(&node(), &i)
+}
 
 fn node() -> NodeConfig {
     NodeConfig {
@@ -69,7 +96,7 @@ fn downward_api_fields_are_filled_in() {
         field("NODE", "spec.nodeName"),
     ]);
     let p = pod_with(c.clone(), vec![]);
-    let cfg = container_config(&node(), &p, &c, "busybox", 0, 0, Some("10.88.0.7")).unwrap();
+    let cfg = config_of(&p, &c, "busybox", 0, 0, Some("10.88.0.7")).unwrap();
     let env: BTreeMap<String, String> = cfg.envs.into_iter().map(|kv| (kv.key, kv.value)).collect();
     assert_eq!(env["PLAIN"], "x");
     assert_eq!(env["NAME"], "web-node-a");
@@ -81,7 +108,7 @@ fn downward_api_fields_are_filled_in() {
     bad.env = Some(vec![field("X", "status.hostIP.nope")]);
     let p = pod_with(bad.clone(), vec![]);
     assert!(matches!(
-        container_config(&node(), &p, &bad, "busybox", 0, 0, None),
+        config_of(&p, &bad, "busybox", 0, 0, None),
         Err(ConfigError::UnsupportedEnv { .. })
     ));
 }
@@ -119,7 +146,7 @@ fn empty_dir_and_host_path_volumes_are_mounted() {
         },
     ];
     let p = pod_with(c.clone(), volumes);
-    let cfg = container_config(&node(), &p, &c, "busybox", 2, 1, None).unwrap();
+    let cfg = config_of(&p, &c, "busybox", 2, 1, None).unwrap();
     assert_eq!(
         cfg.mounts[0].host_path,
         "/var/lib/podvisor/pods/u1/volumes/empty-dir/scratch"
@@ -141,7 +168,7 @@ fn empty_dir_and_host_path_volumes_are_mounted() {
     }]);
     let p = pod_with(missing.clone(), vec![]);
     assert!(matches!(
-        container_config(&node(), &p, &missing, "b", 0, 0, None),
+        config_of(&p, &missing, "b", 0, 0, None),
         Err(ConfigError::MissingVolume { .. })
     ));
 }
@@ -158,7 +185,7 @@ fn resources_become_shares_quota_and_memory_limit() {
         ..Default::default()
     });
     let p = pod_with(c.clone(), vec![]);
-    let r = container_config(&node(), &p, &c, "b", 0, 0, None)
+    let r = config_of(&p, &c, "b", 0, 0, None)
         .unwrap()
         .linux
         .unwrap()
@@ -171,20 +198,12 @@ fn resources_become_shares_quota_and_memory_limit() {
     assert_eq!(r.memory_limit_in_bytes, 64 << 20);
     // A container that asks for nothing weighs the least, not the runtime's default.
     let bare = app();
-    let r = container_config(
-        &node(),
-        &pod_with(bare.clone(), vec![]),
-        &bare,
-        "b",
-        0,
-        0,
-        None,
-    )
-    .unwrap()
-    .linux
-    .unwrap()
-    .resources
-    .unwrap();
+    let r = config_of(&pod_with(bare.clone(), vec![]), &bare, "b", 0, 0, None)
+        .unwrap()
+        .linux
+        .unwrap()
+        .resources
+        .unwrap();
     assert_eq!(
         (r.cpu_shares, r.cpu_quota, r.memory_limit_in_bytes),
         (2, 0, 0)

@@ -1,0 +1,21 @@
+//! podvisor's shared vocabulary, below every other crate that speaks of Kubernetes objects
+//! (the kubelet's actors now; the store, the API and the controllers next): typed UIDs and
+//! object keys instead of bare strings, the pod phase and restart policy as enums, one
+//! extension trait with the pod accessors everyone needs, a grace period that cannot be
+//! zero, resource quantities, and the one validation path for pods, with Kubernetes'
+//! field paths and error kinds.
+
+pub mod grace;
+pub mod key;
+pub mod phase;
+pub mod pod;
+pub mod quantity;
+pub mod time;
+pub mod uid;
+pub mod validation;
+
+pub use grace::GracePeriod;
+pub use key::{Kind, ObjectKey};
+pub use phase::{Phase, RestartPolicy};
+pub use pod::{MissingUid, PodExt, SharedPod};
+pub use uid::{PodUid, Uid};

@@ -1,0 +1,10 @@
+//! The one validation path for pods, from manifests and (next) from the API: Kubernetes'
+//! field paths and error kinds, so a refusal names the field and the reason the way the
+//! API server would.
+
+pub mod field;
+pub mod names;
+mod pod;
+
+pub use field::{FieldError, FieldErrorKind, FieldErrors, FieldPath};
+pub use pod::{SUPPORTED_FIELD_REFS, validate_pod};

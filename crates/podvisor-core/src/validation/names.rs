@@ -1,0 +1,80 @@
+//! The API's name rules: RFC 1123 labels (container, volume and namespace names, host
+//! names) and subdomains (object names, node names), with the API server's messages.
+
+use super::field::{FieldError, FieldPath};
+
+pub const LABEL_MAX: usize = 63;
+pub const SUBDOMAIN_MAX: usize = 253;
+
+const LABEL_RULE: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
+const SUBDOMAIN_RULE: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
+
+fn label_ok(v: &str) -> bool {
+    !v.is_empty()
+        && v.len() <= LABEL_MAX
+        && v.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !v.starts_with('-')
+        && !v.ends_with('-')
+}
+
+/// Why `v` is not an RFC 1123 label, if it is not.
+pub fn label(path: &FieldPath, v: &str) -> Option<FieldError> {
+    if v.is_empty() {
+        return Some(FieldError::required(path, ""));
+    }
+    if v.len() > LABEL_MAX {
+        let detail = format!("must be no more than {LABEL_MAX} characters");
+        return Some(FieldError::invalid(path, v, &detail));
+    }
+    (!label_ok(v)).then(|| FieldError::invalid(path, v, LABEL_RULE))
+}
+
+/// Why `v` is not an RFC 1123 subdomain, if it is not.
+pub fn subdomain(path: &FieldPath, v: &str) -> Option<FieldError> {
+    if v.is_empty() {
+        return Some(FieldError::required(path, ""));
+    }
+    if v.len() > SUBDOMAIN_MAX {
+        let detail = format!("must be no more than {SUBDOMAIN_MAX} characters");
+        return Some(FieldError::invalid(path, v, &detail));
+    }
+    (!v.split('.').all(label_ok)).then(|| FieldError::invalid(path, v, SUBDOMAIN_RULE))
+}
+
+/// A node's name must be what the API accepts for a Node object (it also ends every
+/// static pod's name and labels the runtime's pods).
+pub fn node_name(v: &str) -> Result<(), FieldError> {
+    subdomain(&FieldPath::new("node_name"), v).map_or(Ok(()), Err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_and_subdomains() {
+        let p = FieldPath::new("metadata.name");
+        assert!(label(&p, "web-1").is_none());
+        for bad in ["Web", "-a", "a-", "a_b", "é"] {
+            assert!(label(&p, bad).is_some(), "{bad}");
+        }
+        assert!(
+            label(&p, &"a".repeat(64))
+                .unwrap()
+                .to_string()
+                .contains("no more than 63")
+        );
+        assert!(subdomain(&p, "a.b-c.d").is_none());
+        let e = subdomain(&p, "Web_Server").unwrap();
+        assert!(e.to_string().contains("RFC 1123 subdomain"), "{e}");
+        assert!(
+            subdomain(&p, "")
+                .unwrap()
+                .to_string()
+                .ends_with("Required value")
+        );
+        assert!(node_name("n1.example").is_ok());
+        assert!(node_name("N1").is_err());
+    }
+}

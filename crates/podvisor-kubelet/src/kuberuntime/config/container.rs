@@ -1,0 +1,225 @@
+//! One container instance's config (the kubelet's `generateContainerConfig`): command,
+//! environment with the downward API, mounts, resources as Linux resources, security
+//! context, labels and the annotations podvisor reads back (spec hash, attempt, backoff).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+use k8s_openapi::api::core::v1::{Container, EnvVar, Pod};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use podvisor_core::{PodExt, PodUid, quantity};
+use podvisor_cri::labels;
+use podvisor_cri::proto::{
+    ContainerConfig, ContainerMetadata, ImageSpec, Int64Value, KeyValue, LinuxContainerConfig,
+    LinuxContainerResources, LinuxContainerSecurityContext, Mount,
+};
+
+use super::backoff::BACKOFF_BASE;
+use super::paths::empty_dir_path;
+use super::{ConfigError, NodeConfig};
+use crate::kuberuntime::actions::{CONTAINER_HASH, container_hash};
+
+/// How many times the container restarted before this instance.
+pub const RESTART_COUNT: &str = "io.kubernetes.container.restartCount";
+/// The pod's grace period, kept on its containers so an orphan is stopped as gently.
+pub const GRACE_PERIOD: &str = "io.kubernetes.pod.terminationGracePeriod";
+
+/// One instance of a container, as it is about to be created.
+pub struct Instance<'a> {
+    pub pod: &'a Pod,
+    pub container: &'a Container,
+    /// The image reference the image manager answered.
+    pub image: &'a str,
+    pub attempt: u32,
+    /// The attempt at which the current crash-loop streak started.
+    pub backoff_base: u32,
+    pub pod_ip: Option<&'a str>,
+}
+
+fn env_value(i: &Instance, node: &NodeConfig, e: &EnvVar) -> Result<String, ConfigError> {
+    if let Some(v) = &e.value {
+        return Ok(v.clone());
+    }
+    let Some(from) = &e.value_from else {
+        return Ok(String::new());
+    };
+    let unsupported = |why: String| ConfigError::UnsupportedEnv {
+        name: e.name.clone(),
+        why,
+    };
+    let Some(field) = &from.field_ref else {
+        return Err(unsupported(
+            "only fieldRef is supported in valueFrom".into(),
+        ));
+    };
+    let pod = i.pod;
+    Ok(match field.field_path.as_str() {
+        "metadata.name" => pod.name().to_string(),
+        "metadata.namespace" => pod.namespace().to_string(),
+        "metadata.uid" => pod.metadata.uid.clone().unwrap_or_default(),
+        "spec.nodeName" => node.node_name.clone(),
+        "spec.serviceAccountName" => pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.service_account_name.clone())
+            .unwrap_or_default(),
+        "status.podIP" => i.pod_ip.unwrap_or_default().to_string(),
+        other => return Err(unsupported(format!("fieldRef {other:?} is not supported"))),
+    })
+}
+
+fn mounts(node: &NodeConfig, pod: &Pod, c: &Container) -> Result<Vec<Mount>, ConfigError> {
+    let uid = PodUid::from(pod.metadata.uid.as_deref().unwrap_or(""));
+    let mut out = Vec::new();
+    for m in c.volume_mounts.iter().flatten() {
+        let v = pod
+            .volumes()
+            .iter()
+            .find(|v| v.name == m.name)
+            .ok_or_else(|| ConfigError::MissingVolume {
+                container: c.name.clone(),
+                volume: m.name.clone(),
+            })?;
+        let mut host = if v.empty_dir.is_some() {
+            empty_dir_path(node, &uid, &v.name)
+        } else if let Some(hp) = &v.host_path {
+            PathBuf::from(&hp.path)
+        } else {
+            return Err(ConfigError::UnsupportedVolume(v.name.clone()));
+        };
+        if let Some(sub) = m.sub_path.as_deref().filter(|s| !s.is_empty()) {
+            host = host.join(sub);
+        }
+        out.push(Mount {
+            container_path: m.mount_path.clone(),
+            host_path: host.to_string_lossy().into_owned(),
+            readonly: m.read_only.unwrap_or(false),
+            ..Default::default()
+        });
+    }
+    Ok(out)
+}
+
+fn get(m: &Option<BTreeMap<String, Quantity>>, k: &str) -> Option<String> {
+    m.as_ref().and_then(|m| m.get(k)).map(|q| q.0.clone())
+}
+
+pub(super) fn resources(c: &Container) -> Result<LinuxContainerResources, ConfigError> {
+    let q = |error| ConfigError::Quantity {
+        container: c.name.clone(),
+        error,
+    };
+    let res = c.resources.clone().unwrap_or_default();
+    let mut r = LinuxContainerResources::default();
+    // Requests become relative weight (shares), limits become a hard quota, as in the kubelet.
+    // No request at all is the kernel's minimum weight, as the kubelet gives it: left unset,
+    // the runtime's default (1024, a whole CPU's worth) would let a container that asked for
+    // nothing outweigh one that asked for half a CPU.
+    let milli = match get(&res.requests, "cpu").or_else(|| get(&res.limits, "cpu")) {
+        Some(cpu) => quantity::parse_milli(&cpu).map_err(q)?,
+        None => 0,
+    };
+    // The kernel's range for shares.
+    r.cpu_shares = (milli.saturating_mul(1024) / 1000).clamp(2, 262_144);
+    if let Some(cpu) = get(&res.limits, "cpu") {
+        let milli = quantity::parse_milli(&cpu).map_err(q)?;
+        r.cpu_period = 100_000;
+        r.cpu_quota = milli.saturating_mul(100).max(1000);
+    }
+    if let Some(mem) = get(&res.limits, "memory") {
+        r.memory_limit_in_bytes = quantity::parse_units(&mem).map_err(q)?;
+    }
+    Ok(r)
+}
+
+fn security(pod: &Pod, c: &Container) -> LinuxContainerSecurityContext {
+    let sc = c.security_context.clone().unwrap_or_default();
+    let pod_sc = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.security_context.clone())
+        .unwrap_or_default();
+    LinuxContainerSecurityContext {
+        privileged: sc.privileged.unwrap_or(false),
+        run_as_user: sc
+            .run_as_user
+            .or(pod_sc.run_as_user)
+            .map(|v| Int64Value { value: v }),
+        run_as_group: sc
+            .run_as_group
+            .or(pod_sc.run_as_group)
+            .map(|v| Int64Value { value: v }),
+        readonly_rootfs: sc.read_only_root_filesystem.unwrap_or(false),
+        no_new_privs: sc.allow_privilege_escalation == Some(false),
+        ..Default::default()
+    }
+}
+
+fn instance_labels(node: &NodeConfig, i: &Instance) -> HashMap<String, String> {
+    let mut l = HashMap::from([
+        (
+            labels::POD_UID.to_string(),
+            i.pod.metadata.uid.clone().unwrap_or_default(),
+        ),
+        (labels::POD_NAME.to_string(), i.pod.name().to_string()),
+        (
+            labels::POD_NAMESPACE.to_string(),
+            i.pod.namespace().to_string(),
+        ),
+        (labels::CONTAINER_NAME.to_string(), i.container.name.clone()),
+        (labels::MANAGED_BY.to_string(), node.node_name.clone()),
+    ]);
+    l.shrink_to_fit();
+    l
+}
+
+/// The config of one container instance.
+pub fn container_config(node: &NodeConfig, i: &Instance) -> Result<ContainerConfig, ConfigError> {
+    let c = i.container;
+    let annotations = HashMap::from([
+        (CONTAINER_HASH.to_string(), container_hash(c)),
+        (RESTART_COUNT.to_string(), i.attempt.to_string()),
+        (BACKOFF_BASE.to_string(), i.backoff_base.to_string()),
+        (
+            GRACE_PERIOD.to_string(),
+            i.pod.spec_grace_period().seconds().to_string(),
+        ),
+    ]);
+    let envs = c
+        .env
+        .iter()
+        .flatten()
+        .map(|e| {
+            Ok(KeyValue {
+                key: e.name.clone(),
+                value: env_value(i, node, e)?,
+            })
+        })
+        .collect::<Result<Vec<_>, ConfigError>>()?;
+    Ok(ContainerConfig {
+        metadata: Some(ContainerMetadata {
+            name: c.name.clone(),
+            attempt: i.attempt,
+        }),
+        image: Some(ImageSpec {
+            image: i.image.to_string(),
+            ..Default::default()
+        }),
+        command: c.command.clone().unwrap_or_default(),
+        args: c.args.clone().unwrap_or_default(),
+        working_dir: c.working_dir.clone().unwrap_or_default(),
+        envs,
+        mounts: mounts(node, i.pod, c)?,
+        labels: instance_labels(node, i),
+        annotations,
+        log_path: format!("{}/{}.log", c.name, i.attempt),
+        stdin: c.stdin.unwrap_or(false),
+        stdin_once: c.stdin_once.unwrap_or(false),
+        tty: c.tty.unwrap_or(false),
+        linux: Some(LinuxContainerConfig {
+            resources: Some(resources(c)?),
+            security_context: Some(security(i.pod, c)),
+        }),
+        ..Default::default()
+    })
+}

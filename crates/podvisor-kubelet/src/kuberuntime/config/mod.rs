@@ -1,0 +1,52 @@
+//! How a pod is described to the runtime (the kubelet's `generatePodSandboxConfig` and
+//! `generateContainerConfig`): its sandbox (`sandbox.rs`), each container instance
+//! (`container.rs`), the paths podvisor keeps per pod (`paths.rs`), and the crash-loop
+//! backoff, derived from the runtime's own records so it survives agent restarts
+//! (`backoff.rs`).
+
+mod backoff;
+mod container;
+mod paths;
+mod sandbox;
+
+use std::path::PathBuf;
+
+use podvisor_core::quantity::QuantityError;
+use podvisor_cri::proto::DnsConfig;
+
+pub use backoff::{
+    BACKOFF_BASE, BACKOFF_INITIAL, BACKOFF_MAX, BACKOFF_RESET_AFTER, crash_backoff, next_attempt,
+};
+pub use container::{GRACE_PERIOD, Instance, RESTART_COUNT, container_config};
+pub use paths::{empty_dir_path, pod_log_directory, pod_state_dir, read_dns};
+pub use sandbox::sandbox_config;
+
+/// Node facts the configs need.
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    pub node_name: String,
+    /// Pod log directories live here (`<ns>_<name>_<uid>/<container>/<attempt>.log`).
+    pub pod_log_dir: PathBuf,
+    /// Per-pod state (`<uid>/volumes/...`).
+    pub pod_dir: PathBuf,
+    /// DNS for pods on the pod network: the host's resolver settings.
+    pub dns: Option<DnsConfig>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("volume {volume:?} mounted by container {container:?} is not declared")]
+    MissingVolume { container: String, volume: String },
+    #[error("volume {0:?}: only emptyDir and hostPath volumes are supported")]
+    UnsupportedVolume(String),
+    #[error("env {name:?}: {why}")]
+    UnsupportedEnv { name: String, why: String },
+    #[error("container {container:?}: {error}")]
+    Quantity {
+        container: String,
+        error: QuantityError,
+    },
+}
+
+#[cfg(test)]
+mod tests;

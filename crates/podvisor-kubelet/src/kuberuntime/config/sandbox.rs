@@ -1,0 +1,158 @@
+//! A pod's sandbox config (the kubelet's `generatePodSandboxConfig`): metadata, the
+//! kubelet's labels plus podvisor's owner label, hostname, DNS, log directory, port
+//! mappings, and the Linux namespaces and security context.
+
+use std::collections::HashMap;
+
+use k8s_openapi::api::core::v1::{Pod, PodSpec};
+use podvisor_core::PodExt;
+use podvisor_cri::labels;
+use podvisor_cri::proto::{
+    Int64Value, LinuxPodSandboxConfig, LinuxSandboxSecurityContext, NamespaceMode, NamespaceOption,
+    PodSandboxConfig, PodSandboxMetadata, PortMapping, Protocol,
+};
+
+use super::NodeConfig;
+use super::paths::pod_log_directory;
+
+/// The labels every sandbox and container of the pod carries.
+pub(super) fn pod_labels(node: &NodeConfig, pod: &Pod) -> HashMap<String, String> {
+    let mut l: HashMap<String, String> = pod
+        .metadata
+        .labels
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    l.insert(
+        labels::POD_UID.into(),
+        pod.metadata.uid.clone().unwrap_or_default(),
+    );
+    l.insert(labels::POD_NAME.into(), pod.name().to_string());
+    l.insert(labels::POD_NAMESPACE.into(), pod.namespace().to_string());
+    l.insert(labels::MANAGED_BY.into(), node.node_name.clone());
+    l
+}
+
+/// A pod name may have 253 characters, a hostname 64 (sethostname fails beyond): cut to
+/// 63 and drop trailing '-' and '.', as the kubelet does.
+fn pod_hostname(mut name: String) -> String {
+    if name.len() > 63 {
+        // Validated names are ASCII; the boundary search only keeps a bad one from panicking.
+        let cut = (0..=63)
+            .rev()
+            .find(|&i| name.is_char_boundary(i))
+            .unwrap_or(0);
+        name.truncate(cut);
+        let trimmed = name.trim_end_matches(['-', '.']).len();
+        name.truncate(trimmed);
+    }
+    name
+}
+
+fn port_mappings(pod: &Pod) -> Vec<PortMapping> {
+    pod.containers()
+        .iter()
+        .flat_map(|c| c.ports.iter().flatten())
+        .filter(|p| p.host_port.is_some_and(|h| h > 0))
+        .map(|p| PortMapping {
+            protocol: match p.protocol.as_deref() {
+                Some("UDP") => Protocol::Udp as i32,
+                Some("SCTP") => Protocol::Sctp as i32,
+                _ => Protocol::Tcp as i32,
+            },
+            container_port: p.container_port,
+            host_port: p.host_port.unwrap_or(0),
+            host_ip: p.host_ip.clone().unwrap_or_default(),
+        })
+        .collect()
+}
+
+fn namespaces(spec: &PodSpec, host_net: bool) -> NamespaceOption {
+    let mode = |host: bool, otherwise: NamespaceMode| {
+        if host { NamespaceMode::Node } else { otherwise }
+    };
+    let pid_otherwise = if spec.share_process_namespace == Some(true) {
+        NamespaceMode::Pod
+    } else {
+        NamespaceMode::Container
+    };
+    NamespaceOption {
+        network: mode(host_net, NamespaceMode::Pod) as i32,
+        pid: mode(spec.host_pid == Some(true), pid_otherwise) as i32,
+        ipc: mode(spec.host_ipc == Some(true), NamespaceMode::Pod) as i32,
+        ..Default::default()
+    }
+}
+
+fn security(pod: &Pod, spec: &PodSpec) -> LinuxSandboxSecurityContext {
+    let sc = spec.security_context.clone().unwrap_or_default();
+    let privileged = pod
+        .containers()
+        .iter()
+        .chain(pod.init_containers())
+        .any(|c| {
+            c.security_context
+                .as_ref()
+                .and_then(|s| s.privileged)
+                .unwrap_or(false)
+        });
+    LinuxSandboxSecurityContext {
+        namespace_options: Some(namespaces(spec, pod.host_network())),
+        run_as_user: sc.run_as_user.map(|v| Int64Value { value: v }),
+        run_as_group: sc.run_as_group.map(|v| Int64Value { value: v }),
+        supplemental_groups: sc
+            .supplemental_groups
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .chain(sc.fs_group)
+            .collect(),
+        privileged,
+        ..Default::default()
+    }
+}
+
+pub fn sandbox_config(node: &NodeConfig, pod: &Pod, attempt: u32) -> PodSandboxConfig {
+    let spec = pod.spec.clone().unwrap_or_default();
+    let host_net = pod.host_network();
+    let name = pod.name().to_string();
+    let sysctls = spec
+        .security_context
+        .as_ref()
+        .and_then(|s| s.sysctls.clone());
+    PodSandboxConfig {
+        metadata: Some(PodSandboxMetadata {
+            name: name.clone(),
+            uid: pod.metadata.uid.clone().unwrap_or_default(),
+            namespace: pod.namespace().to_string(),
+            attempt,
+        }),
+        // A host-network pod shares the node's UTS namespace, so it gets no hostname.
+        hostname: if host_net {
+            String::new()
+        } else {
+            pod_hostname(spec.hostname.clone().unwrap_or(name))
+        },
+        log_directory: pod_log_directory(node, pod).to_string_lossy().into_owned(),
+        dns_config: if host_net { None } else { node.dns.clone() },
+        port_mappings: port_mappings(pod),
+        labels: pod_labels(node, pod),
+        annotations: pod
+            .metadata
+            .annotations
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .collect(),
+        linux: Some(LinuxPodSandboxConfig {
+            security_context: Some(security(pod, &spec)),
+            sysctls: sysctls
+                .unwrap_or_default()
+                .into_iter()
+                .map(|s| (s.name, s.value))
+                .collect(),
+            ..Default::default()
+        }),
+    }
+}

@@ -1,0 +1,23 @@
+//! What the CRI syncer does to the runtime, one verb per file (the model is youki's one file
+//! per runtime command): stop a pod's containers and sandboxes (`kill.rs`), create a sandbox
+//! (`sandbox.rs`), start one container (`start.rs`), remove everything of a pod
+//! (`remove.rs`), and make or sweep a pod's directories (`dirs.rs`). `sync_pod` runs the
+//! plan's steps through them.
+
+mod dirs;
+mod kill;
+mod remove;
+mod sandbox;
+mod start;
+
+use podvisor_cri::proto::PodSandboxConfig;
+
+pub(crate) use kill::{running_of, running_of_listing};
+pub(crate) use start::{Target, Waits};
+
+/// The sandbox a sync starts containers in.
+pub(crate) struct SandboxInfo {
+    pub id: String,
+    pub ip: Option<String>,
+    pub config: PodSandboxConfig,
+}

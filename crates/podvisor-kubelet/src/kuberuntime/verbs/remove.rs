@@ -1,0 +1,25 @@
+//! Removing everything the runtime holds of a pod: its containers, then its sandboxes.
+
+use podvisor_core::PodUid;
+
+use super::super::syncer::CriSyncer;
+use crate::pod_sync::SyncError;
+
+impl CriSyncer {
+    pub(crate) async fn remove_all(&self, uid: &PodUid) -> Result<(), SyncError> {
+        let fresh = self.runtime.pod_status(uid.as_str()).await?;
+        for c in &fresh.containers {
+            match self.runtime.remove_container(&c.id).await {
+                Err(e) if !e.is_not_found() => return Err(e.into()),
+                _ => {}
+            }
+        }
+        for s in &fresh.sandboxes {
+            match self.runtime.remove_sandbox(&s.id).await {
+                Err(e) if !e.is_not_found() => return Err(e.into()),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}

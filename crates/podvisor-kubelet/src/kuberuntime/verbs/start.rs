@@ -1,0 +1,216 @@
+//! Starting one container: unless it is backing off after a crash; starting the instance an
+//! earlier create left instead of making a second; making its image present; then create
+//! and start, adopting a create whose answer was lost.
+
+use std::collections::HashMap;
+
+use k8s_openapi::api::core::v1::Container;
+use podvisor_core::{PodExt, SharedPod};
+use podvisor_cri::{ContainerState, ContainerStatus, PodStatus};
+use tracing::{debug, info};
+
+use super::super::actions::{CONTAINER_HASH, container_hash};
+use super::super::cleanup;
+use super::super::config::{
+    Instance, container_config, crash_backoff, next_attempt, pod_log_directory,
+};
+use super::super::syncer::{CriSyncError, CriSyncer};
+use super::SandboxInfo;
+use crate::pod_sync::SyncError;
+use crate::protocol::images::{EnsureImage, PullPolicy};
+use crate::protocol::status::{EventType, Waiting, WaitingReason};
+
+/// Why containers of the pod wait, by container name.
+pub(crate) type Waits = HashMap<String, Waiting>;
+
+/// The pod a container is started in: its runtime status as the sync saw it, and the
+/// sandbox.
+pub(crate) struct Target<'a> {
+    pub pod: &'a SharedPod,
+    pub status: &'a PodStatus,
+    pub sandbox: &'a SandboxInfo,
+}
+
+fn wait(waits: &mut Waits, c: &Container, reason: WaitingReason, message: String) {
+    waits.insert(c.name.clone(), Waiting { reason, message });
+}
+
+impl CriSyncer {
+    /// Starts one container unless it is backing off; records why it waits otherwise.
+    /// Whether it started (or was found started).
+    pub(crate) async fn start_container(
+        &self,
+        t: &Target<'_>,
+        c: &Container,
+        waits: &mut Waits,
+    ) -> Result<bool, SyncError> {
+        let previous = t.status.container(&c.name);
+        if self.backing_off(t.pod, previous, c, waits) {
+            return Ok(false);
+        }
+        if let Some(p) = previous.filter(|p| p.state == ContainerState::Created)
+            && self.resume_created(t, p, c).await?
+        {
+            return Ok(true);
+        }
+        let image = self.ensure_image(t.pod, c, waits).await?;
+        let (attempt, backoff_base) = match previous {
+            Some(_) => next_attempt(previous),
+            None => {
+                let dir = pod_log_directory(&self.node, t.pod).join(&c.name);
+                let first = cleanup::first_attempt(&dir).await;
+                (first, first)
+            }
+        };
+        let instance = Instance {
+            pod: t.pod,
+            container: c,
+            image: &image,
+            attempt,
+            backoff_base,
+            pod_ip: t.sandbox.ip.as_deref(),
+        };
+        let cfg = container_config(&self.node, &instance).map_err(|e| {
+            wait(
+                waits,
+                c,
+                WaitingReason::CreateContainerConfigError,
+                e.to_string(),
+            );
+            CriSyncError::Config(e)
+        })?;
+        self.create_and_start(t, c, &cfg, attempt, waits).await
+    }
+
+    /// Crash-loop backoff: an exited instance whose backoff has not run out waits.
+    fn backing_off(
+        &self,
+        pod: &SharedPod,
+        previous: Option<&ContainerStatus>,
+        c: &Container,
+        waits: &mut Waits,
+    ) -> bool {
+        let Some(p) = previous.filter(|p| p.state == ContainerState::Exited) else {
+            return false;
+        };
+        let backoff = crash_backoff(p);
+        let until = p
+            .finished_at
+            .saturating_add(i64::try_from(backoff.as_nanos()).unwrap_or(i64::MAX));
+        if podvisor_core::time::now_nanos() >= until {
+            return false;
+        }
+        let message = format!(
+            "back-off {}s restarting failed container={} pod={}",
+            backoff.as_secs(),
+            c.name,
+            pod.name()
+        );
+        self.event(pod, EventType::Warning, "BackOff", message.clone());
+        wait(waits, c, WaitingReason::CrashLoopBackOff, message);
+        true
+    }
+
+    /// Duplicate protection: an instance that was created but never started (the create's
+    /// answer was lost to a timeout, or the agent died between create and start) is started
+    /// if it is what the spec wants now, and removed otherwise: never a second instance
+    /// beside it. Whether it was started.
+    async fn resume_created(
+        &self,
+        t: &Target<'_>,
+        p: &ContainerStatus,
+        c: &Container,
+    ) -> Result<bool, SyncError> {
+        let current = p.sandbox_id == t.sandbox.id
+            && p.annotations.get(CONTAINER_HASH) == Some(&container_hash(c));
+        if current {
+            info!(pod_uid = %t.pod.uid(), container = %c.name, id = %p.id, "starting the instance an earlier create left");
+            self.runtime.start_container(&p.id).await?;
+            self.event(
+                t.pod,
+                EventType::Normal,
+                "Started",
+                format!("Started container {}", c.name),
+            );
+            return Ok(true);
+        }
+        match self.runtime.remove_container(&p.id).await {
+            Err(e) if !e.is_not_found() => Err(e.into()),
+            _ => Ok(false),
+        }
+    }
+
+    /// The image reference to create the container from, per its pull policy.
+    async fn ensure_image(
+        &self,
+        pod: &SharedPod,
+        c: &Container,
+        waits: &mut Waits,
+    ) -> Result<String, CriSyncError> {
+        let image = c.image.clone().unwrap_or_default();
+        let policy = PullPolicy::of(&image, c.image_pull_policy.as_deref());
+        let msg = EnsureImage {
+            image: image.clone(),
+            policy,
+        };
+        match self.out.images.send(msg).await {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => {
+                let message = format!("Failed to pull image {image:?}: {}", e.message);
+                self.event(pod, EventType::Warning, "Failed", message);
+                wait(waits, c, e.reason, e.message.clone());
+                Err(CriSyncError::Image { image, error: e })
+            }
+            Err(e) => Err(CriSyncError::ImageManager(e)),
+        }
+    }
+
+    async fn create_and_start(
+        &self,
+        t: &Target<'_>,
+        c: &Container,
+        cfg: &podvisor_cri::proto::ContainerConfig,
+        attempt: u32,
+        waits: &mut Waits,
+    ) -> Result<bool, SyncError> {
+        let id = match self
+            .runtime
+            .create_container(&t.sandbox.id, cfg, &t.sandbox.config)
+            .await
+        {
+            Ok(id) => id,
+            Err(e) if e.is_already_exists() => {
+                // An earlier create of this attempt happened after all: use what it made.
+                let fresh = self.runtime.pod_status(t.pod.uid().as_str()).await?;
+                match fresh
+                    .containers
+                    .iter()
+                    .find(|x| x.name == c.name && x.attempt == attempt)
+                {
+                    Some(x) if x.state == ContainerState::Created => x.id.clone(),
+                    Some(_) => return Ok(true), // started too: nothing to do
+                    None => return Err(e.into()),
+                }
+            }
+            Err(e) => {
+                wait(waits, c, WaitingReason::CreateContainerError, e.to_string());
+                return Err(e.into());
+            }
+        };
+        self.event(
+            t.pod,
+            EventType::Normal,
+            "Created",
+            format!("Created container {}", c.name),
+        );
+        self.runtime.start_container(&id).await?;
+        self.event(
+            t.pod,
+            EventType::Normal,
+            "Started",
+            format!("Started container {}", c.name),
+        );
+        debug!(pod_uid = %t.pod.uid(), container = %c.name, attempt, "container started");
+        Ok(true)
+    }
+}

@@ -1,0 +1,122 @@
+//! One relist: list the runtime, diff against the records, inspect what changed, store it,
+//! emit its events, and stamp the cache with the relist's start.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use futures_util::StreamExt;
+use podvisor_core::PodUid;
+use podvisor_cri::{CriError, PodStatus, Runtime};
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+use tracing::{debug, info, warn};
+
+use super::Pleg;
+use crate::protocol::cache::UpdateTime;
+use crate::protocol::lifecycle::{PlegError, PodLifecycleEvent, RelistReport};
+
+type Todo = Vec<(PodUid, Vec<PodLifecycleEvent>)>;
+type Inspected = Vec<(PodUid, Vec<PodLifecycleEvent>, Result<PodStatus, CriError>)>;
+
+impl Pleg {
+    /// Diffs a fresh listing against the records; returns the pods to inspect with their
+    /// events. Pods with nothing new are settled here.
+    fn plan(&mut self, pods: Vec<podvisor_cri::Pod>) -> Todo {
+        self.records.set_current(pods);
+        let full = self.full_inspection;
+        let reinspect = &self.reinspect;
+        self.records.changes(|uid| full || reinspect.contains(uid))
+    }
+
+    /// Stores inspection results, emits events, settles records, and stamps the cache.
+    fn apply(&mut self, inspected: Inspected, started: Instant, took: Duration) -> RelistReport {
+        let mut report = RelistReport {
+            pods: self.records.len(),
+            inspected: inspected.len(),
+            ..Default::default()
+        };
+        self.reinspect.clear();
+        for (uid, events, result) in inspected {
+            match result {
+                Ok(status) => {
+                    if self.store(&uid, Ok(status), started) {
+                        report.events += events.len();
+                        self.emit(&events);
+                        self.records.update(&uid);
+                    }
+                }
+                Err(error) => {
+                    warn!(pod_uid = %uid, %error, "inspecting pod failed; retrying on the next relist");
+                    self.store(&uid, Err(error), started);
+                    self.reinspect.insert(uid);
+                    report.failed += 1;
+                }
+            }
+        }
+        let _ = self.cache.update_time.try_send(UpdateTime(started));
+        self.full_inspection = false;
+        self.health.relisted();
+        self.last_relist = Some((podvisor_core::time::now_unix_ms(), took.as_secs_f64() * 1e3));
+        if self.list_failures > 0 {
+            info!(after_failures = self.list_failures, "relisting works again");
+            self.list_failures = 0;
+        }
+        report
+    }
+
+    fn relist_failed(&mut self, e: &PlegError) {
+        self.list_failures += 1;
+        if self.list_failures == 1 {
+            warn!(error = %e, "relist failed; retrying every period");
+        } else {
+            debug!(error = %e, failures = self.list_failures, "relist failed again");
+        }
+    }
+
+    pub(super) fn relist(
+        &mut self,
+        ctx: &mut Context<Self>,
+        done: Option<oneshot::Sender<Result<RelistReport, PlegError>>>,
+    ) {
+        let started = Instant::now();
+        let clock = std::time::Instant::now();
+        let runtime = self.runtime.clone();
+        let concurrency = self.config.inspect_concurrency.max(1);
+        let work = async move { runtime.list_pods().await }
+            .into_actor(self)
+            .then(move |listed, act, _| {
+                let todo = listed.map(|pods| act.plan(pods));
+                let runtime = act.runtime.clone();
+                async move {
+                    let todo = todo.map_err(PlegError::List)?;
+                    Ok(inspect_all(runtime, todo, concurrency).await)
+                }
+                .into_actor(act)
+            })
+            .map(move |result: Result<Inspected, PlegError>, act, _| {
+                let out = result.map(|inspected| act.apply(inspected, started, clock.elapsed()));
+                if let Err(e) = &out {
+                    act.relist_failed(e);
+                }
+                if let Some(done) = done {
+                    let _ = done.send(out);
+                }
+            });
+        ctx.wait(work);
+    }
+}
+
+async fn inspect_all(runtime: Arc<dyn Runtime>, todo: Todo, concurrency: usize) -> Inspected {
+    futures_util::stream::iter(todo)
+        .map(|(uid, events)| {
+            let runtime = runtime.clone();
+            async move {
+                let status = runtime.pod_status(uid.as_str()).await;
+                (uid, events, status)
+            }
+        })
+        .buffer_unordered(concurrency)
+        .collect()
+        .await
+}

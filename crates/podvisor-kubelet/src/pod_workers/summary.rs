@@ -1,0 +1,47 @@
+//! What the debug endpoint shows of the pod workers. The dispatcher, not the worker, holds
+//! each pod's state, so it publishes each worker's summary on the worker's mailbox.
+
+use serde::Serialize;
+
+use super::status::PodSyncStatus;
+use crate::protocol::updates::UpdateType;
+use crate::protocol::work::WorkResult;
+
+/// One pod worker, as the dispatcher sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WorkerSummary {
+    pub phase: &'static str,
+    pub working: bool,
+    pub pending: Option<UpdateType>,
+    pub grace_period: Option<i64>,
+    pub restart_requested: bool,
+    pub last_result: Option<String>,
+    pub last_result_unix_ms: Option<u64>,
+}
+
+impl WorkerSummary {
+    pub fn of(s: &PodSyncStatus, last_result_unix_ms: Option<u64>) -> Self {
+        let last_result = s.last_result().map(|(kind, r)| match r {
+            WorkResult::Ok(_) => format!("{kind:?} ok"),
+            WorkResult::Failed(e) => format!("{kind:?} failed: {e}"),
+            WorkResult::Cancelled => format!("{kind:?} cancelled"),
+        });
+        Self {
+            phase: s.lifecycle().name(),
+            working: s.is_working(),
+            pending: s.pending_update(),
+            grace_period: s.grace_period().map(|g| g.seconds()),
+            restart_requested: s.restart_requested(),
+            last_result,
+            last_result_unix_ms,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DispatcherSummary {
+    pub pods: usize,
+    pub workers: usize,
+    /// Pods with a resync or retry scheduled.
+    pub scheduled: usize,
+}

@@ -1,0 +1,23 @@
+//! The messages the kubelet's actors exchange, one file per edge between them. A message
+//! lives with neither of the two actors it connects, so no actor module depends on another
+//! to speak to it (and no two modules depend on each other through their messages).
+//!
+//! | file | from → to |
+//! |---|---|
+//! | `sources.rs` | config sources → sync loop; sync loop → sources and the dispatcher (desired pods) |
+//! | `updates.rs` | sync loop (and housekeeping) → pod-workers dispatcher |
+//! | `work.rs` | dispatcher ↔ pod worker |
+//! | `cache.rs` | PLEG → status cache → pod workers, status manager |
+//! | `lifecycle.rs` | PLEG → sync loop; pod workers → PLEG |
+//! | `status.rs` | syncer, sync loop, API → status manager |
+//! | `images.rs` | syncer → image manager |
+//! | `manifests.rs` | API → manifest source |
+
+pub mod cache;
+pub mod images;
+pub mod lifecycle;
+pub mod manifests;
+pub mod sources;
+pub mod status;
+pub mod updates;
+pub mod work;

@@ -1,0 +1,204 @@
+//! The status manager's inputs (what syncs saw and did, admission's refusals, events) and
+//! what its readers (the API, the sync loop) ask of it.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+
+use actix::Message;
+use k8s_openapi::api::core::v1::Pod;
+use podvisor_core::{Phase, PodUid, SharedPod};
+use serde::{Deserialize, Serialize};
+
+use super::updates::StatusFn;
+
+/// A sync looked at the pod: why some of its containers wait (their runtime status comes
+/// from the status cache, which the status manager follows).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct PodSynced {
+    pub pod: SharedPod,
+    pub waiting: HashMap<String, Waiting>,
+}
+
+/// The pod's termination completed; `status_fns` adjust its final status.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct PodTerminated {
+    pub pod: SharedPod,
+    pub status_fns: Vec<StatusFn>,
+}
+
+/// Admission refused the pod: it is Failed with this reason and runs nothing.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct PodRejected {
+    pub pod: SharedPod,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// Something happened to the pod (the kubelet's events: Created, Started, Killing,
+/// BackOff, Failed...). Carries the pod, so an event of a pod's first sync is kept even
+/// before its first status.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct RecordEvent {
+    pub pod: SharedPod,
+    pub kind: EventType,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// The pod is gone for good: forget it and its file.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ForgetPod {
+    pub uid: PodUid,
+}
+
+/// Housekeeping's list of every pod still known (in config, or being stopped): statuses of
+/// any other pod are dropped. This is what clears statuses remembered from before a
+/// restart for pods whose manifests went away meanwhile.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct RetainPods(pub HashSet<PodUid>);
+
+/// Every known pod, sorted by namespace and name.
+#[derive(Message)]
+#[rtype(result = "Vec<PodRecord>")]
+pub struct ListPods;
+
+/// Of these pods, the ones whose last known phase is terminal (Succeeded or Failed), with
+/// that phase: a pod that completed before an agent restart must not run again.
+#[derive(Message)]
+#[rtype(result = "HashMap<PodUid, Phase>")]
+pub struct TerminalPhases(pub Vec<PodUid>);
+
+/// One pod, by name in a namespace (any namespace if none is given) or by its UID.
+#[derive(Message)]
+#[rtype(result = "Option<PodRecord>")]
+pub struct GetPod {
+    pub namespace: Option<String>,
+    /// A name, or a UID.
+    pub name: String,
+}
+
+impl GetPod {
+    /// `name`, `namespace/name` or a UID.
+    pub fn parse(query: &str) -> Self {
+        match query.split_once('/') {
+            Some((ns, name)) => Self {
+                namespace: Some(ns.to_string()),
+                name: name.to_string(),
+            },
+            None => Self {
+                namespace: None,
+                name: query.to_string(),
+            },
+        }
+    }
+}
+
+/// Why a container is not running, as the kubelet says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WaitingReason {
+    ContainerCreating,
+    PodInitializing,
+    CrashLoopBackOff,
+    ErrImagePull,
+    ImagePullBackOff,
+    ErrImageNeverPull,
+    CreateContainerConfigError,
+    CreateContainerError,
+}
+
+impl WaitingReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ContainerCreating => "ContainerCreating",
+            Self::PodInitializing => "PodInitializing",
+            Self::CrashLoopBackOff => "CrashLoopBackOff",
+            Self::ErrImagePull => "ErrImagePull",
+            Self::ImagePullBackOff => "ImagePullBackOff",
+            Self::ErrImageNeverPull => "ErrImageNeverPull",
+            Self::CreateContainerConfigError => "CreateContainerConfigError",
+            Self::CreateContainerError => "CreateContainerError",
+        }
+    }
+}
+
+impl fmt::Display for WaitingReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a container is not running, as the last sync found it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Waiting {
+    pub reason: WaitingReason,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EventType {
+    Normal,
+    Warning,
+}
+
+impl fmt::Display for EventType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Normal => "Normal",
+            Self::Warning => "Warning",
+        })
+    }
+}
+
+/// How many events are kept per pod.
+pub const MAX_EVENTS: usize = 25;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodEvent {
+    /// Milliseconds since the epoch of the last occurrence.
+    pub time_unix_ms: u64,
+    pub kind: EventType,
+    pub reason: String,
+    pub message: String,
+    pub count: u32,
+}
+
+/// A pod as `podvisor get pods` shows it: the spec it was given, its status, its events.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PodRecord {
+    pub pod: Arc<Pod>,
+    #[serde(default)]
+    pub events: Vec<PodEvent>,
+}
+
+impl PodRecord {
+    pub fn new(pod: Arc<Pod>) -> Self {
+        Self {
+            pod,
+            events: Vec::new(),
+        }
+    }
+
+    /// Adds an event, counting it with the last one if it says the same; keeps the newest
+    /// [`MAX_EVENTS`].
+    pub fn record_event(&mut self, event: PodEvent) {
+        if let Some(last) = self.events.last_mut()
+            && last.reason == event.reason
+            && last.message == event.message
+        {
+            last.count += 1;
+            last.time_unix_ms = event.time_unix_ms;
+            return;
+        }
+        self.events.push(event);
+        if self.events.len() > MAX_EVENTS {
+            self.events.remove(0);
+        }
+    }
+}

@@ -1,0 +1,42 @@
+//! What a pod's API status is computed from: the pod, its runtime status (from the status
+//! cache, which the status manager follows), why its syncs left containers waiting, and,
+//! once it terminated, the adjustments its kills asked for.
+
+use std::collections::HashMap;
+
+use k8s_openapi::api::core::v1::PodStatus as ApiPodStatus;
+use podvisor_core::SharedPod;
+use podvisor_cri::PodStatus;
+
+use super::convert::api_status;
+use crate::protocol::status::Waiting;
+use crate::protocol::updates::StatusFn;
+
+pub(crate) struct Inputs {
+    pub pod: SharedPod,
+    pub waiting: HashMap<String, Waiting>,
+    pub terminated: bool,
+    pub status_fns: Vec<StatusFn>,
+}
+
+impl Inputs {
+    pub fn new(pod: SharedPod) -> Self {
+        Self {
+            pod,
+            waiting: HashMap::new(),
+            terminated: false,
+            status_fns: Vec::new(),
+        }
+    }
+
+    /// The API status as `runtime` shows the pod (nothing in the runtime if `None`).
+    pub fn status(&self, runtime: Option<&PodStatus>) -> ApiPodStatus {
+        let empty = PodStatus::default();
+        let rt = runtime.unwrap_or(&empty);
+        let mut status = api_status(&self.pod, rt, &self.waiting, self.terminated);
+        for f in &self.status_fns {
+            f(&mut status);
+        }
+        status
+    }
+}

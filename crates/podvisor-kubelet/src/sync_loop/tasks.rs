@@ -1,0 +1,127 @@
+//! The sync loop's background work: housekeeping (the kubelet's `HandlePodCleanups`,
+//! decided in `housekeeping.rs`, carried out here) and garbage collection of a pod's dead
+//! containers after one dies.
+
+use std::collections::{BTreeMap, HashSet};
+
+use actix::prelude::*;
+use podvisor_core::PodUid;
+use podvisor_cri::CriError;
+use tracing::{debug, info, warn};
+
+use super::{SyncLoop, gc, housekeeping};
+use crate::kuberuntime::cleanup;
+use crate::protocol::cache::DeleteStatus;
+use crate::protocol::status::{ForgetPod, RetainPods};
+use crate::protocol::updates::{PodWorkerState, SyncKnownPods};
+
+impl SyncLoop {
+    /// Forgets what is gone and kills what nobody wants. Skipped until every source has
+    /// been heard from: before that, a pod missing from config may only be not yet read.
+    pub(super) fn housekeeping(&mut self, ctx: &mut Context<Self>) {
+        if !self.pods.all_sources_seen() || self.housekeeping_running {
+            return;
+        }
+        self.housekeeping_running = true;
+        let desired = self.pods.desired_uids();
+        let (known, runtime) = (self.deps.known.clone(), self.deps.runtime.clone());
+        ctx.spawn(
+            async move {
+                let states = known.send(SyncKnownPods(desired)).await.ok();
+                let running = runtime.list_pods().await;
+                (states, running)
+            }
+            .into_actor(self)
+            .map(|(states, running), act, ctx| {
+                act.housekeeping_running = false;
+                let Some(states) = states else { return };
+                act.after_housekeeping(states, running, ctx);
+            }),
+        );
+    }
+
+    fn after_housekeeping(
+        &mut self,
+        states: BTreeMap<PodUid, PodWorkerState>,
+        running: Result<Vec<podvisor_cri::Pod>, CriError>,
+        ctx: &mut Context<Self>,
+    ) {
+        let running = running
+            .map_err(|e| warn!(error = %e, "housekeeping cannot list the runtime"))
+            .ok();
+        let plan = housekeeping::plan(&mut self.pods, &states, running, &self.config.node_name);
+        let (deps, forget, retain) = (self.deps.clone(), plan.forget, plan.retain);
+        let forget_statuses = move || {
+            for uid in forget {
+                deps.forget.do_send(ForgetPod { uid: uid.clone() });
+                deps.cache_delete.do_send(DeleteStatus { uid });
+            }
+            deps.retain.do_send(RetainPods(retain));
+        };
+        // A pod leaves `get pods` only once its directories are gone: whoever waits for it
+        // to disappear (a script, a user re-adding the same manifest) finds them gone too.
+        match plan.keep_dirs {
+            Some(keep) => self.sweep_dirs(keep, forget_statuses, ctx),
+            None => forget_statuses(),
+        }
+        for u in plan.updates {
+            if let Some(rp) = &u.running_pod {
+                info!(pod_uid = %rp.uid(), pod = u.name(), "runtime pod in no config: killing it");
+            }
+            self.send(u);
+        }
+    }
+
+    fn sweep_dirs(
+        &self,
+        known: HashSet<PodUid>,
+        then: impl FnOnce() + Send + 'static,
+        ctx: &mut Context<Self>,
+    ) {
+        let node = self.deps.node.clone();
+        ctx.spawn(
+            async move {
+                let _ = tokio::task::spawn_blocking(move || {
+                    for dir in cleanup::orphaned_dirs(&node, &known) {
+                        match std::fs::remove_dir_all(&dir) {
+                            Ok(()) => info!(dir = %dir.display(), "removed the directory of a pod nobody knows"),
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                            Err(e) => warn!(dir = %dir.display(), error = %e, "cannot remove an orphaned pod directory"),
+                        }
+                    }
+                })
+                .await;
+                then();
+            }
+            .into_actor(self),
+        );
+    }
+
+    /// Removes a pod's dead containers (with their logs) and sandboxes beyond what
+    /// `gc::garbage` keeps, so a crash-looping pod does not pile them up.
+    pub(super) fn collect_garbage(&self, uid: PodUid, ctx: &mut Context<Self>) {
+        let runtime = self.deps.runtime.clone();
+        let keep = self.config.keep_dead_per_container;
+        ctx.spawn(
+            async move {
+                let Ok(status) = runtime.pod_status(uid.as_str()).await else {
+                    return;
+                };
+                let garbage = gc::garbage(&status, keep);
+                for (id, log) in garbage.containers {
+                    debug!(pod_uid = %uid, id = %id, "removing dead container");
+                    if runtime.remove_container(&id).await.is_ok()
+                        && std::path::Path::new(&log).is_absolute()
+                    {
+                        let _ = tokio::fs::remove_file(&log).await;
+                    }
+                }
+                for id in garbage.sandboxes {
+                    debug!(pod_uid = %uid, sandbox = %id, "removing dead sandbox");
+                    let _ = runtime.remove_sandbox(&id).await;
+                }
+            }
+            .into_actor(self),
+        );
+    }
+}
