@@ -16,7 +16,7 @@ use podvisor_kubelet::kuberuntime::config::{
 };
 use podvisor_kubelet::kuberuntime::images::ImageManager;
 use podvisor_kubelet::kuberuntime::syncer::{CriSyncer, SyncerOutputs};
-use podvisor_kubelet::pod_sync::{PodSyncer, SyncContext};
+use podvisor_kubelet::protocol::sync::{PodSyncer, SyncContext};
 use podvisor_kubelet::protocol::updates::UpdateType;
 
 #[test]

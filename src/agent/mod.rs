@@ -137,7 +137,7 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
         );
         let health = Health::new();
         let pleg = agent.pleg_health.clone();
-        health.liveness("pleg", Arc::new(move || pleg.check()));
+        health.liveness("pleg", Arc::new(move || Ok(pleg.check()?)));
         let ready = agent.sources_ready.clone();
         health.readiness(
             "sources",

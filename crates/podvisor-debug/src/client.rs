@@ -70,6 +70,37 @@ async fn get_inner(endpoint: &str, path: &str, token: Option<&str>) -> Result<St
     Ok(body)
 }
 
+/// Reads a response's head: the head's text, the status, and whatever of the body came
+/// with it.
+async fn read_head(
+    stream: &mut TcpStream,
+    chunk: &mut [u8],
+    endpoint: &str,
+) -> Result<(String, u16, Vec<u8>), ClientError> {
+    let connect = |source| ClientError::Connect {
+        endpoint: endpoint.to_string(),
+        source,
+    };
+    let mut buf = Vec::new();
+    let head_end = loop {
+        let n = stream.read(chunk).await.map_err(connect)?;
+        if n == 0 {
+            return Err(ClientError::Malformed(endpoint.to_string()));
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let status: u16 = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| ClientError::Malformed(endpoint.to_string()))?;
+    Ok((head, status, buf.split_off(head_end + 4)))
+}
+
 /// `GET {endpoint}{path}`, handing the body to `sink` as it arrives (for `logs -f`), until
 /// the server ends it. No overall timeout: a followed log may flow for hours.
 pub async fn get_stream(
@@ -92,26 +123,8 @@ pub async fn get_stream(
         .write_all(request.as_bytes())
         .await
         .map_err(connect)?;
-    let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
-    // Head first.
-    let head_end = loop {
-        let n = stream.read(&mut chunk).await.map_err(connect)?;
-        if n == 0 {
-            return Err(ClientError::Malformed(endpoint.to_string()));
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i;
-        }
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-    let status: u16 = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| ClientError::Malformed(endpoint.to_string()))?;
-    let mut body = buf.split_off(head_end + 4);
+    let (head, status, mut body) = read_head(&mut stream, &mut chunk, endpoint).await?;
     if !(200..300).contains(&status) {
         stream.read_to_end(&mut body).await.map_err(connect)?;
         let text = parse(&[head.as_bytes(), b"\r\n\r\n", &body].concat()).map(|(_, b)| b);

@@ -3,8 +3,11 @@
 
 use std::sync::{Arc, RwLock};
 
+/// Why a check fails: the component's own typed error.
+pub type CheckError = Box<dyn std::error::Error + Send + Sync>;
+
 /// A check answers `Ok` or the reason it is not.
-pub type Check = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+pub type Check = Arc<dyn Fn() -> Result<(), CheckError> + Send + Sync>;
 
 #[derive(Default, Clone)]
 pub struct Health {
@@ -52,7 +55,7 @@ impl Health {
         Report {
             failures: checks
                 .iter()
-                .filter_map(|(name, c)| c().err().map(|why| (name.clone(), why)))
+                .filter_map(|(name, c)| c().err().map(|why| (name.clone(), why.to_string())))
                 .collect(),
         }
     }

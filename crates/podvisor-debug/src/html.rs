@@ -28,7 +28,8 @@ fn shorten(s: &str, max: usize) -> String {
     s.chars().take(max).chain(std::iter::once('…')).collect()
 }
 
-pub fn render(tree: &TreeSnapshot) -> String {
+/// One table row per actor.
+fn rows(tree: &TreeSnapshot) -> String {
     let mut rows = String::new();
     for a in &tree.actors {
         let m = &a.mailbox;
@@ -59,6 +60,11 @@ pub fn render(tree: &TreeSnapshot) -> String {
             state = escape(&state),
         );
     }
+    rows
+}
+
+pub fn render(tree: &TreeSnapshot) -> String {
+    let rows = rows(tree);
     let more = if tree.truncated {
         format!(
             "<p>Showing {} of {} actors. <a href=\"?offset={}\">next page</a></p>",

@@ -6,54 +6,50 @@ use std::fmt::Write;
 
 use podvisor_actors::registry::KindTotals;
 
-pub fn render(kinds: &BTreeMap<&'static str, KindTotals>) -> String {
-    let mut out = String::new();
-    let gauge = |out: &mut String,
-                 name: &str,
-                 help: &str,
-                 kind_of: &dyn Fn(&KindTotals) -> u64,
-                 ty: &str| {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {ty}");
-        for (kind, t) in kinds {
-            let _ = writeln!(out, "{name}{{kind=\"{kind}\"}} {}", kind_of(t));
-        }
-    };
-    gauge(
-        &mut out,
-        "podvisor_actors",
-        "Live actors.",
-        &|t| t.actors,
-        "gauge",
-    );
-    gauge(
-        &mut out,
+type Field = fn(&KindTotals) -> u64;
+
+/// The per-kind series: name, help, the field, and the Prometheus type.
+const SERIES: [(&str, &str, Field, &str); 5] = [
+    ("podvisor_actors", "Live actors.", |t| t.actors, "gauge"),
+    (
         "podvisor_mailbox_queued",
         "Messages waiting in mailboxes.",
-        &|t| t.queued,
+        |t| t.queued,
         "gauge",
-    );
-    gauge(
-        &mut out,
+    ),
+    (
         "podvisor_messages_handled_total",
         "Messages handled.",
-        &|t| t.handled,
+        |t| t.handled,
         "counter",
-    );
-    gauge(
-        &mut out,
+    ),
+    (
         "podvisor_messages_rejected_total",
         "Messages refused (mailbox full or actor stopped).",
-        &|t| t.rejected,
+        |t| t.rejected,
         "counter",
-    );
-    gauge(
-        &mut out,
+    ),
+    (
         "podvisor_actor_restarts_total",
         "Actor restarts by their supervisors.",
-        &|t| t.restarts,
+        |t| t.restarts,
         "counter",
-    );
+    ),
+];
 
+pub fn render(kinds: &BTreeMap<&'static str, KindTotals>) -> String {
+    let mut out = String::new();
+    for (name, help, field, ty) in SERIES {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {ty}");
+        for (kind, t) in kinds {
+            let _ = writeln!(out, "{name}{{kind=\"{kind}\"}} {}", field(t));
+        }
+    }
+    handle_times(&mut out, kinds);
+    out
+}
+
+fn handle_times(out: &mut String, kinds: &BTreeMap<&'static str, KindTotals>) {
     let name = "podvisor_message_handle_seconds";
     let _ = writeln!(
         out,
@@ -79,5 +75,4 @@ pub fn render(kinds: &BTreeMap<&'static str, KindTotals>) -> String {
             t.handle_time.count()
         );
     }
-    out
 }

@@ -6,7 +6,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 
 use crate::auth::authorized;
-use crate::server::State;
+use crate::state::State;
 use crate::{html, metrics};
 
 /// Largest page a client may ask for.

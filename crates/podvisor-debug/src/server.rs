@@ -9,6 +9,7 @@ use tracing::info;
 
 use crate::health::Health;
 use crate::routes;
+use crate::state::State;
 
 /// Where podvisor's debug endpoint listens unless configured otherwise.
 pub const DEFAULT_ADDRESS: &str = "127.0.0.1:9740";
@@ -50,28 +51,6 @@ pub enum DebugError {
         address: SocketAddr,
         source: std::io::Error,
     },
-}
-
-pub(crate) struct State {
-    pub registry: Arc<Registry>,
-    pub health: Health,
-    pub token: Option<String>,
-    pub max_actors: usize,
-    #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
-    pub allow_fault_injection: bool,
-}
-
-/// For routes added with [`DebugServer::start_with`]: the 401 to return when the server has
-/// a token and the request does not carry it.
-pub fn check_token(req: &actix_web::HttpRequest) -> Option<actix_web::HttpResponse> {
-    let token = req
-        .app_data::<web::Data<State>>()
-        .and_then(|s| s.token.clone());
-    (!crate::auth::authorized(req, token.as_deref())).then(|| {
-        actix_web::HttpResponse::Unauthorized()
-            .insert_header(("WWW-Authenticate", "Bearer"))
-            .body("bearer token required\n")
-    })
 }
 
 /// A running debug server. Dropping it does not stop it; call [`DebugServer::stop`].

@@ -9,11 +9,11 @@ use podvisor_actors::{
 use podvisor_cri::Runtime;
 
 use crate::pleg::{CacheHandle, Pleg, PlegConfig, PlegHealth};
-use crate::pod_sync::PodSyncer;
 use crate::pod_workers::{PodWorkers, PodWorkersDeps, Timings};
 use crate::protocol::cache::{GetNewerThan, GetStatus, StatusChanged};
 use crate::protocol::lifecycle::{PodLifecycleEvent, Reinspect};
 use crate::protocol::sources::GetDesiredPods;
+use crate::protocol::sync::PodSyncer;
 use crate::status_cache::StatusCache;
 
 /// Room for a full relist's worth of status updates (one per pod) plus its waiters.
@@ -90,7 +90,6 @@ pub fn status_group(
 /// state plus the runtime; a crashing worker is restarted alone.
 pub struct PodWorkerGroup {
     pub dispatcher: ActorRef<PodWorkers>,
-    pub workers: ActorRef<Supervisor>,
     pub spec: ChildSpec,
 }
 
@@ -159,9 +158,5 @@ pub fn pod_worker_group(
         registry.clone(),
         vec![dispatcher_spec, workers_spec],
     );
-    PodWorkerGroup {
-        dispatcher,
-        workers,
-        spec,
-    }
+    PodWorkerGroup { dispatcher, spec }
 }

@@ -13,7 +13,7 @@ use podvisor_cri::{ContainerState, ContainerStatus, CriError, FakeRuntime, Runti
 use podvisor_kubelet::kuberuntime::config::NodeConfig;
 use podvisor_kubelet::kuberuntime::images::ImageManager;
 use podvisor_kubelet::kuberuntime::syncer::{CriSyncer, SyncerOutputs};
-use podvisor_kubelet::pod_sync::{PodSyncer, SyncContext};
+use podvisor_kubelet::protocol::sync::{PodSyncer, SyncContext};
 use podvisor_kubelet::protocol::updates::UpdateType;
 
 const UID: &str = "0b1c7d3e-syncer-test";

@@ -19,10 +19,10 @@ use podvisor_core::SharedPod;
 use podvisor_cri::{FakeRuntime, PodStatus};
 use podvisor_kubelet::groups::{PodWorkerWiring, StatusWiring, pod_worker_group, status_group};
 use podvisor_kubelet::pleg::PlegConfig;
-use podvisor_kubelet::pod_sync::{PodSyncer, SyncContext, SyncError, Termination};
 use podvisor_kubelet::pod_workers::Timings;
+use podvisor_kubelet::protocol::sync::SyncOutcome;
+use podvisor_kubelet::protocol::sync::{PodSyncer, SyncContext, SyncError, Termination};
 use podvisor_kubelet::protocol::updates::{UpdatePod, UpdatePodOptions, UpdateType};
-use podvisor_kubelet::protocol::work::SyncOutcome;
 
 #[global_allocator]
 static ALLOC: Counting = Counting;

@@ -193,6 +193,28 @@ impl State {
         Ok(mine)
     }
 
+    /// The container's image, if it is present: by name, or by the id ImageStatus gave
+    /// (what the kubelet layer passes, as with containerd).
+    fn present_image(&self, cfg: &ContainerConfig) -> Result<String, CriError> {
+        let image = cfg
+            .image
+            .as_ref()
+            .map(|i| i.image.clone())
+            .unwrap_or_default();
+        if self
+            .images
+            .iter()
+            .any(|i| *i == image || super::fake_image(i).id == image)
+        {
+            Ok(image)
+        } else {
+            Err(CriError::not_found(
+                "CreateContainer",
+                format!("image {image:?}"),
+            ))
+        }
+    }
+
     pub fn create_container(
         &mut self,
         sandbox_id: &str,
@@ -208,23 +230,7 @@ impl State {
                 format!("sandbox {sandbox_id} is not ready"),
             ));
         }
-        let image = cfg
-            .image
-            .as_ref()
-            .map(|i| i.image.clone())
-            .unwrap_or_default();
-        // By name, or by the id ImageStatus gave (what the kubelet layer passes, as with
-        // containerd).
-        if !self
-            .images
-            .iter()
-            .any(|i| *i == image || super::fake_image(i).id == image)
-        {
-            return Err(CriError::not_found(
-                "CreateContainer",
-                format!("image {image:?}"),
-            ));
-        }
+        let image = self.present_image(cfg)?;
         let meta = cfg.metadata.clone().unwrap_or_default();
         let pod = sandbox.status.pod.clone();
         let log_path = format!("{}/{}", sandbox.log_directory, cfg.log_path);

@@ -7,11 +7,11 @@ use podvisor_cri::{ContainerState, ContainerStatus, PodStatus, SandboxState};
 use sha2::{Digest, Sha256};
 
 /// Annotation holding the hash of the container spec a container was created from.
-pub const CONTAINER_HASH: &str = "io.kubernetes.container.hash";
+pub(crate) const CONTAINER_HASH: &str = "io.kubernetes.container.hash";
 
 /// A short, stable hash of a container's spec: when it changes, the container is
 /// replaced. Serialized through serde_json, whose output for these types is deterministic.
-pub fn container_hash(c: &Container) -> String {
+pub(crate) fn container_hash(c: &Container) -> String {
     let json = serde_json::to_vec(c).unwrap_or_default();
     let digest = Sha256::digest(&json);
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
@@ -19,7 +19,7 @@ pub fn container_hash(c: &Container) -> String {
 
 /// The sync's plan for one pod.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PodActions {
+pub(crate) struct PodActions {
     /// Stop every container and the sandbox (sandbox replaced, or nothing left to run).
     pub kill_pod: bool,
     pub create_sandbox: bool,
@@ -36,7 +36,7 @@ pub struct PodActions {
 }
 
 impl PodActions {
-    pub fn is_noop(&self) -> bool {
+    pub(crate) fn is_noop(&self) -> bool {
         !self.kill_pod
             && !self.create_sandbox
             && self.next_init_container.is_none()
@@ -81,7 +81,7 @@ fn init_failed(s: &ContainerStatus) -> bool {
 }
 
 /// Whether a container that is not running should be started again.
-pub fn should_restart(container: &Container, pod: &Pod, status: &PodStatus) -> bool {
+pub(crate) fn should_restart(container: &Container, pod: &Pod, status: &PodStatus) -> bool {
     if pod.metadata.deletion_timestamp.is_some() {
         return false;
     }
@@ -138,7 +138,7 @@ fn next_init_container<'a>(
 /// What a sync does, in order: the plan's steps. Each is carried out by one verb of the
 /// syncer (`verbs/`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     /// Stop every running container and ready sandbox; `replacing` when a new sandbox
     /// follows (otherwise nothing may run any more).
     KillPod {
@@ -157,7 +157,7 @@ pub enum Step {
 
 /// A running container to stop, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContainerKill {
+pub(crate) struct ContainerKill {
     pub id: String,
     pub name: String,
     pub reason: &'static str,
@@ -165,7 +165,7 @@ pub struct ContainerKill {
 
 impl PodActions {
     /// The plan as steps, in the order a sync takes them.
-    pub fn steps(&self) -> Vec<Step> {
+    pub(crate) fn steps(&self) -> Vec<Step> {
         let mut steps = Vec::new();
         if self.kill_pod {
             steps.push(Step::KillPod {
@@ -266,7 +266,7 @@ fn app_container_actions(pod: &Pod, status: &PodStatus, actions: &mut PodActions
     }
 }
 
-pub fn compute_pod_actions(pod: &Pod, status: &PodStatus) -> PodActions {
+pub(crate) fn compute_pod_actions(pod: &Pod, status: &PodStatus) -> PodActions {
     let (create_sandbox, attempt, sandbox_id) = sandbox_changed(pod, status);
     let mut actions = PodActions {
         kill_pod: create_sandbox,

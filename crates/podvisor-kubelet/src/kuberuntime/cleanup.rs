@@ -12,10 +12,10 @@ use super::config::NodeConfig;
 
 /// Written into every pod log directory podvisor creates, holding the node name: the log
 /// root may be shared with a kubelet, whose directories must never be swept.
-pub const LOG_DIR_MARKER: &str = ".podvisor";
+pub(crate) const LOG_DIR_MARKER: &str = ".podvisor";
 
 /// Writes the marker into a pod's log directory (once).
-pub async fn mark_log_dir(node: &NodeConfig, dir: &Path) -> std::io::Result<()> {
+pub(crate) async fn mark_log_dir(node: &NodeConfig, dir: &Path) -> std::io::Result<()> {
     let marker = dir.join(LOG_DIR_MARKER);
     if !tokio::fs::try_exists(&marker).await.unwrap_or(false) {
         tokio::fs::write(&marker, &node.node_name).await?;
@@ -25,7 +25,7 @@ pub async fn mark_log_dir(node: &NodeConfig, dir: &Path) -> std::io::Result<()> 
 
 /// The pod state directories and this node's pod log directories whose UID is not in
 /// `known`. Blocking: reads both roots.
-pub fn orphaned_dirs(node: &NodeConfig, known: &HashSet<PodUid>) -> Vec<PathBuf> {
+pub(crate) fn orphaned_dirs(node: &NodeConfig, known: &HashSet<PodUid>) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for e in read(&node.pod_dir) {
         let uid = e.file_name().to_string_lossy().into_owned();
@@ -50,7 +50,7 @@ pub fn orphaned_dirs(node: &NodeConfig, known: &HashSet<PodUid>) -> Vec<PathBuf>
 /// The attempt number for a container with no instance in the runtime: after the
 /// highest `<N>.log` its log directory already holds (the same UID running again, or a
 /// runtime that lost its state), so a new instance never appends to an old one's file.
-pub async fn first_attempt(container_log_dir: &Path) -> u32 {
+pub(crate) async fn first_attempt(container_log_dir: &Path) -> u32 {
     let mut names = Vec::new();
     if let Ok(mut dir) = tokio::fs::read_dir(container_log_dir).await {
         while let Ok(Some(e)) = dir.next_entry().await {

@@ -15,16 +15,16 @@ use tracing::{debug, info, warn};
 use super::actions::{PodActions, Step, compute_pod_actions};
 use super::config::{ConfigError, NodeConfig};
 use super::verbs::{Target, Waits, running_of, running_of_listing};
-use crate::pod_sync::{PodSyncer, SyncContext, SyncError, Termination};
 use crate::protocol::images::{EnsureImage, ImageError};
 use crate::protocol::status::{EventType, PodSynced, PodTerminated, RecordEvent, Waiting};
+use crate::protocol::sync::SyncOutcome;
+use crate::protocol::sync::{PodSyncer, SyncContext, SyncError, Termination};
 use crate::protocol::updates::UpdateType;
-use crate::protocol::work::SyncOutcome;
 
 /// What the CRI syncer's own steps can fail with (the runtime's calls fail with
 /// `CriError`); reported to the pod workers as `SyncError::Other`.
 #[derive(Debug, thiserror::Error)]
-pub enum CriSyncError {
+pub(crate) enum CriSyncError {
     #[error("cannot {action} {}: {source}", path.display())]
     Io {
         action: &'static str,

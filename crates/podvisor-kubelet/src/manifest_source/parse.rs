@@ -13,13 +13,13 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 /// Files larger than this are refused (a manifest is a few KB; this stops a stray log).
-pub const MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
-pub const CONFIG_HASH_ANNOTATION: &str = "kubernetes.io/config.hash";
-pub const MANIFEST_ANNOTATION: &str = "podvisor.io/manifest";
+pub(crate) const MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
+pub(crate) const CONFIG_HASH_ANNOTATION: &str = "kubernetes.io/config.hash";
+pub(crate) const MANIFEST_ANNOTATION: &str = "podvisor.io/manifest";
 
 /// Why a manifest file, or one document of it, cannot be used.
 #[derive(Debug, thiserror::Error)]
-pub enum ManifestFileError {
+pub(crate) enum ManifestFileError {
     #[error("cannot read: {0}")]
     Read(#[source] std::io::Error),
     #[error("file is {0} bytes, larger than the 10 MiB limit")]
@@ -58,12 +58,12 @@ impl ManifestFileError {
 
 /// The pods each file gave at the last scan. A file that stops parsing keeps these
 /// running: a typo in an edit must not take down the pod the file described before.
-pub type LastGood = BTreeMap<PathBuf, Vec<SharedPod>>;
+pub(crate) type LastGood = BTreeMap<PathBuf, Vec<SharedPod>>;
 
 /// One scan of the directory: the pods to run, why files (or documents) were refused, and
 /// what to remember for the next scan.
 #[derive(Debug, Default)]
-pub struct Scan {
+pub(crate) struct Scan {
     pub pods: Vec<SharedPod>,
     pub errors: Vec<(PathBuf, String)>,
     pub good: LastGood,
@@ -72,15 +72,9 @@ pub struct Scan {
     pub unreadable: bool,
 }
 
-/// Reads every manifest in `dir` (not recursing; hidden and editor backup files skipped),
-/// with no memory of earlier scans.
-pub fn scan(dir: &Path, node: &str) -> Scan {
-    scan_keeping(dir, node, &LastGood::new())
-}
-
 /// The file-source pods among `desired`, by the manifest they came from: what a restarted
 /// source remembers, so a file that broke before the restart keeps its pods after it.
-pub fn last_good_from(desired: &[SharedPod]) -> LastGood {
+pub(crate) fn last_good_from(desired: &[SharedPod]) -> LastGood {
     let mut out = LastGood::new();
     for p in desired {
         let ann = p.metadata.annotations.as_ref();
@@ -98,7 +92,7 @@ pub fn last_good_from(desired: &[SharedPod]) -> LastGood {
 
 /// Like [`scan`], but a file that cannot be used now and gave pods before (`last`) keeps
 /// giving those pods, reported as an error until it is fixed or removed.
-pub fn scan_keeping(dir: &Path, node: &str, last: &LastGood) -> Scan {
+pub(crate) fn scan_keeping(dir: &Path, node: &str, last: &LastGood) -> Scan {
     let mut out = Scan::default();
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
@@ -162,7 +156,7 @@ fn is_manifest(p: &Path) -> bool {
 }
 
 /// Whether a file of this name would be read: not hidden, ending in .yaml, .yml or .json.
-pub fn is_manifest_name(p: &Path) -> bool {
+pub(crate) fn is_manifest_name(p: &Path) -> bool {
     let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
     !name.starts_with('.')
         && matches!(
@@ -173,7 +167,7 @@ pub fn is_manifest_name(p: &Path) -> bool {
 
 /// Every pod in one file, or the first reason the file cannot be used. A file is taken
 /// whole or not at all, so a half-valid file never runs half its pods.
-pub fn read_file(path: &Path, node: &str) -> Result<Vec<SharedPod>, ManifestFileError> {
+pub(crate) fn read_file(path: &Path, node: &str) -> Result<Vec<SharedPod>, ManifestFileError> {
     use ManifestFileError as E;
     let size = std::fs::metadata(path).map_err(E::Read)?.len();
     if size > MAX_FILE_SIZE {
@@ -270,7 +264,7 @@ fn pod_from_document(
 
 /// A UID that is the same every time the same file with the same content is read on the
 /// same node, and different as soon as any of the three changes.
-pub fn derive_uid(node: &str, path: &Path, doc: &serde_json::Value) -> String {
+pub(crate) fn derive_uid(node: &str, path: &Path, doc: &serde_json::Value) -> String {
     let mut h = Sha256::new();
     h.update(format!("host:{node}\0file:{}\0", path.display()));
     // serde_json's maps are ordered, so the same content always serializes the same way.

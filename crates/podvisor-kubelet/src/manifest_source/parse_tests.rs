@@ -1,5 +1,10 @@
 use super::*;
 
+/// Every manifest in `dir`, with no memory of earlier scans.
+fn scan(dir: &Path, node: &str) -> Scan {
+    scan_keeping(dir, node, &LastGood::new())
+}
+
 struct Dir(PathBuf);
 
 impl Dir {

@@ -35,7 +35,8 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 pub use health::PlegHealth;
-pub use records::{PodRecords, RuntimeRecord, compute_events, record_from_status, translate};
+pub use records::PodRecords;
+use records::{record_from_status, translate};
 use stream::StreamTracker;
 
 use crate::protocol::cache::{SetStatus, UpdateTime};

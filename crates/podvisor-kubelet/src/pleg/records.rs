@@ -41,7 +41,7 @@ impl From<SandboxState> for Seen {
 /// What the diff needs of a pod's runtime record: ids, names and states, nothing else
 /// (labels and images are dropped on the way in), so comparing two relists is cheap.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RuntimeRecord {
+pub(crate) struct RuntimeRecord {
     containers: Vec<(String, String, Seen)>,
     sandboxes: Vec<(String, Seen)>,
 }
@@ -111,7 +111,7 @@ fn transition(old: Seen, new: Seen) -> &'static [PlegEventKind] {
 
 /// Every event that turns `old` into `new` for pod `uid`. Container changes give
 /// container events; a change of the sandboxes alone gives one `PodSync`.
-pub fn compute_events(
+pub(crate) fn compute_events(
     uid: &PodUid,
     old: Option<&RuntimeRecord>,
     new: Option<&RuntimeRecord>,
@@ -155,7 +155,7 @@ pub fn compute_events(
 
 /// The events a CRI container event stands for (evented mode). `Created` stands for none:
 /// the start that follows is what matters.
-pub fn translate(kind: ContainerEventKind) -> &'static [PlegEventKind] {
+pub(crate) fn translate(kind: ContainerEventKind) -> &'static [PlegEventKind] {
     use PlegEventKind::*;
     match kind {
         ContainerEventKind::Created => &[],
@@ -167,7 +167,7 @@ pub fn translate(kind: ContainerEventKind) -> &'static [PlegEventKind] {
 
 /// A pod's record rebuilt from its full status, so a targeted re-inspection is diffed
 /// like a relist. `None` when the runtime holds nothing of the pod.
-pub fn record_from_status(status: &PodStatus) -> Option<RuntimeRecord> {
+pub(crate) fn record_from_status(status: &PodStatus) -> Option<RuntimeRecord> {
     if status.sandboxes.is_empty() && status.containers.is_empty() {
         return None;
     }
@@ -225,11 +225,11 @@ impl PodRecords {
     }
 
     /// Sets one pod's current record (a targeted re-inspection).
-    pub fn set_one(&mut self, uid: &PodUid, record: Option<RuntimeRecord>) {
+    pub(crate) fn set_one(&mut self, uid: &PodUid, record: Option<RuntimeRecord>) {
         self.pods.entry(uid.clone()).or_default().current = record;
     }
 
-    pub fn events(&self, uid: &PodUid) -> Vec<PodLifecycleEvent> {
+    pub(crate) fn events(&self, uid: &PodUid) -> Vec<PodLifecycleEvent> {
         match self.pods.get(uid) {
             Some(r) => compute_events(uid, r.old.as_ref(), r.current.as_ref()),
             None => Vec::new(),
@@ -275,7 +275,7 @@ impl PodRecords {
 
     /// A container's name, from the last records (a deleted container is no longer in
     /// the runtime to ask).
-    pub fn container_name(&self, uid: &PodUid, container_id: &str) -> Option<String> {
+    pub(crate) fn container_name(&self, uid: &PodUid, container_id: &str) -> Option<String> {
         let r = self.pods.get(uid)?;
         r.current
             .iter()
@@ -286,7 +286,7 @@ impl PodRecords {
     }
 
     /// The pod a container belongs to, from the last records.
-    pub fn pod_of_container(&self, container_id: &str) -> Option<PodUid> {
+    pub(crate) fn pod_of_container(&self, container_id: &str) -> Option<PodUid> {
         self.pods.iter().find_map(|(uid, r)| {
             r.old
                 .iter()

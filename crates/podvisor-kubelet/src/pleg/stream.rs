@@ -12,10 +12,10 @@ use std::time::Duration;
 use podvisor_cri::CriError;
 
 /// How long to wait before opening the stream again after a failure.
-pub const RETRY_DELAY: Duration = Duration::from_secs(1);
+pub(crate) const RETRY_DELAY: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StreamVerdict {
+pub(crate) enum StreamVerdict {
     /// Open the stream again after `after`; this was failure number `attempt`.
     Retry { attempt: u32, after: Duration },
     /// Stop consuming events for good and relist at the normal period.
@@ -25,14 +25,14 @@ pub enum StreamVerdict {
 }
 
 #[derive(Debug)]
-pub struct StreamTracker {
+pub(crate) struct StreamTracker {
     max_failures: u32,
     failures: u32,
     generation: u64,
 }
 
 impl StreamTracker {
-    pub fn new(max_failures: u32) -> Self {
+    pub(crate) fn new(max_failures: u32) -> Self {
         Self {
             max_failures: max_failures.max(1),
             failures: 0,
@@ -41,25 +41,25 @@ impl StreamTracker {
     }
 
     /// A new attempt; what older attempts report from now on is stale.
-    pub fn opening(&mut self) -> u64 {
+    pub(crate) fn opening(&mut self) -> u64 {
         self.generation += 1;
         self.generation
     }
 
     /// Whether an item from stream `generation` is to be handled.
-    pub fn is_current(&self, generation: u64) -> bool {
+    pub(crate) fn is_current(&self, generation: u64) -> bool {
         generation == self.generation
     }
 
     /// An event arrived: the stream works, so earlier failures no longer count.
-    pub fn delivered(&mut self, generation: u64) {
+    pub(crate) fn delivered(&mut self, generation: u64) {
         if self.is_current(generation) {
             self.failures = 0;
         }
     }
 
     /// Stream `generation` failed (`error`: its error, `None` when it just ended).
-    pub fn failed(&mut self, generation: u64, error: Option<&CriError>) -> StreamVerdict {
+    pub(crate) fn failed(&mut self, generation: u64, error: Option<&CriError>) -> StreamVerdict {
         if !self.is_current(generation) {
             return StreamVerdict::Stale;
         }

@@ -12,7 +12,7 @@ use crate::protocol::work::WorkKind;
 
 /// Why a pod is being terminated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cause {
+pub(crate) enum Cause {
     /// Its deletion was requested (a deletion timestamp, or its config went away).
     Deleted,
     /// It is known only from the runtime: no config holds it.
@@ -27,14 +27,14 @@ pub enum Cause {
 
 /// What a termination was asked with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Termination {
+pub(crate) struct Termination {
     pub cause: Cause,
     pub since: Instant,
     pub grace: GracePeriod,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lifecycle {
+pub(crate) enum Lifecycle {
     Syncing,
     Terminating(Termination),
     /// Everything is stopped; the cleanup (the terminated sync) is still to run.
@@ -53,13 +53,13 @@ pub enum Lifecycle {
 /// A move the lifecycle does not allow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("a pod that is {from} cannot {verb}")]
-pub struct InvalidMove {
+pub(crate) struct InvalidMove {
     pub from: &'static str,
     pub verb: &'static str,
 }
 
 impl Lifecycle {
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Self::Syncing => "syncing",
             Self::Terminating(_) => "terminating",
@@ -76,7 +76,7 @@ impl Lifecycle {
     }
 
     /// Syncing → terminating.
-    pub fn terminate(&mut self, termination: Termination) -> Result<(), InvalidMove> {
+    pub(crate) fn terminate(&mut self, termination: Termination) -> Result<(), InvalidMove> {
         match self {
             Self::Syncing => {
                 *self = Self::Terminating(termination);
@@ -88,7 +88,7 @@ impl Lifecycle {
 
     /// A terminating pod's grace period becomes `candidate` if that is shorter; answers
     /// whether it shrank.
-    pub fn shrink_grace(&mut self, candidate: GracePeriod) -> Result<bool, InvalidMove> {
+    pub(crate) fn shrink_grace(&mut self, candidate: GracePeriod) -> Result<bool, InvalidMove> {
         match self {
             Self::Terminating(t) => {
                 let before = t.grace;
@@ -100,7 +100,7 @@ impl Lifecycle {
     }
 
     /// Terminating → terminated: everything is stopped.
-    pub fn stopped(&mut self, at: Instant) -> Result<(), InvalidMove> {
+    pub(crate) fn stopped(&mut self, at: Instant) -> Result<(), InvalidMove> {
         match *self {
             Self::Terminating(termination) => {
                 *self = Self::Terminated { termination, at };
@@ -112,7 +112,7 @@ impl Lifecycle {
 
     /// Terminating or terminated → finished. A terminating pod finishes directly when
     /// there is no cleanup to run (an orphan, or a static pod that never started).
-    pub fn finish(&mut self, at: Instant) -> Result<(), InvalidMove> {
+    pub(crate) fn finish(&mut self, at: Instant) -> Result<(), InvalidMove> {
         match *self {
             Self::Terminating(t) => {
                 *self = Self::Finished {
@@ -133,7 +133,7 @@ impl Lifecycle {
     }
 
     /// The work an update becomes if delivered now; `None` once finished.
-    pub fn work_kind(&self) -> Option<WorkKind> {
+    pub(crate) fn work_kind(&self) -> Option<WorkKind> {
         match self {
             Self::Syncing => Some(WorkKind::Sync),
             Self::Terminating(_) => Some(WorkKind::Terminating),
@@ -142,19 +142,19 @@ impl Lifecycle {
         }
     }
 
-    pub fn termination_requested(&self) -> bool {
+    pub(crate) fn termination_requested(&self) -> bool {
         !matches!(self, Self::Syncing)
     }
 
-    pub fn is_terminated(&self) -> bool {
+    pub(crate) fn is_terminated(&self) -> bool {
         matches!(self, Self::Terminated { .. } | Self::Finished { .. })
     }
 
-    pub fn is_finished(&self) -> bool {
+    pub(crate) fn is_finished(&self) -> bool {
         matches!(self, Self::Finished { .. })
     }
 
-    pub fn termination(&self) -> Option<&Termination> {
+    pub(crate) fn termination(&self) -> Option<&Termination> {
         match self {
             Self::Syncing => None,
             Self::Terminating(t) | Self::Terminated { termination: t, .. } => Some(t),
@@ -163,7 +163,7 @@ impl Lifecycle {
     }
 
     /// The grace period in force while terminating.
-    pub fn grace(&self) -> Option<GracePeriod> {
+    pub(crate) fn grace(&self) -> Option<GracePeriod> {
         match self {
             Self::Terminating(t) => Some(t.grace),
             _ => None,

@@ -18,6 +18,7 @@
 
 mod lifecycle;
 mod rebuild;
+mod reports;
 mod state;
 mod static_gate;
 mod status;
@@ -40,20 +41,24 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
-pub use lifecycle::{Cause, InvalidMove, Lifecycle};
-pub use state::{Effect, PodWorkersState, Timings};
-pub use status::PodSyncStatus;
+#[cfg(test)]
+use lifecycle::Cause;
+pub use state::Timings;
+pub(crate) use state::{Effect, PodWorkersState};
+#[cfg(test)]
+use status::PodSyncStatus;
 pub use summary::{DispatcherSummary, WorkerSummary};
-pub use worker::{PodWorker, WorkerDeps, still_running};
+pub use worker::PodWorker;
+pub(crate) use worker::{WorkerDeps, still_running};
 
 #[cfg(test)]
 #[path = "state_tests.rs"]
 mod state_tests;
 
-use crate::pod_sync::PodSyncer;
 use crate::protocol::cache::{GetNewerThan, GetStatus};
 use crate::protocol::lifecycle::Reinspect;
 use crate::protocol::sources::GetDesiredPods;
+use crate::protocol::sync::PodSyncer;
 use crate::protocol::updates::{SyncKnownPods, UpdatePod, UpdatePodOptions};
 use crate::protocol::work::{Undelivered, Work, WorkDone, WorkResult, WorkerRestarted};
 

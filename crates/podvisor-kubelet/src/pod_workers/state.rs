@@ -3,24 +3,21 @@
 //! deadlines, and carries out the [`Effect`]s it returns (including the deadlines, which
 //! it keeps in its delay queue); tests drive it directly.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use podvisor_core::{PodExt, PodUid, SharedPod};
 use tokio::time::Instant;
-use tracing::{debug, warn};
+use tracing::debug;
 
-use super::lifecycle::Cause;
 use super::static_gate::StaticGate;
-use super::status::{Delivered, Pending, PodSyncStatus, requested_grace};
-use crate::protocol::updates::{
-    KillPodOptions, PodWorkerState, RuntimePod, UpdatePodOptions, UpdateType,
-};
-use crate::protocol::work::{PodWork, WorkKind, WorkResult};
+use super::status::{Delivered, Pending, PodSyncStatus};
+use crate::protocol::updates::{KillPodOptions, RuntimePod, UpdatePodOptions, UpdateType};
+use crate::protocol::work::PodWork;
 
 /// What the dispatcher must do after a decision.
 #[derive(Debug)]
-pub enum Effect {
+pub(crate) enum Effect {
     /// Hand this work to the pod's worker (creating the worker if needed).
     Deliver(PodWork),
     /// Cancel the pod's sync in flight: newer work is waiting.
@@ -52,10 +49,10 @@ impl Default for Timings {
 }
 
 #[derive(Default)]
-pub struct PodWorkersState {
-    pods: HashMap<PodUid, PodSyncStatus>,
-    gate: StaticGate,
-    timings: Timings,
+pub(crate) struct PodWorkersState {
+    pub(super) pods: HashMap<PodUid, PodSyncStatus>,
+    pub(super) gate: StaticGate,
+    pub(super) timings: Timings,
 }
 
 /// Delivery numbers are unique in the process, so a report about work delivered by an
@@ -65,7 +62,7 @@ fn next_delivery() -> u64 {
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
-fn complete(kill: Option<KillPodOptions>) {
+pub(super) fn complete(kill: Option<KillPodOptions>) {
     if let Some(k) = kill {
         k.complete();
     }
@@ -88,57 +85,30 @@ fn target(
     }
 }
 
-/// Why an update starts the pod's termination, if it does.
-fn termination_cause(
-    pod: &SharedPod,
-    runtime_only: bool,
-    update_type: UpdateType,
-    kill: Option<&KillPodOptions>,
-) -> Option<Cause> {
-    if runtime_only {
-        Some(Cause::Orphaned)
-    } else if pod.is_deleted() {
-        Some(Cause::Deleted)
-    } else if pod.is_terminal() {
-        Some(Cause::Completed)
-    } else if update_type == UpdateType::Kill {
-        Some(if kill.is_some_and(|k| k.evict) {
-            Cause::Evicted
-        } else {
-            Cause::Killed
-        })
-    } else {
-        None
-    }
-}
-
 impl PodWorkersState {
-    pub fn new(timings: Timings) -> Self {
+    pub(crate) fn new(timings: Timings) -> Self {
         Self {
             timings,
             ..Default::default()
         }
     }
 
-    pub fn status(&self, uid: &str) -> Option<&PodSyncStatus> {
+    pub(crate) fn status(&self, uid: &str) -> Option<&PodSyncStatus> {
         self.pods.get(uid)
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.pods.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.pods.is_empty()
-    }
-
-    pub fn uids(&self) -> impl Iterator<Item = &PodUid> {
+    #[cfg(test)]
+    pub(crate) fn uids(&self) -> impl Iterator<Item = &PodUid> {
         self.pods.keys()
     }
 
     /// A pod seen for the first time in a terminal phase may be done already: whether it is
     /// depends on the cached runtime status, which the caller must look up first.
-    pub fn needs_cached_status(&self, opts: &UpdatePodOptions) -> bool {
+    pub(crate) fn needs_cached_status(&self, opts: &UpdatePodOptions) -> bool {
         opts.pod
             .as_ref()
             .is_some_and(|p| p.is_terminal() && !self.pods.contains_key(p.uid()))
@@ -146,14 +116,14 @@ impl PodWorkersState {
 
     /// The kubelet's `UpdatePod`. `cached_terminal`: for a pod seen for the first time in
     /// a terminal phase, whether the runtime status cache shows nothing running.
-    pub fn update_pod(
+    pub(crate) fn update_pod(
         &mut self,
         mut opts: UpdatePodOptions,
         cached_terminal: Option<bool>,
         now: Instant,
     ) -> Vec<Effect> {
         let update_type = opts.update_type.unwrap_or(UpdateType::Sync);
-        let mut kill = opts.kill.take();
+        let kill = opts.kill.take();
         let Some((pod, running_pod)) = target(&mut opts, update_type) else {
             complete(kill);
             return Vec::new();
@@ -188,42 +158,15 @@ impl PodWorkersState {
             complete(kill);
             return Vec::new();
         }
-        let became_terminating =
-            match termination_cause(&pod, runtime_only, update_type, kill.as_ref()) {
-                Some(cause) if !status.termination_requested() => {
-                    let grace = requested_grace(&pod, kill.as_ref())
-                        .unwrap_or_else(|| pod.spec_grace_period());
-                    status.terminate(cause, grace, now);
-                    true
-                }
-                _ => false,
-            };
-        let mut grace_shortened = false;
-        match status.lifecycle.work_kind() {
-            Some(WorkKind::Terminating) => {
-                if let Some(k) = kill.as_mut() {
-                    status.absorb_kill(k);
-                }
-                if let (false, Some(g)) = (became_terminating, requested_grace(&pod, kill.as_ref()))
-                {
-                    grace_shortened = status.lifecycle.shrink_grace(g).unwrap_or(false);
-                }
-            }
-            _ => complete(kill.take()),
-        }
-        let start_time = match (&status.pending, opts.start_time) {
-            (Some(p), Some(t)) => Some(p.start_time.map_or(t, |s| s.min(t))),
-            (Some(p), None) => p.start_time,
-            (None, t) => t,
-        };
-        status.pending = Some(Pending {
+        let cancel = status.take_kill(&pod, runtime_only, update_type, kill, now);
+        status.set_pending(Pending {
             update_type,
             pod,
             running_pod,
-            start_time,
+            start_time: opts.start_time,
         });
         if status.working {
-            return if became_terminating || grace_shortened {
+            return if cancel {
                 vec![Effect::Cancel(uid)]
             } else {
                 Vec::new()
@@ -234,7 +177,7 @@ impl PodWorkersState {
 
     /// Hands the pod's pending update to its worker, unless it has none, or is a static pod
     /// that must wait for another with the same key.
-    fn deliver(&mut self, uid: &PodUid, now: Instant) -> Vec<Effect> {
+    pub(super) fn deliver(&mut self, uid: &PodUid, now: Instant) -> Vec<Effect> {
         let Some(status) = self.pods.get_mut(uid) else {
             return Vec::new();
         };
@@ -273,7 +216,7 @@ impl PodWorkersState {
 
     /// A static pod with this key is done: let the next one in line start now rather than
     /// at its next retry.
-    fn start_next_static(&mut self, uid: &PodUid, now: Instant) -> Vec<Effect> {
+    pub(super) fn start_next_static(&mut self, uid: &PodUid, now: Instant) -> Vec<Effect> {
         let Some(key) = self.pods.get(uid).map(|s| s.key().clone()) else {
             return Vec::new();
         };
@@ -290,150 +233,9 @@ impl PodWorkersState {
 
     /// Whether `seq` is the work the pod's worker is running now (not a late report of
     /// work that was redelivered since).
-    pub fn is_current_work(&self, uid: &str, seq: u64) -> bool {
+    pub(crate) fn is_current_work(&self, uid: &str, seq: u64) -> bool {
         self.pods
             .get(uid)
             .is_some_and(|s| s.working && s.current.as_ref().is_some_and(|c| c.seq == seq))
-    }
-
-    /// A worker reports how the work `seq` ended.
-    pub fn work_done(
-        &mut self,
-        uid: &PodUid,
-        seq: u64,
-        result: WorkResult,
-        now: Instant,
-    ) -> Vec<Effect> {
-        if !self.is_current_work(uid, seq) {
-            return Vec::new(); // a report for work that was redelivered since
-        }
-        let status = self.pods.get_mut(uid).expect("checked above");
-        let kind = status.current.as_ref().map_or(WorkKind::Sync, |c| c.kind);
-        status.last_result = Some((kind, result.clone()));
-        let resync = Effect::Schedule(uid.clone(), now + self.timings.resync_interval);
-        let mut effects = Vec::new();
-        match (result, kind) {
-            (WorkResult::Cancelled, _) => {}
-            (WorkResult::Failed(_), _) => {
-                effects.push(Effect::Schedule(uid.clone(), now + self.timings.backoff))
-            }
-            (WorkResult::Ok(_), WorkKind::Terminated) => return self.finish(uid, now),
-            // Not in any config: no terminated sync, garbage collection does the rest.
-            (WorkResult::Ok(_), WorkKind::Terminating) if status.is_runtime_only() => {
-                return self.finish(uid, now);
-            }
-            (WorkResult::Ok(_), WorkKind::Terminating) => {
-                if let Err(e) = status.lifecycle.stopped(now) {
-                    warn!(pod_uid = %uid, error = %e, "pod workers' lifecycle refused a move");
-                }
-                status.notify_terminated();
-                status.repeat_current();
-                effects.push(resync);
-            }
-            (WorkResult::Ok(outcome), WorkKind::Sync) => {
-                if outcome.terminal
-                    && !status.termination_requested()
-                    && let Some(pod) = status.current.as_ref().map(|c| c.update.pod.clone())
-                {
-                    let grace =
-                        requested_grace(&pod, None).unwrap_or_else(|| pod.spec_grace_period());
-                    status.terminate(Cause::Completed, grace, now);
-                    status.repeat_current();
-                }
-                effects.push(resync);
-            }
-        }
-        effects.extend(self.deliver(uid, now));
-        effects
-    }
-
-    fn finish(&mut self, uid: &PodUid, now: Instant) -> Vec<Effect> {
-        let Some(status) = self.pods.get_mut(uid) else {
-            return Vec::new();
-        };
-        if let Err(e) = status.lifecycle.finish(now) {
-            warn!(pod_uid = %uid, error = %e, "pod workers' lifecycle refused a move");
-        }
-        status.working = false;
-        status.pending = None;
-        status.notify_terminated();
-        let key = status.key().clone();
-        self.gate.forget_waiting(&key, uid);
-        let mut effects = vec![
-            Effect::StopWorker(uid.clone()),
-            Effect::Unschedule(uid.clone()),
-        ];
-        effects.extend(self.start_next_static(uid, now));
-        effects
-    }
-
-    /// The pod's deadline came: a resync after a success, a retry after a failure, a static
-    /// pod's next try at its gate. The newest update is delivered again (a pod that is
-    /// working now is looked at when its work ends; one that finished needs nothing).
-    pub fn resync_due(&mut self, uid: &PodUid, now: Instant) -> Vec<Effect> {
-        let Some(status) = self.pods.get_mut(uid) else {
-            return Vec::new();
-        };
-        if status.working || status.is_finished() {
-            return Vec::new();
-        }
-        status.pending = status.take_resync(now);
-        self.deliver(uid, now)
-    }
-
-    /// A worker crashed and restarted: the work it was running is lost, so it gets the
-    /// newest update again.
-    pub fn worker_restarted(&mut self, uid: &PodUid, now: Instant) -> Vec<Effect> {
-        let Some(status) = self.pods.get_mut(uid) else {
-            return Vec::new();
-        };
-        if !status.working {
-            return Vec::new();
-        }
-        status.repeat_current();
-        status.working = false;
-        self.deliver(uid, now)
-    }
-
-    /// Forgets finished pods that are no longer desired (or whose UID was requested again)
-    /// and reports every known pod's state.
-    pub fn sync_known_pods(
-        &mut self,
-        desired: &HashSet<PodUid>,
-    ) -> (BTreeMap<PodUid, PodWorkerState>, Vec<Effect>) {
-        let mut states = BTreeMap::new();
-        let mut effects = Vec::new();
-        let forget: Vec<PodUid> = self
-            .pods
-            .iter()
-            .filter(|(uid, s)| s.is_finished() && (!desired.contains(*uid) || s.restart_requested))
-            .map(|(uid, _)| uid.clone())
-            .collect();
-        for uid in forget {
-            let Some(s) = self.pods.remove(&uid) else {
-                continue;
-            };
-            let state = if s.restart_requested {
-                PodWorkerState::TerminatedAndRecreated
-            } else {
-                PodWorkerState::Terminated
-            };
-            states.insert(uid.clone(), state);
-            self.gate.release(s.key(), &uid);
-            self.gate.forget_waiting(s.key(), &uid);
-            effects.push(Effect::StopWorker(uid.clone()));
-            effects.push(Effect::Unschedule(uid));
-        }
-        for (uid, s) in &self.pods {
-            let state = if s.is_terminated() {
-                PodWorkerState::Terminated
-            } else if s.termination_requested() {
-                PodWorkerState::Terminating
-            } else {
-                PodWorkerState::Syncing
-            };
-            states.insert(uid.clone(), state);
-        }
-        (states, effects)
     }
 }

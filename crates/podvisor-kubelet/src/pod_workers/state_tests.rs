@@ -16,11 +16,12 @@ use podvisor_core::pod::CONFIG_SOURCE_ANNOTATION;
 use podvisor_core::{GracePeriod, PodUid, SharedPod};
 
 use super::*;
-use crate::pod_sync::SyncError;
+use crate::protocol::sync::SyncError;
+use crate::protocol::sync::SyncOutcome;
 use crate::protocol::updates::{
     KillPodOptions, PodWorkerState, RuntimePod, UpdatePodOptions, UpdateType,
 };
-use crate::protocol::work::{PodWork, SyncOutcome, WorkKind, WorkResult};
+use crate::protocol::work::{PodWork, WorkKind, WorkResult};
 
 fn shared(p: Pod) -> SharedPod {
     SharedPod::new(p).unwrap()

@@ -49,7 +49,7 @@ struct Owed {
     status_fns: Vec<StatusFn>,
 }
 
-pub struct PodSyncStatus {
+pub(crate) struct PodSyncStatus {
     key: ObjectKey,
     is_static: bool,
     pub(crate) lifecycle: Lifecycle,
@@ -94,63 +94,115 @@ impl PodSyncStatus {
     }
 
     /// Namespace and name: static pods with one key never run at the same time.
-    pub fn key(&self) -> &ObjectKey {
+    pub(crate) fn key(&self) -> &ObjectKey {
         &self.key
     }
 
-    pub fn is_static(&self) -> bool {
+    pub(crate) fn is_static(&self) -> bool {
         self.is_static
     }
 
-    pub fn lifecycle(&self) -> &Lifecycle {
+    pub(crate) fn lifecycle(&self) -> &Lifecycle {
         &self.lifecycle
     }
 
-    pub fn is_working(&self) -> bool {
+    pub(crate) fn is_working(&self) -> bool {
         self.working
     }
 
-    pub fn has_started(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn has_started(&self) -> bool {
         self.started
     }
 
-    pub fn termination_requested(&self) -> bool {
+    pub(crate) fn termination_requested(&self) -> bool {
         self.lifecycle.termination_requested()
     }
 
-    pub fn is_terminated(&self) -> bool {
+    pub(crate) fn is_terminated(&self) -> bool {
         self.lifecycle.is_terminated()
     }
 
-    pub fn is_finished(&self) -> bool {
+    pub(crate) fn is_finished(&self) -> bool {
         self.lifecycle.is_finished()
     }
 
-    pub fn restart_requested(&self) -> bool {
+    pub(crate) fn restart_requested(&self) -> bool {
         self.restart_requested
     }
 
-    pub fn pending_update(&self) -> Option<UpdateType> {
+    pub(crate) fn pending_update(&self) -> Option<UpdateType> {
         self.pending.as_ref().map(|p| p.update_type)
     }
 
-    pub fn last_result(&self) -> Option<&(WorkKind, WorkResult)> {
+    pub(crate) fn last_result(&self) -> Option<&(WorkKind, WorkResult)> {
         self.last_result.as_ref()
     }
 
     /// The grace period in force while terminating.
-    pub fn grace_period(&self) -> Option<GracePeriod> {
+    pub(crate) fn grace_period(&self) -> Option<GracePeriod> {
         self.lifecycle.grace()
     }
 
-    pub fn cause(&self) -> Option<Cause> {
+    pub(crate) fn cause(&self) -> Option<Cause> {
         self.lifecycle.termination().map(|t| t.cause)
     }
 
-    pub fn is_runtime_only(&self) -> bool {
+    pub(crate) fn is_runtime_only(&self) -> bool {
         self.current
             .as_ref()
             .is_some_and(|c| c.update.running_pod.is_some())
+    }
+
+    /// Takes an update's word on termination: it may start it (a deletion, a terminal
+    /// phase, a kill, an orphan), and a kill's completion channel, status adjustment and
+    /// grace period go with a termination; a kill for a pod that is not terminating is done
+    /// at once. Whether the work in flight must be cancelled (the pod just began
+    /// terminating, or its grace period shrank).
+    pub(crate) fn take_kill(
+        &mut self,
+        pod: &SharedPod,
+        runtime_only: bool,
+        update_type: UpdateType,
+        mut kill: Option<KillPodOptions>,
+        now: Instant,
+    ) -> bool {
+        let cause = termination_cause(pod, runtime_only, update_type, kill.as_ref());
+        let began = match cause {
+            Some(cause) if !self.termination_requested() => {
+                let grace =
+                    requested_grace(pod, kill.as_ref()).unwrap_or_else(|| pod.spec_grace_period());
+                self.terminate(cause, grace, now);
+                true
+            }
+            _ => false,
+        };
+        if self.lifecycle.work_kind() != Some(WorkKind::Terminating) {
+            if let Some(k) = kill {
+                k.complete();
+            }
+            return began;
+        }
+        let shrank = match (began, requested_grace(pod, kill.as_ref())) {
+            (false, Some(g)) => self.lifecycle.shrink_grace(g).unwrap_or(false),
+            _ => false,
+        };
+        if let Some(k) = kill.as_mut() {
+            self.absorb_kill(k);
+        }
+        began || shrank
+    }
+
+    /// Keeps `update` as the newest undelivered one, with the earliest start time of those
+    /// it replaces.
+    pub(crate) fn set_pending(&mut self, mut update: Pending) {
+        if let Some(p) = &self.pending {
+            update.start_time = match (p.start_time, update.start_time) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        self.pending = Some(update);
     }
 
     /// Starts terminating (a no-op when it already is).
@@ -215,6 +267,30 @@ impl PodSyncStatus {
         if let Some(f) = kill.status_fn.take() {
             self.owed.status_fns.push(f);
         }
+    }
+}
+
+/// Why an update starts the pod's termination, if it does.
+fn termination_cause(
+    pod: &SharedPod,
+    runtime_only: bool,
+    update_type: UpdateType,
+    kill: Option<&KillPodOptions>,
+) -> Option<Cause> {
+    if runtime_only {
+        Some(Cause::Orphaned)
+    } else if pod.is_deleted() {
+        Some(Cause::Deleted)
+    } else if pod.is_terminal() {
+        Some(Cause::Completed)
+    } else if update_type == UpdateType::Kill {
+        Some(if kill.is_some_and(|k| k.evict) {
+            Cause::Evicted
+        } else {
+            Cause::Killed
+        })
+    } else {
+        None
     }
 }
 

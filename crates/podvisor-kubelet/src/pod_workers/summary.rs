@@ -11,6 +11,8 @@ use crate::protocol::work::WorkResult;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct WorkerSummary {
     pub phase: &'static str,
+    /// Why it is terminating (deleted, evicted, orphaned, ...), once it is.
+    pub cause: Option<String>,
     pub working: bool,
     pub pending: Option<UpdateType>,
     pub grace_period: Option<i64>,
@@ -20,7 +22,7 @@ pub struct WorkerSummary {
 }
 
 impl WorkerSummary {
-    pub fn of(s: &PodSyncStatus, last_result_unix_ms: Option<u64>) -> Self {
+    pub(crate) fn of(s: &PodSyncStatus, last_result_unix_ms: Option<u64>) -> Self {
         let last_result = s.last_result().map(|(kind, r)| match r {
             WorkResult::Ok(_) => format!("{kind:?} ok"),
             WorkResult::Failed(e) => format!("{kind:?} failed: {e}"),
@@ -28,6 +30,7 @@ impl WorkerSummary {
         });
         Self {
             phase: s.lifecycle().name(),
+            cause: s.cause().map(|c| format!("{c:?}").to_lowercase()),
             working: s.is_working(),
             pending: s.pending_update(),
             grace_period: s.grace_period().map(|g| g.seconds()),

@@ -13,16 +13,16 @@ use podvisor_cri::{ContainerState, PodStatus, SandboxState};
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
-use crate::pod_sync::{PodSyncer, SyncContext, SyncError, Termination};
 use crate::protocol::cache::{CachedStatus, GetNewerThan};
 use crate::protocol::lifecycle::Reinspect;
+use crate::protocol::sync::{PodSyncer, SyncContext, SyncError, Termination};
 use crate::protocol::updates::UpdateType;
 use crate::protocol::work::{
     PodWork, StatusUnavailable, Work, WorkDone, WorkKind, WorkResult, WorkerRestarted,
 };
 
 /// What every worker needs, shared by all of them.
-pub struct WorkerDeps {
+pub(crate) struct WorkerDeps {
     pub syncer: Arc<dyn PodSyncer>,
     pub cache: Recipient<GetNewerThan>,
     pub reinspect: Recipient<Reinspect>,
@@ -40,7 +40,7 @@ pub struct PodWorker {
 }
 
 impl PodWorker {
-    pub fn new(uid: PodUid, deps: Arc<WorkerDeps>) -> Self {
+    pub(crate) fn new(uid: PodUid, deps: Arc<WorkerDeps>) -> Self {
         Self {
             uid,
             deps,
@@ -105,7 +105,7 @@ fn usable(data: CachedStatus) -> Result<Arc<PodStatus>, StatusUnavailable> {
 }
 
 /// Whether anything of the pod still runs (for runtime-only kills, which skip the wait).
-pub fn still_running(status: &PodStatus) -> bool {
+pub(crate) fn still_running(status: &PodStatus) -> bool {
     status
         .containers
         .iter()

@@ -12,6 +12,7 @@
 //! | `status.rs` | syncer, sync loop, API → status manager |
 //! | `images.rs` | syncer → image manager |
 //! | `manifests.rs` | API → manifest source |
+//! | `sync.rs` | pod worker → the sync functions (`PodSyncer`, implemented over CRI) |
 
 pub mod cache;
 pub mod images;
@@ -19,5 +20,6 @@ pub mod lifecycle;
 pub mod manifests;
 pub mod sources;
 pub mod status;
+pub mod sync;
 pub mod updates;
 pub mod work;

@@ -11,8 +11,8 @@ use podvisor_cri::CriError;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use super::sync::{SyncError, SyncOutcome};
 use super::updates::{RuntimePod, StatusFn, UpdateType};
-use crate::pod_sync::SyncError;
 
 /// Run this work; the token fires if newer work makes it pointless.
 #[derive(Message)]
@@ -69,15 +69,6 @@ impl fmt::Debug for PodWork {
             .field("grace_period", &self.grace_period)
             .finish()
     }
-}
-
-/// What a successful `sync_pod` found.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SyncOutcome {
-    /// The pod reached a terminal phase (all containers done for good): terminate it.
-    pub terminal: bool,
-    /// The sync changed the runtime (so the next one should not wait for a relist).
-    pub changed: bool,
 }
 
 /// How a delivered work item ended.

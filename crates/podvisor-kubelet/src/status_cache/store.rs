@@ -28,7 +28,7 @@ struct Waiter {
 }
 
 #[derive(Default)]
-pub struct Store {
+pub(crate) struct Store {
     pods: HashMap<PodUid, Entry>,
     timestamp: Option<Instant>,
     waiters: BTreeMap<PodUid, Vec<Waiter>>,
@@ -39,7 +39,7 @@ pub struct Store {
 }
 
 impl Store {
-    pub fn get(&self, uid: &PodUid) -> CachedStatus {
+    pub(crate) fn get(&self, uid: &PodUid) -> CachedStatus {
         self.pods
             .get(uid)
             .map(|e| e.data.clone())
@@ -59,7 +59,7 @@ impl Store {
 
     /// Stores `status` (or the error inspecting the pod gave) unless the cache already
     /// holds something newer; answers the waiters this satisfies. Returns what it stored.
-    pub fn set(
+    pub(crate) fn set(
         &mut self,
         uid: &PodUid,
         status: Result<Arc<PodStatus>, Arc<CriError>>,
@@ -88,12 +88,12 @@ impl Store {
         Some(data)
     }
 
-    pub fn delete(&mut self, uid: &PodUid) {
+    pub(crate) fn delete(&mut self, uid: &PodUid) {
         self.pods.remove(uid);
     }
 
     /// Every pod's data is at least as fresh as `t`: answers every waiter it satisfies.
-    pub fn update_time(&mut self, t: Instant) {
+    pub(crate) fn update_time(&mut self, t: Instant) {
         if self.timestamp.is_some_and(|old| old >= t) {
             return;
         }
@@ -106,7 +106,7 @@ impl Store {
 
     /// Answers at once (returns `Ok(reply)` consumed) if data newer than `min` is held,
     /// otherwise keeps `reply` until a `set` or `update_time` makes it so.
-    pub fn subscribe(
+    pub(crate) fn subscribe(
         &mut self,
         uid: &PodUid,
         min: Option<Instant>,
@@ -149,23 +149,23 @@ impl Store {
     }
 
     /// Forgets waiters whose askers have gone away (so abandoned waits never pile up).
-    pub fn prune(&mut self) {
+    pub(crate) fn prune(&mut self) {
         self.waiters.retain(|_, list| {
             list.retain(|w| !w.reply.is_closed());
             !list.is_empty()
         });
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.pods.len()
     }
 
-    pub fn timestamp(&self) -> Option<Instant> {
+    pub(crate) fn timestamp(&self) -> Option<Instant> {
         self.timestamp
     }
 
     /// Waiting subscribers per pod UID.
-    pub fn waiting(&self) -> BTreeMap<PodUid, usize> {
+    pub(crate) fn waiting(&self) -> BTreeMap<PodUid, usize> {
         self.waiters
             .iter()
             .map(|(k, v)| (k.clone(), v.len()))

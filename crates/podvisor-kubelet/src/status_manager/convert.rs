@@ -107,65 +107,84 @@ fn container_status(
     out
 }
 
-/// The kubelet's phase rules.
-pub fn phase(pod: &Pod, statuses: &[ApiContainerStatus], inits: &[ApiContainerStatus]) -> Phase {
-    let policy = pod.restart_policy();
-    let find =
-        |list: &[ApiContainerStatus], name: &str| list.iter().find(|s| s.name == name).cloned();
-    let (mut pending_init, mut failed_init) = (0, 0);
+/// How the init containers stand: (still to run or running, failed).
+fn init_counts(pod: &Pod, inits: &[ApiContainerStatus]) -> (usize, usize) {
+    let (mut pending, mut failed) = (0, 0);
     for c in pod.init_containers() {
-        let Some(s) = find(inits, &c.name) else {
-            pending_init += 1;
+        let Some(s) = inits.iter().find(|s| s.name == c.name) else {
+            pending += 1;
             continue;
         };
-        let state = s.state.unwrap_or_default();
-        if state.running.is_some() {
-            pending_init += 1;
-        } else if let Some(t) = state.terminated {
-            if t.exit_code != 0 {
-                failed_init += 1;
-            }
-        } else if let Some(t) = s.last_state.and_then(|l| l.terminated) {
-            if t.exit_code != 0 {
-                failed_init += 1;
-            }
-        } else {
-            pending_init += 1;
+        let state = s.state.clone().unwrap_or_default();
+        let last = s.last_state.as_ref().and_then(|l| l.terminated.as_ref());
+        match (&state.running, &state.terminated, last) {
+            (Some(_), _, _) => pending += 1,
+            (None, Some(t), _) | (None, None, Some(t)) => failed += usize::from(t.exit_code != 0),
+            (None, None, None) => pending += 1,
         }
     }
-    let (mut unknown, mut running, mut waiting, mut stopped, mut succeeded) = (0, 0, 0, 0, 0);
+    (pending, failed)
+}
+
+/// How the app containers stand.
+#[derive(Default)]
+struct AppCounts {
+    unknown: usize,
+    running: usize,
+    waiting: usize,
+    stopped: usize,
+    succeeded: usize,
+}
+
+fn app_counts(pod: &Pod, statuses: &[ApiContainerStatus]) -> AppCounts {
+    let mut n = AppCounts::default();
     for c in pod.containers() {
-        let Some(s) = find(statuses, &c.name) else {
-            unknown += 1;
+        let Some(s) = statuses.iter().find(|s| s.name == c.name) else {
+            n.unknown += 1;
             continue;
         };
-        let state = s.state.unwrap_or_default();
+        let state = s.state.clone().unwrap_or_default();
         if state.running.is_some() {
-            running += 1;
+            n.running += 1;
         } else if let Some(t) = state.terminated {
-            stopped += 1;
-            if t.exit_code == 0 {
-                succeeded += 1;
-            }
-        } else if s.last_state.and_then(|l| l.terminated).is_some() {
-            stopped += 1;
+            n.stopped += 1;
+            n.succeeded += usize::from(t.exit_code == 0);
+        } else if s
+            .last_state
+            .as_ref()
+            .and_then(|l| l.terminated.as_ref())
+            .is_some()
+        {
+            n.stopped += 1;
         } else {
-            waiting += 1;
+            n.waiting += 1;
         }
     }
+    n
+}
+
+/// The kubelet's phase rules.
+pub(crate) fn phase(
+    pod: &Pod,
+    statuses: &[ApiContainerStatus],
+    inits: &[ApiContainerStatus],
+) -> Phase {
+    let policy = pod.restart_policy();
+    let (pending_init, failed_init) = init_counts(pod, inits);
+    let n = app_counts(pod, statuses);
     if failed_init > 0 && policy == RestartPolicy::Never {
         return Phase::Failed;
     }
-    if pending_init > 0 || waiting > 0 {
+    if pending_init > 0 || n.waiting > 0 {
         return Phase::Pending;
     }
-    if running > 0 && unknown == 0 {
+    if n.running > 0 && n.unknown == 0 {
         return Phase::Running;
     }
-    if running == 0 && stopped > 0 && unknown == 0 {
+    if n.running == 0 && n.stopped > 0 && n.unknown == 0 {
         return match policy {
             RestartPolicy::Always => Phase::Running,
-            _ if stopped == succeeded => Phase::Succeeded,
+            _ if n.stopped == n.succeeded => Phase::Succeeded,
             RestartPolicy::Never => Phase::Failed,
             RestartPolicy::OnFailure => Phase::Running,
         };
@@ -183,7 +202,7 @@ fn condition(kind: &str, ok: bool, reason: Option<&str>) -> PodCondition {
 }
 
 /// The API status of `pod` as its runtime `status` and the last sync's `waits` show it.
-pub fn api_status(
+pub(crate) fn api_status(
     pod: &Pod,
     rt: &PodStatus,
     waits: &HashMap<String, Waiting>,

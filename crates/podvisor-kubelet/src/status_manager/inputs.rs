@@ -20,7 +20,7 @@ pub(crate) struct Inputs {
 }
 
 impl Inputs {
-    pub fn new(pod: SharedPod) -> Self {
+    pub(crate) fn new(pod: SharedPod) -> Self {
         Self {
             pod,
             waiting: HashMap::new(),
@@ -30,7 +30,7 @@ impl Inputs {
     }
 
     /// The API status as `runtime` shows the pod (nothing in the runtime if `None`).
-    pub fn status(&self, runtime: Option<&PodStatus>) -> ApiPodStatus {
+    pub(crate) fn status(&self, runtime: Option<&PodStatus>) -> ApiPodStatus {
         let empty = PodStatus::default();
         let rt = runtime.unwrap_or(&empty);
         let mut status = api_status(&self.pod, rt, &self.waiting, self.terminated);

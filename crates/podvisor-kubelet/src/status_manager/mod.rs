@@ -22,7 +22,7 @@ use tokio::time::Instant;
 use tracing::info;
 
 use inputs::Inputs;
-pub use persist::{Disk, PersistError};
+use persist::Disk;
 
 use crate::protocol::cache::StatusChanged;
 use crate::protocol::status::{

@@ -15,7 +15,7 @@ use tracing::warn;
 use crate::protocol::status::PodRecord;
 
 #[derive(Debug, thiserror::Error)]
-pub enum PersistError {
+pub(crate) enum PersistError {
     #[error("cannot write pod status {path}: {source}")]
     Write {
         path: PathBuf,
@@ -26,15 +26,15 @@ pub enum PersistError {
 }
 
 #[derive(Debug, Clone)]
-pub struct Disk {
+pub(crate) struct Disk {
     dir: PathBuf,
 }
 
 /// One pod's pending write: its record, or `None` to remove its file.
-pub type Batch = Vec<(PodUid, Option<PodRecord>)>;
+pub(crate) type Batch = Vec<(PodUid, Option<PodRecord>)>;
 
 impl Disk {
-    pub fn new(dir: PathBuf) -> Self {
+    pub(crate) fn new(dir: PathBuf) -> Self {
         Self { dir }
     }
 
@@ -55,7 +55,7 @@ impl Disk {
     }
 
     /// Writes a batch (blocking).
-    pub fn write(&self, batch: Batch) {
+    pub(crate) fn write(&self, batch: Batch) {
         for (uid, record) in batch {
             match record {
                 Some(r) => {
@@ -72,7 +72,7 @@ impl Disk {
 
     /// Every record on disk (blocking); unreadable files are skipped with a warning (a
     /// status is recomputed at the pod's next sync anyway).
-    pub fn load(&self) -> BTreeMap<PodUid, PodRecord> {
+    pub(crate) fn load(&self) -> BTreeMap<PodUid, PodRecord> {
         let mut out = BTreeMap::new();
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return out;
@@ -111,18 +111,18 @@ fn read(path: &Path) -> Result<(PodUid, PodRecord), ReadError> {
 
 /// Which pods need writing, and whether a batch is being written now.
 #[derive(Default)]
-pub struct Dirty {
+pub(crate) struct Dirty {
     uids: BTreeSet<PodUid>,
     writing: bool,
 }
 
 impl Dirty {
-    pub fn mark(&mut self, uid: &PodUid) {
+    pub(crate) fn mark(&mut self, uid: &PodUid) {
         self.uids.insert(uid.clone());
     }
 
     /// The next batch to write, if none is being written and something is dirty.
-    pub fn take(&mut self, records: &BTreeMap<PodUid, PodRecord>) -> Option<Batch> {
+    pub(crate) fn take(&mut self, records: &BTreeMap<PodUid, PodRecord>) -> Option<Batch> {
         if self.writing || self.uids.is_empty() {
             return None;
         }
@@ -139,11 +139,11 @@ impl Dirty {
     }
 
     /// The batch was written.
-    pub fn written(&mut self) {
+    pub(crate) fn written(&mut self) {
         self.writing = false;
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.uids.len()
     }
 }

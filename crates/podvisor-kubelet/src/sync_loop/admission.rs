@@ -16,7 +16,7 @@ pub struct Allocatable {
 /// Why a pod was turned away: the kubelet's reasons (`OutOfpods`, `OutOfcpu`,
 /// `OutOfmemory`) and a message saying how much was asked and how much was left.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rejection {
+pub(crate) struct Rejection {
     pub reason: &'static str,
     pub message: String,
 }
@@ -41,7 +41,7 @@ fn request(
 
 /// A pod's effective request: its containers' sum, or its largest init container if that
 /// is more (init containers run one at a time, before the others).
-pub fn pod_request(pod: &Pod, resource: &str) -> i64 {
+pub(crate) fn pod_request(pod: &Pod, resource: &str) -> i64 {
     let parse = if resource == "cpu" {
         quantity::parse_milli
     } else {
@@ -62,7 +62,7 @@ pub fn pod_request(pod: &Pod, resource: &str) -> i64 {
     apps.max(init)
 }
 
-pub fn admit(pod: &Pod, active: &[&Pod], node: &Allocatable) -> Result<(), Rejection> {
+pub(crate) fn admit(pod: &Pod, active: &[&Pod], node: &Allocatable) -> Result<(), Rejection> {
     if active.len() + 1 > node.pods {
         return Err(Rejection {
             reason: "OutOfpods",

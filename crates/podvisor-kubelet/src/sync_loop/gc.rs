@@ -12,13 +12,13 @@ use std::collections::BTreeMap;
 use podvisor_cri::{ContainerState, PodStatus, SandboxState};
 
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Garbage {
+pub(crate) struct Garbage {
     /// `(container id, log file)`; the log goes with the container.
     pub containers: Vec<(String, String)>,
     pub sandboxes: Vec<String>,
 }
 
-pub fn garbage(status: &PodStatus, keep_exited: usize) -> Garbage {
+pub(crate) fn garbage(status: &PodStatus, keep_exited: usize) -> Garbage {
     let mut out = Garbage::default();
     let mut exited_seen: BTreeMap<&str, usize> = BTreeMap::new();
     let mut newest_seen: BTreeMap<&str, ()> = BTreeMap::new();

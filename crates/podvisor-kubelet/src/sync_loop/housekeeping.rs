@@ -13,7 +13,7 @@ use crate::protocol::updates::{
 };
 
 #[derive(Default)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// Updates for the pod workers, in order.
     pub updates: Vec<UpdatePodOptions>,
     /// Removed pods the workers are done with: their status and cache entry go.
@@ -27,7 +27,7 @@ pub struct Plan {
 
 /// Decides one pass. `running` is the runtime's listing (`None` if it failed); `node` is
 /// this agent's node name, which its runtime pods are labelled with.
-pub fn plan(
+pub(crate) fn plan(
     pods: &mut PodManager,
     states: &BTreeMap<PodUid, PodWorkerState>,
     running: Option<Vec<podvisor_cri::Pod>>,

@@ -25,7 +25,7 @@ use podvisor_cri::Runtime;
 use serde::Serialize;
 use tracing::{info, warn};
 
-pub use admission::{Allocatable, Rejection};
+pub use admission::Allocatable;
 use pods::{Change, PodManager, deleted};
 
 use crate::kuberuntime::config::NodeConfig;

@@ -10,14 +10,14 @@ use super::admission::{Allocatable, Rejection, admit};
 
 /// What a source's new snapshot means for one pod.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Change {
+pub(crate) enum Change {
     Add(SharedPod),
     Update(SharedPod),
     Remove(SharedPod),
 }
 
 #[derive(Default)]
-pub struct PodManager {
+pub(crate) struct PodManager {
     expected_sources: BTreeSet<&'static str>,
     seen_sources: BTreeSet<&'static str>,
     by_source: BTreeMap<&'static str, BTreeMap<PodUid, SharedPod>>,
@@ -32,7 +32,7 @@ pub struct PodManager {
 }
 
 impl PodManager {
-    pub fn new(expected_sources: impl IntoIterator<Item = &'static str>) -> Self {
+    pub(crate) fn new(expected_sources: impl IntoIterator<Item = &'static str>) -> Self {
         Self {
             expected_sources: expected_sources.into_iter().collect(),
             ..Default::default()
@@ -41,13 +41,13 @@ impl PodManager {
 
     /// Every expected source has sent at least one snapshot: anything else in the runtime
     /// is an orphan.
-    pub fn all_sources_seen(&self) -> bool {
+    pub(crate) fn all_sources_seen(&self) -> bool {
         self.expected_sources.is_subset(&self.seen_sources)
     }
 
     /// Takes a source's full snapshot and returns the changes, additions in a stable
     /// order (by namespace and name).
-    pub fn set_source(&mut self, source: &'static str, pods: Vec<SharedPod>) -> Vec<Change> {
+    pub(crate) fn set_source(&mut self, source: &'static str, pods: Vec<SharedPod>) -> Vec<Change> {
         self.seen_sources.insert(source);
         let new: BTreeMap<PodUid, SharedPod> =
             pods.into_iter().map(|p| (p.uid().clone(), p)).collect();
@@ -75,7 +75,7 @@ impl PodManager {
     }
 
     /// Admits the pod (it will run) or rejects it (it is Failed and never runs).
-    pub fn admit(&mut self, p: &SharedPod, node: &Allocatable) -> Result<(), Rejection> {
+    pub(crate) fn admit(&mut self, p: &SharedPod, node: &Allocatable) -> Result<(), Rejection> {
         let uid = p.uid().clone();
         if let Some(known) = self.admitted.get_mut(&uid) {
             *known = p.clone();
@@ -100,7 +100,7 @@ impl PodManager {
         }
     }
 
-    pub fn update(&mut self, p: &SharedPod) -> bool {
+    pub(crate) fn update(&mut self, p: &SharedPod) -> bool {
         match self.admitted.get_mut(p.uid()) {
             Some(old) => {
                 *old = p.clone();
@@ -112,7 +112,7 @@ impl PodManager {
 
     /// The pod left its config: it no longer counts as admitted, and is remembered until
     /// the pod workers forget it.
-    pub fn remove(&mut self, uid: &PodUid) -> bool {
+    pub(crate) fn remove(&mut self, uid: &PodUid) -> bool {
         self.rejected.remove(uid);
         let admitted = self.admitted.remove(uid);
         let was_admitted = admitted.is_some();
@@ -121,31 +121,31 @@ impl PodManager {
     }
 
     /// Removed pods that had been admitted: what must be (or have been) stopped.
-    pub fn removed_pods(&self) -> impl Iterator<Item = &SharedPod> {
+    pub(crate) fn removed_pods(&self) -> impl Iterator<Item = &SharedPod> {
         self.removed.values().flatten()
     }
 
     /// What the pod workers last said has terminated (from housekeeping).
-    pub fn set_terminated(&mut self, uids: impl IntoIterator<Item = PodUid>) {
+    pub(crate) fn set_terminated(&mut self, uids: impl IntoIterator<Item = PodUid>) {
         self.terminated = uids.into_iter().collect();
     }
 
-    pub fn get(&self, uid: &PodUid) -> Option<&SharedPod> {
+    pub(crate) fn get(&self, uid: &PodUid) -> Option<&SharedPod> {
         self.admitted.get(uid)
     }
 
     /// Pods that should run (admitted and still in config).
-    pub fn desired(&self) -> Vec<SharedPod> {
+    pub(crate) fn desired(&self) -> Vec<SharedPod> {
         self.admitted.values().cloned().collect()
     }
 
-    pub fn desired_uids(&self) -> HashSet<PodUid> {
+    pub(crate) fn desired_uids(&self) -> HashSet<PodUid> {
         self.admitted.keys().cloned().collect()
     }
 
     /// Every UID whose status is still worth showing: listed by a source (running,
     /// completed or rejected) or removed and still being stopped.
-    pub fn known_uids(&self) -> HashSet<PodUid> {
+    pub(crate) fn known_uids(&self) -> HashSet<PodUid> {
         self.by_source
             .values()
             .flat_map(|m| m.keys())
@@ -154,22 +154,22 @@ impl PodManager {
             .collect()
     }
 
-    pub fn removed(&self) -> impl Iterator<Item = &PodUid> {
+    pub(crate) fn removed(&self) -> impl Iterator<Item = &PodUid> {
         self.removed.keys()
     }
 
-    pub fn forget_removed(&mut self, uid: &PodUid) {
+    pub(crate) fn forget_removed(&mut self, uid: &PodUid) {
         self.removed.remove(uid);
     }
 
-    pub fn counts(&self) -> (usize, usize) {
+    pub(crate) fn counts(&self) -> (usize, usize) {
         (self.admitted.len(), self.rejected.len())
     }
 }
 
 /// The pod as the pod workers must see it once its config is gone: deleted now, with its
 /// own grace period.
-pub fn deleted(p: &SharedPod) -> SharedPod {
+pub(crate) fn deleted(p: &SharedPod) -> SharedPod {
     let grace = p.spec_grace_period().seconds();
     p.edited(|p| {
         p.metadata.deletion_timestamp = Some(podvisor_core::time::now());

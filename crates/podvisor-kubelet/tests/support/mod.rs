@@ -110,9 +110,10 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use podvisor_core::SharedPod;
-use podvisor_kubelet::pod_sync::{PodSyncer, SyncContext, SyncError, Termination};
+use podvisor_kubelet::protocol::sync::SyncOutcome;
+use podvisor_kubelet::protocol::sync::{PodSyncer, SyncContext, SyncError, Termination};
 use podvisor_kubelet::protocol::updates::UpdateType;
-use podvisor_kubelet::protocol::work::{SyncOutcome, WorkKind};
+use podvisor_kubelet::protocol::work::WorkKind;
 
 /// One call of a sync function, as the fake syncer saw it.
 #[derive(Debug, Clone, PartialEq)]

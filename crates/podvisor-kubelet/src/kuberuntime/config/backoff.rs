@@ -7,13 +7,13 @@ use std::time::Duration;
 use podvisor_cri::{ContainerState, ContainerStatus};
 
 /// The attempt from which crash-loop backoff counts (reset after a long run).
-pub const BACKOFF_BASE: &str = "podvisor.io/backoff-base";
+pub(crate) const BACKOFF_BASE: &str = "podvisor.io/backoff-base";
 
 /// First restart at once, then 10 s doubling to 5 min; a container that ran 10 minutes
 /// starts over.
-pub const BACKOFF_INITIAL: Duration = Duration::from_secs(10);
-pub const BACKOFF_MAX: Duration = Duration::from_secs(300);
-pub const BACKOFF_RESET_AFTER: Duration = Duration::from_secs(600);
+pub(crate) const BACKOFF_INITIAL: Duration = Duration::from_secs(10);
+pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(300);
+pub(crate) const BACKOFF_RESET_AFTER: Duration = Duration::from_secs(600);
 
 fn ran(c: &ContainerStatus) -> Duration {
     Duration::from_nanos((c.finished_at - c.started_at).max(0).unsigned_abs())
@@ -27,7 +27,7 @@ fn base_of(c: &ContainerStatus) -> u32 {
 }
 
 /// Crash-loop backoff owed by an exited container before its next start.
-pub fn crash_backoff(exited: &ContainerStatus) -> Duration {
+pub(crate) fn crash_backoff(exited: &ContainerStatus) -> Duration {
     if ran(exited) >= BACKOFF_RESET_AFTER {
         return Duration::ZERO;
     }
@@ -40,7 +40,7 @@ pub fn crash_backoff(exited: &ContainerStatus) -> Duration {
 }
 
 /// The attempt number and backoff base for a container's next instance.
-pub fn next_attempt(previous: Option<&ContainerStatus>) -> (u32, u32) {
+pub(crate) fn next_attempt(previous: Option<&ContainerStatus>) -> (u32, u32) {
     let Some(p) = previous else { return (0, 0) };
     let attempt = p.attempt + 1;
     let base = if p.state == ContainerState::Exited && ran(p) >= BACKOFF_RESET_AFTER {

@@ -20,9 +20,9 @@ use super::{ConfigError, NodeConfig};
 use crate::kuberuntime::actions::{CONTAINER_HASH, container_hash};
 
 /// How many times the container restarted before this instance.
-pub const RESTART_COUNT: &str = "io.kubernetes.container.restartCount";
+pub(crate) const RESTART_COUNT: &str = "io.kubernetes.container.restartCount";
 /// The pod's grace period, kept on its containers so an orphan is stopped as gently.
-pub const GRACE_PERIOD: &str = "io.kubernetes.pod.terminationGracePeriod";
+pub(crate) const GRACE_PERIOD: &str = "io.kubernetes.pod.terminationGracePeriod";
 
 /// One instance of a container, as it is about to be created.
 pub struct Instance<'a> {

@@ -14,11 +14,10 @@ use std::path::PathBuf;
 use podvisor_core::quantity::QuantityError;
 use podvisor_cri::proto::DnsConfig;
 
-pub use backoff::{
-    BACKOFF_BASE, BACKOFF_INITIAL, BACKOFF_MAX, BACKOFF_RESET_AFTER, crash_backoff, next_attempt,
-};
-pub use container::{GRACE_PERIOD, Instance, RESTART_COUNT, container_config};
-pub use paths::{empty_dir_path, pod_log_directory, pod_state_dir, read_dns};
+pub(crate) use backoff::{crash_backoff, next_attempt};
+pub use container::{Instance, container_config};
+pub(crate) use paths::{empty_dir_path, pod_state_dir};
+pub use paths::{pod_log_directory, read_dns};
 pub use sandbox::sandbox_config;
 
 /// Node facts the configs need.

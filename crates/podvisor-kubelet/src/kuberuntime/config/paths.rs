@@ -18,11 +18,11 @@ pub fn pod_log_directory(node: &NodeConfig, pod: &Pod) -> PathBuf {
     ))
 }
 
-pub fn pod_state_dir(node: &NodeConfig, uid: &PodUid) -> PathBuf {
+pub(crate) fn pod_state_dir(node: &NodeConfig, uid: &PodUid) -> PathBuf {
     node.pod_dir.join(uid.as_str())
 }
 
-pub fn empty_dir_path(node: &NodeConfig, uid: &PodUid, volume: &str) -> PathBuf {
+pub(crate) fn empty_dir_path(node: &NodeConfig, uid: &PodUid, volume: &str) -> PathBuf {
     pod_state_dir(node, uid)
         .join("volumes")
         .join("empty-dir")

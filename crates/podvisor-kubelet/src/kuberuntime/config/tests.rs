@@ -11,6 +11,7 @@ use podvisor_cri::labels;
 use podvisor_cri::proto::{DnsConfig, NamespaceMode};
 use podvisor_cri::{ContainerState, ContainerStatus};
 
+use super::backoff::BACKOFF_BASE;
 use super::container::resources;
 use super::*;
 use crate::kuberuntime::actions::{CONTAINER_HASH, container_hash};

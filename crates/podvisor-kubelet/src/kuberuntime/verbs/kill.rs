@@ -6,8 +6,8 @@ use podvisor_core::{GracePeriod, SharedPod};
 use podvisor_cri::{ContainerState, PodStatus, SandboxState};
 
 use super::super::syncer::CriSyncer;
-use crate::pod_sync::SyncError;
 use crate::protocol::status::EventType;
+use crate::protocol::sync::SyncError;
 
 /// What of a pod still runs: its running (or created) containers as (id, name), and its
 /// ready sandboxes.

@@ -3,7 +3,7 @@
 use podvisor_core::PodUid;
 
 use super::super::syncer::CriSyncer;
-use crate::pod_sync::SyncError;
+use crate::protocol::sync::SyncError;
 
 impl CriSyncer {
     pub(crate) async fn remove_all(&self, uid: &PodUid) -> Result<(), SyncError> {

@@ -8,7 +8,7 @@ use tracing::info;
 use super::super::config::sandbox_config;
 use super::super::syncer::CriSyncer;
 use super::SandboxInfo;
-use crate::pod_sync::SyncError;
+use crate::protocol::sync::SyncError;
 
 impl CriSyncer {
     pub(crate) async fn create_sandbox(

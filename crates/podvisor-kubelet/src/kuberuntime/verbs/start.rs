@@ -16,9 +16,9 @@ use super::super::config::{
 };
 use super::super::syncer::{CriSyncError, CriSyncer};
 use super::SandboxInfo;
-use crate::pod_sync::SyncError;
 use crate::protocol::images::{EnsureImage, PullPolicy};
 use crate::protocol::status::{EventType, Waiting, WaitingReason};
+use crate::protocol::sync::SyncError;
 
 /// Why containers of the pod wait, by container name.
 pub(crate) type Waits = HashMap<String, Waiting>;

@@ -9,8 +9,7 @@ use podvisor_core::{GracePeriod, PodUid, SharedPod};
 use podvisor_cri::{CriError, PodStatus};
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::updates::{RuntimePod, StatusFn, UpdateType};
-use crate::protocol::work::SyncOutcome;
+use super::updates::{RuntimePod, StatusFn, UpdateType};
 
 /// Handed to every sync: which pod, and the token that is cancelled when newer work makes
 /// this sync pointless (the pod started terminating, or its grace period shrank). A sync
@@ -19,6 +18,15 @@ use crate::protocol::work::SyncOutcome;
 pub struct SyncContext {
     pub uid: PodUid,
     pub cancel: CancellationToken,
+}
+
+/// What a successful `sync_pod` found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SyncOutcome {
+    /// The pod reached a terminal phase (all containers done for good): terminate it.
+    pub terminal: bool,
+    /// The sync changed the runtime (so the next one should not wait for a relist).
+    pub changed: bool,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -1,0 +1,208 @@
+//! What the kubelet logic sees of the runtime: pods made of sandboxes and containers, and
+//! their statuses, in plain Rust types. Configs going *into* the runtime stay CRI messages
+//! ([`crate::proto::PodSandboxConfig`], [`crate::proto::ContainerConfig`]): copying them
+//! would add a second schema to keep in step with the first.
+//!
+//! Timestamps are nanoseconds since the Unix epoch, as CRI reports them.
+
+use std::collections::BTreeMap;
+
+use crate::proto;
+
+pub type Labels = BTreeMap<String, String>;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeVersion {
+    pub runtime_name: String,
+    pub runtime_version: String,
+    pub runtime_api_version: String,
+}
+
+/// One of the runtime's health conditions (`RuntimeReady`, `NetworkReady`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeCondition {
+    pub kind: String,
+    pub status: bool,
+    pub reason: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SandboxState {
+    Ready,
+    NotReady,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ContainerState {
+    Created,
+    Running,
+    Exited,
+    Unknown,
+}
+
+/// Identity of a pod as the runtime records it (sandbox metadata).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PodRef {
+    pub uid: String,
+    pub name: String,
+    pub namespace: String,
+}
+
+/// A sandbox as listed (cheap; no network details).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sandbox {
+    pub id: String,
+    pub pod: PodRef,
+    pub attempt: u32,
+    pub state: SandboxState,
+    pub created_at: i64,
+    pub labels: Labels,
+    pub annotations: Labels,
+}
+
+/// A container as listed (cheap; no exit code or times beyond creation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Container {
+    pub id: String,
+    pub sandbox_id: String,
+    pub name: String,
+    pub attempt: u32,
+    pub image: String,
+    pub image_ref: String,
+    pub state: ContainerState,
+    pub created_at: i64,
+    pub labels: Labels,
+    pub annotations: Labels,
+}
+
+/// The runtime's record of one pod: every sandbox and container carrying its UID,
+/// including exited and not-ready ones.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Pod {
+    pub pod: PodRef,
+    pub sandboxes: Vec<Sandbox>,
+    pub containers: Vec<Container>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxStatus {
+    pub id: String,
+    pub pod: PodRef,
+    pub attempt: u32,
+    pub state: SandboxState,
+    pub created_at: i64,
+    /// Primary pod IP; `None` with host networking or before the network is set up.
+    pub ip: Option<String>,
+    pub additional_ips: Vec<String>,
+    pub host_network: bool,
+    pub labels: Labels,
+    pub annotations: Labels,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerStatus {
+    pub id: String,
+    /// The sandbox it belongs to (from the listing: CRI's status call does not say).
+    pub sandbox_id: String,
+    pub name: String,
+    pub attempt: u32,
+    pub state: ContainerState,
+    pub created_at: i64,
+    pub started_at: i64,
+    pub finished_at: i64,
+    pub exit_code: i32,
+    pub image: String,
+    pub image_ref: String,
+    pub reason: String,
+    pub message: String,
+    pub labels: Labels,
+    pub annotations: Labels,
+    pub log_path: String,
+}
+
+/// Everything the runtime knows about one pod, as the PLEG caches it. Sandboxes and
+/// containers are sorted newest first, so index 0 is the current attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PodStatus {
+    pub pod: PodRef,
+    pub ips: Vec<String>,
+    pub sandboxes: Vec<SandboxStatus>,
+    pub containers: Vec<ContainerStatus>,
+}
+
+impl PodStatus {
+    /// Assembles a pod's status from everything the runtime holds for `uid`: sorts newest
+    /// first and takes the pod's identity and IPs from the newest sandbox (IPs only while
+    /// it is ready: a stopped sandbox's address may already belong to another pod).
+    pub fn assemble(
+        uid: &str,
+        mut sandboxes: Vec<SandboxStatus>,
+        mut containers: Vec<ContainerStatus>,
+    ) -> Self {
+        sandboxes.sort_by_key(|s| std::cmp::Reverse(s.created_at));
+        containers.sort_by_key(|c| std::cmp::Reverse(c.created_at));
+        let pod = sandboxes
+            .first()
+            .map(|s| s.pod.clone())
+            .unwrap_or_else(|| PodRef {
+                uid: uid.to_string(),
+                ..Default::default()
+            });
+        let ips = sandboxes
+            .first()
+            .filter(|s| s.state == SandboxState::Ready)
+            .map(|s| s.ip.iter().chain(&s.additional_ips).cloned().collect())
+            .unwrap_or_default();
+        Self {
+            pod,
+            ips,
+            sandboxes,
+            containers,
+        }
+    }
+
+    /// The newest status of the container named `name`, if it ever ran.
+    pub fn container(&self, name: &str) -> Option<&ContainerStatus> {
+        self.containers.iter().find(|c| c.name == name)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
+    pub id: String,
+    pub repo_tags: Vec<String>,
+    pub repo_digests: Vec<String>,
+    pub size: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecResult {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub exit_code: i32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContainerEventKind {
+    Created,
+    Started,
+    Stopped,
+    Deleted,
+}
+
+/// One event of the runtime's container event stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerEvent {
+    pub container_id: String,
+    pub kind: ContainerEventKind,
+    pub created_at: i64,
+    /// The pod the container belongs to, when the runtime says.
+    pub pod: Option<PodRef>,
+}
+
+// ---- conversions from CRI messages -------------------------------------------------------
+
+mod convert;
+
+pub use convert::group_pods;
