@@ -225,10 +225,28 @@ fn time(t: &Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>) -> Str
     t.as_ref().map_or("-".into(), |t| t.0.to_string())
 }
 
-pub fn describe_text(r: &PodRecord) -> String {
-    let p = &r.pod;
-    let st = p.status.clone().unwrap_or_default();
-    let mut out = String::new();
+/// A container state in one line.
+fn state_line(s: Option<k8s_openapi::api::core::v1::ContainerState>) -> String {
+    let s = s.unwrap_or_default();
+    if let Some(r) = s.running {
+        format!("Running (since {})", time(&r.started_at))
+    } else if let Some(t) = s.terminated {
+        format!(
+            "Terminated: {} (exit code {}, {} → {})",
+            t.reason.unwrap_or_default(),
+            t.exit_code,
+            time(&t.started_at),
+            time(&t.finished_at)
+        )
+    } else if let Some(w) = s.waiting {
+        let msg = w.message.map(|m| format!(": {m}")).unwrap_or_default();
+        format!("Waiting: {}{msg}", w.reason.unwrap_or_default())
+    } else {
+        "Unknown".into()
+    }
+}
+
+fn describe_header(p: &Pod, st: &k8s_openapi::api::core::v1::PodStatus, out: &mut String) {
     let mut line = |k: &str, v: String| out.push_str(&format!("{k:<14}{v}\n"));
     line("Name:", p.metadata.name.clone().unwrap_or_default());
     line(
@@ -244,12 +262,12 @@ pub fn describe_text(r: &PodRecord) -> String {
             .unwrap_or_default(),
     );
     line("Start Time:", time(&st.start_time));
-    if let Some(m) = p
+    let manifest = p
         .metadata
         .annotations
         .as_ref()
-        .and_then(|a| a.get("podvisor.io/manifest"))
-    {
+        .and_then(|a| a.get("podvisor.io/manifest"));
+    if let Some(m) = manifest {
         line("Manifest:", m.clone());
     }
     line("Status:", status_word(p));
@@ -257,72 +275,44 @@ pub fn describe_text(r: &PodRecord) -> String {
         line("Message:", msg.clone());
     }
     line("IP:", st.pod_ip.clone().unwrap_or_else(|| "<none>".into()));
-    let sections = [
-        (
-            "Init Containers:",
-            st.init_container_statuses.clone().unwrap_or_default(),
-        ),
-        (
-            "Containers:",
-            st.container_statuses.clone().unwrap_or_default(),
-        ),
-    ];
-    for (title, list) in sections {
-        if list.is_empty() {
-            continue;
-        }
-        out.push_str(title);
-        out.push('\n');
-        for c in list {
-            out.push_str(&format!("  {}:\n", c.name));
-            out.push_str(&format!("    Image:          {}\n", c.image));
-            if let Some(id) = &c.container_id {
-                out.push_str(&format!("    Container ID:   {id}\n"));
-            }
-            let state = |s: Option<k8s_openapi::api::core::v1::ContainerState>| -> String {
-                let s = s.unwrap_or_default();
-                if let Some(r) = s.running {
-                    format!("Running (since {})", time(&r.started_at))
-                } else if let Some(t) = s.terminated {
-                    format!(
-                        "Terminated: {} (exit code {}, {} → {})",
-                        t.reason.unwrap_or_default(),
-                        t.exit_code,
-                        time(&t.started_at),
-                        time(&t.finished_at)
-                    )
-                } else if let Some(w) = s.waiting {
-                    let msg = w.message.map(|m| format!(": {m}")).unwrap_or_default();
-                    format!("Waiting: {}{msg}", w.reason.unwrap_or_default())
-                } else {
-                    "Unknown".into()
-                }
-            };
-            out.push_str(&format!("    State:          {}\n", state(c.state.clone())));
-            if c.last_state
-                .as_ref()
-                .is_some_and(|l| l.terminated.is_some())
-            {
-                out.push_str(&format!(
-                    "    Last State:     {}\n",
-                    state(c.last_state.clone())
-                ));
-            }
-            out.push_str(&format!("    Ready:          {}\n", c.ready));
-            out.push_str(&format!("    Restart Count:  {}\n", c.restart_count));
-        }
+}
+
+fn describe_containers(title: &str, list: &[ContainerStatus], out: &mut String) {
+    if list.is_empty() {
+        return;
     }
-    out.push_str("Conditions:\n");
-    for c in st.conditions.iter().flatten() {
-        out.push_str(&format!("  {:<16}{}\n", c.type_, c.status));
+    out.push_str(title);
+    out.push('\n');
+    for c in list {
+        out.push_str(&format!("  {}:\n", c.name));
+        out.push_str(&format!("    Image:          {}\n", c.image));
+        if let Some(id) = &c.container_id {
+            out.push_str(&format!("    Container ID:   {id}\n"));
+        }
+        out.push_str(&format!(
+            "    State:          {}\n",
+            state_line(c.state.clone())
+        ));
+        if c.last_state
+            .as_ref()
+            .is_some_and(|l| l.terminated.is_some())
+        {
+            out.push_str(&format!(
+                "    Last State:     {}\n",
+                state_line(c.last_state.clone())
+            ));
+        }
+        out.push_str(&format!("    Ready:          {}\n", c.ready));
+        out.push_str(&format!("    Restart Count:  {}\n", c.restart_count));
     }
+}
+
+fn describe_events(r: &PodRecord, out: &mut String) {
     out.push_str("Events:\n");
     if r.events.is_empty() {
         out.push_str("  <none>\n");
     }
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
+    let now_ms = podvisor_core::time::now_unix_ms();
     for e in &r.events {
         let ago = now_ms.saturating_sub(e.time_unix_ms) / 1000;
         let count = if e.count > 1 {
@@ -335,6 +325,22 @@ pub fn describe_text(r: &PodRecord) -> String {
             e.kind, e.reason, ago, e.message
         ));
     }
+}
+
+pub fn describe_text(r: &PodRecord) -> String {
+    let p = &r.pod;
+    let st = p.status.clone().unwrap_or_default();
+    let mut out = String::new();
+    describe_header(p, &st, &mut out);
+    let inits = st.init_container_statuses.clone().unwrap_or_default();
+    describe_containers("Init Containers:", &inits, &mut out);
+    let apps = st.container_statuses.clone().unwrap_or_default();
+    describe_containers("Containers:", &apps, &mut out);
+    out.push_str("Conditions:\n");
+    for c in st.conditions.iter().flatten() {
+        out.push_str(&format!("  {:<16}{}\n", c.type_, c.status));
+    }
+    describe_events(r, &mut out);
     out
 }
 

@@ -309,3 +309,59 @@ fn failed_syncs_report_their_error_in_the_worker_summary() {
         .await;
     });
 }
+
+/// Resyncs and retries are the dispatcher's own: with no sync loop at all, a failed sync is
+/// tried again after the backoff, and so is a failed termination, until the pod is gone.
+#[test]
+fn the_dispatcher_retries_failed_syncs_and_terminations_by_itself() {
+    paused_system().block_on(async {
+        let syncer = FakeSyncer::default();
+        let w = world(FakeRuntime::new(), syncer.clone());
+        syncer.fail_next("u1", 1);
+        let t0 = tokio::time::Instant::now();
+        w.dispatcher.do_send(UpdatePod(UpdatePodOptions::new(
+            UpdateType::Create,
+            pod("u1"),
+        )));
+        until("retried", Duration::from_secs(30), || {
+            syncer.calls_for("u1").len() == 2
+        })
+        .await;
+        // The default backoff is 10 s; nothing but the dispatcher's queue sent it again.
+        assert!(
+            t0.elapsed() >= Duration::from_secs(10),
+            "{:?}",
+            t0.elapsed()
+        );
+        assert_eq!(syncer.calls_for("u1")[1].update, Some(UpdateType::Sync));
+        // A termination that fails twice (a StopContainer that times out) is retried until
+        // it succeeds, then cleaned up.
+        syncer.fail_next("u1", 2);
+        w.dispatcher.do_send(UpdatePod(UpdatePodOptions::kill(
+            pod("u1"),
+            KillPodOptions::default(),
+        )));
+        until("terminated", Duration::from_secs(60), || {
+            syncer.kinds_for("u1").last() == Some(&WorkKind::Terminated)
+        })
+        .await;
+        assert_eq!(
+            syncer.kinds_for("u1"),
+            [
+                WorkKind::Sync,
+                WorkKind::Sync,
+                WorkKind::Terminating,
+                WorkKind::Terminating,
+                WorkKind::Terminating,
+                WorkKind::Terminated
+            ]
+        );
+        until("worker stopped", Duration::from_secs(5), || {
+            !w.registry.contains("pod-worker/u1")
+        })
+        .await;
+        // Finished: nothing is scheduled for it any more.
+        let dispatcher = w.registry.get("pod-workers").unwrap();
+        assert_eq!(dispatcher.state.unwrap()["scheduled"], 0);
+    });
+}

@@ -25,6 +25,18 @@ pub(crate) enum Cause {
     Completed,
 }
 
+impl Cause {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Deleted => "deleted",
+            Self::Orphaned => "orphaned",
+            Self::Evicted => "evicted",
+            Self::Killed => "killed",
+            Self::Completed => "completed",
+        }
+    }
+}
+
 /// What a termination was asked with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Termination {
@@ -38,16 +50,10 @@ pub(crate) enum Lifecycle {
     Syncing,
     Terminating(Termination),
     /// Everything is stopped; the cleanup (the terminated sync) is still to run.
-    Terminated {
-        termination: Termination,
-        at: Instant,
-    },
-    /// Nothing is left to do. `termination` is `None` for a pod that was done before the
-    /// pod workers ever saw it.
-    Finished {
-        termination: Option<Termination>,
-        at: Instant,
-    },
+    Terminated(Termination),
+    /// Nothing is left to do. `None` for a pod that was done before the pod workers ever
+    /// saw it.
+    Finished(Option<Termination>),
 }
 
 /// A move the lifecycle does not allow.
@@ -63,8 +69,8 @@ impl Lifecycle {
         match self {
             Self::Syncing => "syncing",
             Self::Terminating(_) => "terminating",
-            Self::Terminated { .. } => "terminated",
-            Self::Finished { .. } => "finished",
+            Self::Terminated(_) => "terminated",
+            Self::Finished(_) => "finished",
         }
     }
 
@@ -100,10 +106,10 @@ impl Lifecycle {
     }
 
     /// Terminating → terminated: everything is stopped.
-    pub(crate) fn stopped(&mut self, at: Instant) -> Result<(), InvalidMove> {
+    pub(crate) fn stopped(&mut self) -> Result<(), InvalidMove> {
         match *self {
             Self::Terminating(termination) => {
-                *self = Self::Terminated { termination, at };
+                *self = Self::Terminated(termination);
                 Ok(())
             }
             _ => Err(self.refuse("become terminated")),
@@ -112,20 +118,10 @@ impl Lifecycle {
 
     /// Terminating or terminated → finished. A terminating pod finishes directly when
     /// there is no cleanup to run (an orphan, or a static pod that never started).
-    pub(crate) fn finish(&mut self, at: Instant) -> Result<(), InvalidMove> {
+    pub(crate) fn finish(&mut self) -> Result<(), InvalidMove> {
         match *self {
-            Self::Terminating(t) => {
-                *self = Self::Finished {
-                    termination: Some(t),
-                    at,
-                };
-                Ok(())
-            }
-            Self::Terminated { termination, .. } => {
-                *self = Self::Finished {
-                    termination: Some(termination),
-                    at,
-                };
+            Self::Terminating(t) | Self::Terminated(t) => {
+                *self = Self::Finished(Some(t));
                 Ok(())
             }
             _ => Err(self.refuse("finish")),
@@ -137,8 +133,8 @@ impl Lifecycle {
         match self {
             Self::Syncing => Some(WorkKind::Sync),
             Self::Terminating(_) => Some(WorkKind::Terminating),
-            Self::Terminated { .. } => Some(WorkKind::Terminated),
-            Self::Finished { .. } => None,
+            Self::Terminated(_) => Some(WorkKind::Terminated),
+            Self::Finished(_) => None,
         }
     }
 
@@ -147,18 +143,18 @@ impl Lifecycle {
     }
 
     pub(crate) fn is_terminated(&self) -> bool {
-        matches!(self, Self::Terminated { .. } | Self::Finished { .. })
+        matches!(self, Self::Terminated(_) | Self::Finished(_))
     }
 
     pub(crate) fn is_finished(&self) -> bool {
-        matches!(self, Self::Finished { .. })
+        matches!(self, Self::Finished(_))
     }
 
     pub(crate) fn termination(&self) -> Option<&Termination> {
         match self {
             Self::Syncing => None,
-            Self::Terminating(t) | Self::Terminated { termination: t, .. } => Some(t),
-            Self::Finished { termination, .. } => termination.as_ref(),
+            Self::Terminating(t) | Self::Terminated(t) => Some(t),
+            Self::Finished(t) => t.as_ref(),
         }
     }
 

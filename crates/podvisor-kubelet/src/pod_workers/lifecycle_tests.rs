@@ -1,5 +1,3 @@
-use std::time::Duration;
-
 use super::*;
 
 fn termination(cause: Cause, grace: i64) -> Termination {
@@ -15,12 +13,12 @@ fn syncing_moves_only_to_terminating() {
     let mut l = Lifecycle::Syncing;
     assert_eq!(l.work_kind(), Some(WorkKind::Sync));
     assert!(!l.termination_requested());
-    let refused = l.stopped(Instant::now()).unwrap_err();
+    let refused = l.stopped().unwrap_err();
     assert_eq!(
         refused.to_string(),
         "a pod that is syncing cannot become terminated"
     );
-    assert!(l.finish(Instant::now()).is_err());
+    assert!(l.finish().is_err());
     assert!(l.shrink_grace(GracePeriod::MIN).is_err());
     assert_eq!(l, Lifecycle::Syncing, "a refused move changes nothing");
     l.terminate(termination(Cause::Deleted, 30)).unwrap();
@@ -46,23 +44,22 @@ fn terminating_never_goes_back_and_its_grace_only_shrinks() {
 
 #[test]
 fn terminated_and_finished_are_one_way() {
-    let t0 = Instant::now();
     let mut l = Lifecycle::Syncing;
     l.terminate(termination(Cause::Completed, 30)).unwrap();
-    l.stopped(t0).unwrap();
+    l.stopped().unwrap();
     assert_eq!(l.work_kind(), Some(WorkKind::Terminated));
     assert!(l.is_terminated() && !l.is_finished());
-    assert!(l.stopped(t0).is_err());
+    assert!(l.stopped().is_err());
     assert!(l.terminate(termination(Cause::Deleted, 1)).is_err());
     assert!(l.shrink_grace(GracePeriod::MIN).is_err());
     assert_eq!(l.grace(), None, "no grace period once stopped");
-    l.finish(t0 + Duration::from_secs(1)).unwrap();
+    l.finish().unwrap();
     assert!(l.is_finished() && l.work_kind().is_none());
     assert_eq!(l.termination().unwrap().cause, Cause::Completed);
     let (mut a, mut b, mut c) = (l, l, l);
     for refused in [
-        a.finish(t0),
-        b.stopped(t0),
+        a.finish(),
+        b.stopped(),
         c.terminate(termination(Cause::Killed, 1)),
     ] {
         assert_eq!(refused.unwrap_err().from, "finished");
@@ -73,6 +70,6 @@ fn terminated_and_finished_are_one_way() {
 fn a_pod_with_nothing_to_clean_up_finishes_from_terminating() {
     let mut l = Lifecycle::Syncing;
     l.terminate(termination(Cause::Orphaned, 30)).unwrap();
-    l.finish(Instant::now()).unwrap();
+    l.finish().unwrap();
     assert!(l.is_finished() && l.is_terminated());
 }

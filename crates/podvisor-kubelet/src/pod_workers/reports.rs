@@ -41,7 +41,7 @@ impl PodWorkersState {
                 return self.finish(uid, now);
             }
             (WorkResult::Ok(_), WorkKind::Terminating) => {
-                if let Err(e) = status.lifecycle.stopped(now) {
+                if let Err(e) = status.lifecycle.stopped() {
                     warn!(pod_uid = %uid, error = %e, "pod workers' lifecycle refused a move");
                 }
                 status.notify_terminated();
@@ -69,7 +69,7 @@ impl PodWorkersState {
         let Some(status) = self.pods.get_mut(uid) else {
             return Vec::new();
         };
-        if let Err(e) = status.lifecycle.finish(now) {
+        if let Err(e) = status.lifecycle.finish() {
             warn!(pod_uid = %uid, error = %e, "pod workers' lifecycle refused a move");
         }
         status.working = false;

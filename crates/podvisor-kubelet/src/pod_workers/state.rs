@@ -134,8 +134,7 @@ impl PodWorkersState {
             if !runtime_only && pod.is_terminal() && cached_terminal == Some(true) {
                 // Done before we ever saw it. Not a restart request either: this update is
                 // the one that found it done.
-                self.pods
-                    .insert(uid, PodSyncStatus::done_before_seen(&pod, now));
+                self.pods.insert(uid, PodSyncStatus::done_before_seen(&pod));
                 complete(kill);
                 return Vec::new();
             }

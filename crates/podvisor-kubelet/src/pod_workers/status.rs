@@ -83,12 +83,9 @@ impl PodSyncStatus {
 
     /// A pod the pod workers first see when it is already done: nothing to start, nothing
     /// to stop.
-    pub(crate) fn done_before_seen(pod: &SharedPod, now: Instant) -> Self {
+    pub(crate) fn done_before_seen(pod: &SharedPod) -> Self {
         Self {
-            lifecycle: Lifecycle::Finished {
-                termination: None,
-                at: now,
-            },
+            lifecycle: Lifecycle::Finished(None),
             ..Self::new(pod)
         }
     }
@@ -142,6 +139,14 @@ impl PodSyncStatus {
     /// The grace period in force while terminating.
     pub(crate) fn grace_period(&self) -> Option<GracePeriod> {
         self.lifecycle.grace()
+    }
+
+    /// When its termination was asked for, while it is terminating.
+    pub(crate) fn terminating_since(&self) -> Option<Instant> {
+        match &self.lifecycle {
+            Lifecycle::Terminating(t) => Some(t.since),
+            _ => None,
+        }
     }
 
     pub(crate) fn cause(&self) -> Option<Cause> {

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use super::lifecycle::Cause;
 use super::status::PodSyncStatus;
 use crate::protocol::updates::UpdateType;
 use crate::protocol::work::WorkResult;
@@ -12,7 +13,12 @@ use crate::protocol::work::WorkResult;
 pub struct WorkerSummary {
     pub phase: &'static str,
     /// Why it is terminating (deleted, evicted, orphaned, ...), once it is.
-    pub cause: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<&'static str>,
+    /// How long ago its termination was asked for, while it is terminating: a termination
+    /// that keeps failing shows here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub terminating_for_s: Option<u64>,
     pub working: bool,
     pub pending: Option<UpdateType>,
     pub grace_period: Option<i64>,
@@ -30,7 +36,8 @@ impl WorkerSummary {
         });
         Self {
             phase: s.lifecycle().name(),
-            cause: s.cause().map(|c| format!("{c:?}").to_lowercase()),
+            cause: s.cause().map(Cause::name),
+            terminating_for_s: s.terminating_since().map(|t| t.elapsed().as_secs()),
             working: s.is_working(),
             pending: s.pending_update(),
             grace_period: s.grace_period().map(|g| g.seconds()),
