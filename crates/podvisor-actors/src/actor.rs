@@ -16,7 +16,7 @@ pub trait SupervisedActor: Actor<Context = Context<Self>> {
 
     /// The small state summary shown next to the mailbox in the debug endpoint. Must never
     /// hold secrets or message payloads: phases, counts, timestamps.
-    type Summary: Serialize + PartialEq + Send + Unpin + 'static;
+    type Summary: Serialize + PartialEq + Send + Sync + Unpin + 'static;
 
     /// Runs at every start, first or after a crash, before any message is handled. Work
     /// that must finish before messages are handled goes in `ctx.wait(..)`.

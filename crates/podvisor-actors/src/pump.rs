@@ -58,7 +58,7 @@ pub(crate) struct Pump<A: SupervisedActor> {
     receiving: bool,
     started: bool,
     in_handler: bool,
-    last_summary: Option<A::Summary>,
+    last_summary: Option<Arc<A::Summary>>,
 }
 
 impl<A: SupervisedActor> Pump<A> {
@@ -85,10 +85,9 @@ impl<A: SupervisedActor> Pump<A> {
             return;
         }
         let now = act.summary();
-        if self.last_summary.as_ref() != Some(&now) {
-            if let Ok(v) = serde_json::to_value(&now) {
-                self.mailbox.set_summary(Some(v));
-            }
+        if self.last_summary.as_deref() != Some(&now) {
+            let now = Arc::new(now);
+            self.mailbox.set_summary(Some(now.clone()));
             self.last_summary = Some(now);
         }
     }

@@ -79,11 +79,10 @@ impl<A: SupervisedActor> ActorRef<A> {
 
     /// Publishes a state summary for this actor on its behalf, for an owner that holds the
     /// actor's state (the pod-workers dispatcher, for each pod worker). Only for actors
-    /// whose own `Summary` is `()`, or the two would overwrite each other.
-    pub fn annotate(&self, summary: &impl serde::Serialize) {
-        if let Ok(v) = serde_json::to_value(summary) {
-            self.mailbox.set_summary(Some(v));
-        }
+    /// whose own `Summary` is `()`, or the two would overwrite each other. The value is
+    /// serialised only when the debug endpoint reads it.
+    pub fn annotate(&self, summary: impl serde::Serialize + Send + Sync + 'static) {
+        self.mailbox.set_summary(Some(Arc::new(summary)));
     }
 
     /// The mailbox's counters right now.

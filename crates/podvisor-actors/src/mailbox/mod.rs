@@ -22,7 +22,7 @@ use std::sync::atomic::{
     AtomicU8,
     Ordering::{Acquire, Relaxed},
 };
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Waker;
 
 use actix::{Actor, Context};
@@ -66,7 +66,7 @@ struct Queue<A: Actor<Context = Context<A>>> {
     last_panic: Option<String>,
     /// Why the current instance asked to stop, if it stopped on an error.
     error: Option<String>,
-    summary: Option<serde_json::Value>,
+    summary: Option<Summary>,
 }
 
 pub(crate) struct Mailbox<A: Actor<Context = Context<A>>> {
@@ -79,6 +79,22 @@ pub(crate) struct Mailbox<A: Actor<Context = Context<A>>> {
     lifecycle: AtomicU8,
     pub counters: Counters,
     pub handle_time: Histogram,
+}
+
+/// An actor's published state summary. It is kept as the value the actor built and
+/// serialised only when someone reads it: publishing is on every handled message, reading
+/// is when an operator looks.
+pub(crate) type Summary = Arc<dyn ErasedSummary>;
+
+/// A summary of any serialisable type, behind one pointer type.
+pub(crate) trait ErasedSummary: Send + Sync {
+    fn to_json(&self) -> Option<serde_json::Value>;
+}
+
+impl<T: serde::Serialize + Send + Sync> ErasedSummary for T {
+    fn to_json(&self) -> Option<serde_json::Value> {
+        serde_json::to_value(self).ok()
+    }
 }
 
 pub(crate) enum Next<A: Actor<Context = Context<A>>> {
@@ -258,7 +274,7 @@ impl<A: Actor<Context = Context<A>>> Mailbox<A> {
     }
 
     /// `None`: the instance that published the summary is gone.
-    pub fn set_summary(&self, summary: Option<serde_json::Value>) {
+    pub fn set_summary(&self, summary: Option<Summary>) {
         self.lock().summary = summary;
     }
 
@@ -324,7 +340,9 @@ impl<A: Actor<Context = Context<A>>> Probe for Mailbox<A> {
     }
 
     fn summary(&self) -> Option<serde_json::Value> {
-        self.lock().summary.clone()
+        // Cloned under the lock, serialised outside it.
+        let summary = self.lock().summary.clone()?;
+        summary.to_json()
     }
 
     #[cfg(feature = "fault-injection")]

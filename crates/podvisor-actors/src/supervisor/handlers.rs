@@ -30,7 +30,7 @@ impl StreamHandler<ChildExit> for Supervisor {
         // Exits arrive on a stream, not through the mailbox whose pump publishes the
         // summary after each message: publish it here, so the debug view is current.
         if let Some(me) = &self.me {
-            me.annotate(&self.summary());
+            me.annotate(self.summary());
         }
     }
 

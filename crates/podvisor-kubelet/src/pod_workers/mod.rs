@@ -196,7 +196,7 @@ impl PodWorkers {
     fn publish_for(&self, uid: &PodUid, worker: &ActorRef<PodWorker>) {
         if let Some(s) = self.state.status(uid) {
             let at = self.last_result_at.get(uid).copied();
-            worker.annotate(&WorkerSummary::of(s, at));
+            worker.annotate(WorkerSummary::of(s, at));
         }
     }
 

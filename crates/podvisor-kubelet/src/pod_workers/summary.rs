@@ -1,15 +1,18 @@
 //! What the debug endpoint shows of the pod workers. The dispatcher, not the worker, holds
 //! each pod's state, so it publishes each worker's summary on the worker's mailbox.
 
-use serde::Serialize;
+use std::fmt;
+
+use serde::{Serialize, Serializer};
 
 use super::lifecycle::Cause;
 use super::status::PodSyncStatus;
 use crate::protocol::updates::UpdateType;
-use crate::protocol::work::WorkResult;
+use crate::protocol::work::{WorkKind, WorkResult};
 
-/// One pod worker, as the dispatcher sees it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One pod worker, as the dispatcher sees it. Built on every update, serialised only when
+/// the debug endpoint reads it, so it holds values rather than formatted text.
+#[derive(Debug, Clone, Serialize)]
 pub struct WorkerSummary {
     pub phase: &'static str,
     /// Why it is terminating (deleted, evicted, orphaned, ...), once it is.
@@ -23,16 +26,15 @@ pub struct WorkerSummary {
     pub pending: Option<UpdateType>,
     pub grace_period: Option<i64>,
     pub restart_requested: bool,
-    pub last_result: Option<String>,
+    pub last_result: Option<LastResult>,
     pub last_result_unix_ms: Option<u64>,
 }
 
 impl WorkerSummary {
     pub(crate) fn of(s: &PodSyncStatus, last_result_unix_ms: Option<u64>) -> Self {
-        let last_result = s.last_result().map(|(kind, r)| match r {
-            WorkResult::Ok(_) => format!("{kind:?} ok"),
-            WorkResult::Failed(e) => format!("{kind:?} failed: {e}"),
-            WorkResult::Cancelled => format!("{kind:?} cancelled"),
+        let last_result = s.last_result().map(|(kind, result)| LastResult {
+            kind: *kind,
+            result: result.clone(),
         });
         Self {
             phase: s.lifecycle().name(),
@@ -45,6 +47,30 @@ impl WorkerSummary {
             last_result,
             last_result_unix_ms,
         }
+    }
+}
+
+/// How the worker's last work ended, shown as "Sync ok", "Terminate failed: <error>", ...
+#[derive(Debug, Clone)]
+pub struct LastResult {
+    kind: WorkKind,
+    result: WorkResult,
+}
+
+impl fmt::Display for LastResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = self.kind;
+        match &self.result {
+            WorkResult::Ok(_) => write!(f, "{kind:?} ok"),
+            WorkResult::Failed(e) => write!(f, "{kind:?} failed: {e}"),
+            WorkResult::Cancelled => write!(f, "{kind:?} cancelled"),
+        }
+    }
+}
+
+impl Serialize for LastResult {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
     }
 }
 
