@@ -1,0 +1,324 @@
+//! The store actor: owns the [`Store`], answers reads and writes, and fans every committed
+//! change out to its watchers.
+//!
+//! It runs on an arbiter (thread) of its own: a write waits for redb's fsync, and no other
+//! actor should wait behind it. Writes are serialised here, which is what gives the
+//! revision its order. Watchers get bounded channels: one that falls `capacity` changes
+//! behind is dropped (its stream ends, and the client re-watches from the last revision it
+//! saw), so a slow client costs a bounded amount of memory.
+//!
+//! Restart: the store reopens from disk; watchers' channels close and their clients
+//! resume from their revisions, which the durable change window still holds.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use podvisor_actors::{StartInfo, SupervisedActor};
+use podvisor_core::Kind;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tracing::{error, info};
+
+use crate::delete::DeleteOptions;
+use crate::error::StoreError;
+use crate::object::{Change, Resource, StoredObject};
+use crate::page::ListPage;
+use crate::selector::Selector;
+use crate::store::{Store, StoreConfig, WriteOptions};
+
+/// Creates an object; answers it as stored.
+#[derive(Message)]
+#[rtype(result = "Result<Arc<StoredObject>, StoreError>")]
+pub struct Create {
+    pub resource: Resource,
+    pub namespace: Option<String>,
+    pub body: Value,
+    pub opts: WriteOptions,
+}
+
+/// Replaces an object, or only its status.
+#[derive(Message)]
+#[rtype(result = "Result<Arc<StoredObject>, StoreError>")]
+pub struct Update {
+    pub resource: Resource,
+    pub body: Value,
+    pub status_only: bool,
+    pub opts: WriteOptions,
+}
+
+/// Deletes an object: `Some` is the object still there, marked for deletion.
+#[derive(Message)]
+#[rtype(result = "Result<Deleted, StoreError>")]
+pub struct Delete {
+    pub resource: Resource,
+    pub namespace: String,
+    pub name: String,
+    pub opts: DeleteOptions,
+}
+
+#[derive(Debug)]
+pub enum Deleted {
+    /// Still there, marked with `deletionTimestamp` (grace period or finalizers).
+    Marked(Arc<StoredObject>),
+    /// Gone: its last state.
+    Gone(Arc<StoredObject>),
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<Arc<StoredObject>, StoreError>")]
+pub struct Get {
+    pub kind: Kind,
+    pub namespace: String,
+    pub name: String,
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<ListPage, StoreError>")]
+pub struct List {
+    pub selector: Selector,
+    pub limit: Option<usize>,
+    pub continue_token: Option<String>,
+}
+
+/// What a watcher receives.
+#[derive(Debug, Clone)]
+pub enum WatchEvent {
+    Change(Change),
+    /// Everything up to this revision has been sent.
+    Bookmark(u64),
+}
+
+/// Starts a watch. `from: None` starts with an ADDED event for each matching object (as a
+/// watch without a resourceVersion does), then changes; `Some(r)` sends every change after
+/// `r` first. Fails with `Gone` when `r` is older than the change window.
+#[derive(Message)]
+#[rtype(result = "Result<mpsc::Receiver<WatchEvent>, StoreError>")]
+pub struct Watch {
+    pub selector: Selector,
+    pub from: Option<u64>,
+}
+
+struct Watcher {
+    selector: Selector,
+    tx: mpsc::Sender<WatchEvent>,
+}
+
+pub struct StoreActor {
+    config: StoreConfig,
+    store: Option<Store>,
+    watchers: Vec<Watcher>,
+    /// Changes a watcher may fall behind before it is cut off.
+    capacity: usize,
+    cut_off: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoreSummary {
+    pub open: bool,
+    pub objects: usize,
+    pub revision: u64,
+    pub watchers: usize,
+    /// Watchers dropped for falling behind, since this instance started.
+    pub cut_off: u64,
+}
+
+const BOOKMARK_PERIOD: Duration = Duration::from_secs(10);
+
+impl StoreActor {
+    pub fn new(config: StoreConfig, watcher_capacity: usize) -> Self {
+        Self {
+            config,
+            store: None,
+            watchers: Vec::new(),
+            capacity: watcher_capacity.max(16),
+            cut_off: 0,
+        }
+    }
+
+    fn store(&mut self) -> Result<&mut Store, StoreError> {
+        self.store
+            .as_mut()
+            .ok_or_else(|| StoreError::Db("the store is not open".into()))
+    }
+
+    /// Sends each watcher the changes it selects; drops those that are gone or too slow.
+    fn fan_out(&mut self, changes: &[Change]) {
+        let before = self.watchers.len();
+        self.watchers.retain(|w| {
+            changes
+                .iter()
+                .filter(|c| w.selector.matches(&c.object))
+                .all(|c| w.tx.try_send(WatchEvent::Change(c.clone())).is_ok())
+        });
+        let dropped = before - self.watchers.len();
+        if dropped > 0 {
+            self.cut_off += dropped as u64;
+            info!(dropped, "watchers cut off (gone, or too far behind)");
+        }
+    }
+
+    fn bookmark(&mut self) {
+        let Some(rev) = self.store.as_ref().map(Store::revision) else {
+            return;
+        };
+        // A full channel skips a bookmark; only changes are never skipped.
+        self.watchers.retain(|w| {
+            !matches!(
+                w.tx.try_send(WatchEvent::Bookmark(rev)),
+                Err(mpsc::error::TrySendError::Closed(_))
+            )
+        });
+    }
+
+    fn write(
+        &mut self,
+        f: impl FnOnce(&mut Store) -> Result<Vec<Change>, StoreError>,
+    ) -> Result<Vec<Change>, StoreError> {
+        let changes = f(self.store()?)?;
+        self.fan_out(&changes);
+        Ok(changes)
+    }
+
+    fn start_watch(&mut self, msg: Watch) -> Result<mpsc::Receiver<WatchEvent>, StoreError> {
+        let store = self.store()?;
+        let first: Vec<WatchEvent> = match msg.from {
+            Some(r) => store
+                .changes_since(r, &msg.selector)?
+                .into_iter()
+                .map(WatchEvent::Change)
+                .collect(),
+            None => {
+                let page = store.list(&msg.selector, None, None)?;
+                page.items
+                    .into_iter()
+                    .map(|o| {
+                        WatchEvent::Change(Change {
+                            revision: o.revision,
+                            kind: crate::object::ChangeType::Added,
+                            object: o,
+                        })
+                    })
+                    .collect()
+            }
+        };
+        // The first batch may be larger than a live watcher's allowance, never unbounded:
+        // it is what the store holds already.
+        let (tx, rx) = mpsc::channel(self.capacity.max(first.len() + 1));
+        for e in first {
+            let _ = tx.try_send(e);
+        }
+        self.watchers.push(Watcher {
+            selector: msg.selector,
+            tx,
+        });
+        Ok(rx)
+    }
+}
+
+fn one(changes: Vec<Change>) -> Result<Arc<StoredObject>, StoreError> {
+    changes
+        .into_iter()
+        .next()
+        .map(|c| c.object)
+        .ok_or_else(|| StoreError::Db("the write produced no change".into()))
+}
+
+impl Actor for StoreActor {
+    type Context = Context<Self>;
+}
+
+impl SupervisedActor for StoreActor {
+    const KIND: &'static str = "store";
+    type Summary = StoreSummary;
+
+    /// The disk is the truth: reopen it. A failure leaves the store closed (every request
+    /// answers an error) and is retried every second.
+    fn rebuild(&mut self, ctx: &mut Context<Self>, _: &StartInfo<Self>) {
+        self.watchers.clear();
+        self.try_open();
+        ctx.run_interval(Duration::from_secs(1), |act, _| {
+            if act.store.is_none() {
+                act.try_open();
+            }
+        });
+        ctx.run_interval(BOOKMARK_PERIOD, |act, _| act.bookmark());
+    }
+
+    fn summary(&self) -> StoreSummary {
+        StoreSummary {
+            open: self.store.is_some(),
+            objects: self.store.as_ref().map_or(0, Store::len),
+            revision: self.store.as_ref().map_or(0, Store::revision),
+            watchers: self.watchers.len(),
+            cut_off: self.cut_off,
+        }
+    }
+}
+
+impl StoreActor {
+    fn try_open(&mut self) {
+        self.store = None;
+        match Store::open(&self.config) {
+            Ok(s) => {
+                info!(path = %self.config.path.display(), objects = s.len(), revision = s.revision(), "store open");
+                self.store = Some(s);
+            }
+            Err(e) => {
+                error!(path = %self.config.path.display(), error = %e, "cannot open the store")
+            }
+        }
+    }
+}
+
+impl Handler<Create> for StoreActor {
+    type Result = Result<Arc<StoredObject>, StoreError>;
+    fn handle(&mut self, m: Create, _: &mut Context<Self>) -> Self::Result {
+        let ns = m.namespace.as_deref();
+        one(self.write(|s| s.create(&m.resource, m.body, ns, m.opts))?)
+    }
+}
+
+impl Handler<Update> for StoreActor {
+    type Result = Result<Arc<StoredObject>, StoreError>;
+    fn handle(&mut self, m: Update, _: &mut Context<Self>) -> Self::Result {
+        one(self.write(|s| s.update(&m.resource, m.body, m.status_only, m.opts))?)
+    }
+}
+
+impl Handler<Delete> for StoreActor {
+    type Result = Result<Deleted, StoreError>;
+    fn handle(&mut self, m: Delete, _: &mut Context<Self>) -> Self::Result {
+        let (kept, changes) = self
+            .store()?
+            .delete(&m.resource, &m.namespace, &m.name, &m.opts)?;
+        self.fan_out(&changes);
+        match kept {
+            Some(o) => Ok(Deleted::Marked(o)),
+            None => one(changes).map(Deleted::Gone),
+        }
+    }
+}
+
+impl Handler<Get> for StoreActor {
+    type Result = Result<Arc<StoredObject>, StoreError>;
+    fn handle(&mut self, m: Get, _: &mut Context<Self>) -> Self::Result {
+        self.store()?.get(m.kind, &m.namespace, &m.name)
+    }
+}
+
+impl Handler<List> for StoreActor {
+    type Result = Result<ListPage, StoreError>;
+    fn handle(&mut self, m: List, _: &mut Context<Self>) -> Self::Result {
+        self.store()?
+            .list(&m.selector, m.limit, m.continue_token.as_deref())
+    }
+}
+
+impl Handler<Watch> for StoreActor {
+    type Result = Result<mpsc::Receiver<WatchEvent>, StoreError>;
+    fn handle(&mut self, m: Watch, _: &mut Context<Self>) -> Self::Result {
+        self.start_watch(m)
+    }
+}

@@ -1,0 +1,114 @@
+//! The durable half: redb tables for the objects, the change log and the revision. One
+//! write transaction per store write, committed with redb's default `Immediate`
+//! durability (fsync) before the write is acknowledged.
+
+use std::path::Path;
+
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+
+use crate::error::StoreError;
+
+/// `Kind/namespace/name` → the object's JSON.
+const OBJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("objects");
+/// Revision → change type byte followed by the object's JSON.
+const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("changes");
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+const REVISION: &str = "revision";
+
+/// One write's effect on disk.
+#[derive(Default)]
+pub(crate) struct Batch {
+    pub puts: Vec<(String, Vec<u8>)>,
+    pub deletes: Vec<String>,
+    /// (revision, change type, object JSON).
+    pub log: Vec<(u64, u8, Vec<u8>)>,
+    pub revision: u64,
+    /// Log entries below this revision are dropped.
+    pub keep_from: u64,
+}
+
+/// What the database held at open.
+pub(crate) struct Loaded {
+    pub objects: Vec<Vec<u8>>,
+    pub log: Vec<(u64, u8, Vec<u8>)>,
+    pub revision: u64,
+}
+
+pub(crate) struct Db(Database);
+
+impl Db {
+    pub fn open(path: &Path) -> Result<(Db, Loaded), StoreError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(StoreError::db)?;
+        }
+        let db = Database::create(path).map_err(StoreError::db)?;
+        // Create the tables, so that reading a new database finds them.
+        let w = db.begin_write().map_err(StoreError::db)?;
+        {
+            w.open_table(OBJECTS).map_err(StoreError::db)?;
+            w.open_table(LOG).map_err(StoreError::db)?;
+            w.open_table(META).map_err(StoreError::db)?;
+        }
+        w.commit().map_err(StoreError::db)?;
+        let loaded = Self::load(&db)?;
+        Ok((Db(db), loaded))
+    }
+
+    fn load(db: &Database) -> Result<Loaded, StoreError> {
+        let r = db.begin_read().map_err(StoreError::db)?;
+        let objects = r.open_table(OBJECTS).map_err(StoreError::db)?;
+        let objects = objects
+            .iter()
+            .map_err(StoreError::db)?
+            .map(|e| e.map(|(_, v)| v.value().to_vec()).map_err(StoreError::db))
+            .collect::<Result<_, _>>()?;
+        let log = r.open_table(LOG).map_err(StoreError::db)?;
+        let log = log
+            .iter()
+            .map_err(StoreError::db)?
+            .map(|e| {
+                let (k, v) = e.map_err(StoreError::db)?;
+                let v = v.value();
+                Ok((k.value(), v.first().copied().unwrap_or(0), v[1..].to_vec()))
+            })
+            .collect::<Result<_, StoreError>>()?;
+        let meta = r.open_table(META).map_err(StoreError::db)?;
+        let revision = meta
+            .get(REVISION)
+            .map_err(StoreError::db)?
+            .map_or(0, |v| v.value());
+        Ok(Loaded {
+            objects,
+            log,
+            revision,
+        })
+    }
+
+    pub fn commit(&self, b: &Batch) -> Result<(), StoreError> {
+        let w = self.0.begin_write().map_err(StoreError::db)?;
+        {
+            let mut objects = w.open_table(OBJECTS).map_err(StoreError::db)?;
+            for (k, v) in &b.puts {
+                objects
+                    .insert(k.as_str(), v.as_slice())
+                    .map_err(StoreError::db)?;
+            }
+            for k in &b.deletes {
+                objects.remove(k.as_str()).map_err(StoreError::db)?;
+            }
+            let mut log = w.open_table(LOG).map_err(StoreError::db)?;
+            let mut entry = Vec::new();
+            for (rev, t, json) in &b.log {
+                entry.clear();
+                entry.push(*t);
+                entry.extend_from_slice(json);
+                log.insert(*rev, entry.as_slice()).map_err(StoreError::db)?;
+            }
+            log.retain_in(..b.keep_from, |_, _| false)
+                .map_err(StoreError::db)?;
+            let mut meta = w.open_table(META).map_err(StoreError::db)?;
+            meta.insert(REVISION, b.revision).map_err(StoreError::db)?;
+        }
+        w.commit().map_err(StoreError::db)
+    }
+}

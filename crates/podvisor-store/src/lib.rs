@@ -1,0 +1,36 @@
+//! podvisor's durable object store: the desired state that the API serves and the
+//! controllers and the kubelet's API source read.
+//!
+//! Objects are Kubernetes objects kept as their JSON (what the API serves, byte for byte),
+//! with the few fields selectors need parsed beside them. Every write is one redb
+//! transaction, committed durably before it is acknowledged, and carries the next value of
+//! a global revision: that revision is the object's `resourceVersion`, and a write that
+//! names an older one is refused (409). Each write also appends to a change log of bounded
+//! length, kept in the same transaction, so a watch resumes from any revision the window
+//! still holds, across restarts of the agent; older ones get 410 Gone and relist.
+//!
+//! [`Store`] is a plain struct (tested without actix); [`actor::StoreActor`] owns one and
+//! fans changes out to watchers through bounded channels: a watcher that does not keep up
+//! is cut off (its stream ends, it re-watches from its last revision), so no watcher can
+//! grow the agent's memory.
+
+// Functions stay short in production code (clippy.toml sets the limit); tests may run long.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
+pub mod actor;
+mod db;
+mod delete;
+pub mod error;
+mod meta;
+pub mod object;
+mod page;
+pub mod selector;
+mod store;
+
+pub use actor::StoreActor;
+pub use delete::{DeleteOptions, Propagation};
+pub use error::StoreError;
+pub use object::{Change, ChangeType, Resource, StoredObject};
+pub use page::ListPage;
+pub use selector::{FieldSelector, LabelSelector, Selector};
+pub use store::{Store, StoreConfig, WriteOptions};

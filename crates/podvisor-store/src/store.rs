@@ -1,0 +1,382 @@
+//! The store: every object in memory for reads, every write committed to redb first.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use podvisor_core::Kind;
+use serde_json::{Value, json};
+
+use crate::db::{Batch, Db};
+use crate::delete::{self, DeleteOptions, DeleteStep, Propagation};
+use crate::error::StoreError;
+use crate::meta;
+use crate::object::{Change, ChangeType, Resource, StoredObject};
+use crate::page::{ListPage, decode_token, encode_token};
+use crate::selector::Selector;
+
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    /// The redb file.
+    pub path: PathBuf,
+    /// How many changes a watch can resume across (kube-apiserver's watch cache keeps a
+    /// similar window; older revisions get 410 Gone).
+    pub window: usize,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteOptions {
+    /// Checked and answered, never stored.
+    pub dry_run: bool,
+}
+
+/// One write inside a transaction.
+enum Write {
+    Put(ChangeType, Value),
+    Remove(Arc<StoredObject>),
+}
+
+pub struct Store {
+    db: Db,
+    objects: BTreeMap<String, Arc<StoredObject>>,
+    window: VecDeque<Change>,
+    window_len: usize,
+    revision: u64,
+}
+
+pub(crate) fn key(kind: Kind, namespace: &str, name: &str) -> String {
+    format!("{}/{namespace}/{name}", kind.as_str())
+}
+
+fn stored(kind: Kind, json: Vec<u8>) -> Option<StoredObject> {
+    let value: Value = serde_json::from_slice(&json).ok()?;
+    Some(StoredObject::new(kind, &value, Bytes::from(json)))
+}
+
+fn kind_of(json: &[u8]) -> Option<Kind> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        kind: String,
+    }
+    let head: Head = serde_json::from_slice(json).ok()?;
+    Kind::ALL.into_iter().find(|k| k.as_str() == head.kind)
+}
+
+impl Store {
+    pub fn open(cfg: &StoreConfig) -> Result<Store, StoreError> {
+        let (db, loaded) = Db::open(&cfg.path)?;
+        let mut store = Store {
+            db,
+            objects: BTreeMap::new(),
+            window: VecDeque::new(),
+            window_len: cfg.window.max(1),
+            revision: loaded.revision,
+        };
+        for json in loaded.objects {
+            let Some(o) = kind_of(&json).and_then(|k| stored(k, json)) else {
+                continue;
+            };
+            let k = key(o.kind, &o.namespace, &o.name);
+            store.objects.insert(k, Arc::new(o));
+        }
+        for (revision, code, json) in loaded.log {
+            let kind = ChangeType::from_code(code);
+            let object = kind_of(&json).and_then(|k| stored(k, json));
+            if let (Some(kind), Some(o)) = (kind, object) {
+                let object = Arc::new(o);
+                store.window.push_back(Change {
+                    revision,
+                    kind,
+                    object,
+                });
+            }
+        }
+        store.ensure_namespaces()?;
+        Ok(store)
+    }
+
+    fn ensure_namespaces(&mut self) -> Result<(), StoreError> {
+        let res = Resource::of(Kind::Namespace);
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            if self.get(Kind::Namespace, "", ns).is_err() {
+                let body = json!({"metadata": {"name": ns}});
+                self.create(&res, body, None, WriteOptions::default())?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// The revision before the oldest change still in the window: a watch from it or later
+    /// misses nothing.
+    pub fn oldest_resumable(&self) -> u64 {
+        self.window
+            .front()
+            .map_or(self.revision, |c| c.revision - 1)
+    }
+
+    pub fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty()
+    }
+
+    pub fn get(&self, kind: Kind, ns: &str, name: &str) -> Result<Arc<StoredObject>, StoreError> {
+        self.objects
+            .get(&key(kind, ns, name))
+            .cloned()
+            .ok_or_else(|| StoreError::NotFound {
+                resource: Resource::of(kind).qualified(),
+                name: name.to_string(),
+            })
+    }
+
+    pub fn list(
+        &self,
+        sel: &Selector,
+        limit: Option<usize>,
+        continue_token: Option<&str>,
+    ) -> Result<ListPage, StoreError> {
+        let prefix = match &sel.namespace {
+            Some(ns) => format!("{}/{ns}/", sel.kind.as_str()),
+            None => format!("{}/", sel.kind.as_str()),
+        };
+        let after = match continue_token.filter(|t| !t.is_empty()) {
+            Some(t) => Some(decode_token(t)?),
+            None => None,
+        };
+        let start = after.clone().unwrap_or_else(|| prefix.clone());
+        let limit = limit.filter(|l| *l > 0).unwrap_or(usize::MAX);
+        let mut items = Vec::new();
+        let mut more = None;
+        for (k, o) in self.objects.range(start..) {
+            if !k.starts_with(&prefix) {
+                break;
+            }
+            if after.as_ref() == Some(k) || !sel.matches(o) {
+                continue;
+            }
+            if items.len() == limit {
+                more = items
+                    .last()
+                    .map(|o: &Arc<StoredObject>| encode_token(&key(o.kind, &o.namespace, &o.name)));
+                break;
+            }
+            items.push(o.clone());
+        }
+        Ok(ListPage {
+            items,
+            revision: self.revision,
+            continue_token: more,
+        })
+    }
+
+    /// Every change after `revision` that `sel` matches, in order; `Gone` when the window
+    /// no longer reaches back that far.
+    pub fn changes_since(&self, revision: u64, sel: &Selector) -> Result<Vec<Change>, StoreError> {
+        let oldest = self.oldest_resumable();
+        if revision < oldest {
+            return Err(StoreError::Gone {
+                asked: revision,
+                oldest,
+            });
+        }
+        Ok(self
+            .window
+            .iter()
+            .filter(|c| c.revision > revision && sel.matches(&c.object))
+            .cloned()
+            .collect())
+    }
+
+    pub fn create(
+        &mut self,
+        res: &Resource,
+        mut body: Value,
+        ns: Option<&str>,
+        opts: WriteOptions,
+    ) -> Result<Vec<Change>, StoreError> {
+        meta::prepare_create(res, &mut body, ns)?;
+        let (ns, name) = names(&body);
+        if res.namespaced() && self.get(Kind::Namespace, "", &ns).is_err() {
+            return Err(StoreError::NotFound {
+                resource: "namespaces",
+                name: ns,
+            });
+        }
+        if self.objects.contains_key(&key(res.kind, &ns, &name)) {
+            return Err(StoreError::AlreadyExists {
+                resource: res.qualified(),
+                name,
+            });
+        }
+        self.commit(vec![Write::Put(ChangeType::Added, body)], opts)
+    }
+
+    /// Replaces an object (or only its status). A `resourceVersion` in the body must be the
+    /// stored one.
+    pub fn update(
+        &mut self,
+        res: &Resource,
+        body: Value,
+        status_only: bool,
+        opts: WriteOptions,
+    ) -> Result<Vec<Change>, StoreError> {
+        let (ns, name) = names(&body);
+        let ns = if res.namespaced() { ns } else { String::new() };
+        let old = self.get(res.kind, &ns, &name)?;
+        let asked = body["metadata"]["resourceVersion"].as_str().unwrap_or("");
+        if !asked.is_empty() && asked != old.revision.to_string() {
+            return Err(StoreError::Conflict {
+                resource: res.qualified(),
+                name,
+                reason: "the object has been modified; please apply your changes to the latest version and try again".into(),
+            });
+        }
+        let new = meta::prepare_update(res, &old.value(), body, status_only)?;
+        let write = if delete::removable_after_update(res, &new) {
+            Write::Remove(old)
+        } else {
+            Write::Put(ChangeType::Modified, new)
+        };
+        self.commit(vec![write], opts)
+    }
+
+    pub fn delete(
+        &mut self,
+        res: &Resource,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<(Option<Arc<StoredObject>>, Vec<Change>), StoreError> {
+        let ns = if res.namespaced() { ns } else { "" };
+        let old = self.get(res.kind, ns, name)?;
+        let mut writes = match delete::plan(res, &old, opts)? {
+            DeleteStep::Unchanged => return Ok((Some(old), Vec::new())),
+            DeleteStep::Mark(v) => vec![Write::Put(ChangeType::Modified, v)],
+            DeleteStep::Remove => vec![Write::Remove(old.clone())],
+        };
+        if matches!(writes[0], Write::Remove(_)) {
+            writes.extend(self.dependents(&old, opts.propagation));
+        }
+        let changes = self.commit(
+            writes,
+            WriteOptions {
+                dry_run: opts.dry_run,
+            },
+        )?;
+        let kept = changes
+            .first()
+            .filter(|c| c.kind == ChangeType::Modified)
+            .map(|c| c.object.clone());
+        Ok((kept, changes))
+    }
+
+    /// What deleting `owner` does to the objects it owns.
+    fn dependents(&self, owner: &StoredObject, how: Propagation) -> Vec<Write> {
+        let mut out = Vec::new();
+        for o in self.objects.values() {
+            let v = o.value();
+            if !delete::owned_by(&v, &owner.uid) {
+                continue;
+            }
+            match how {
+                Propagation::Orphan => {
+                    if let Some(v) = delete::orphaned(&v, &owner.uid) {
+                        out.push(Write::Put(ChangeType::Modified, v));
+                    }
+                }
+                Propagation::Background | Propagation::Foreground => {
+                    let res = Resource::of(o.kind);
+                    match delete::plan(&res, o, &DeleteOptions::default()) {
+                        Ok(DeleteStep::Mark(v)) => out.push(Write::Put(ChangeType::Modified, v)),
+                        Ok(DeleteStep::Remove) => out.push(Write::Remove(o.clone())),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Gives each write the next revision, commits them in one transaction, and only then
+    /// changes what readers see.
+    fn commit(
+        &mut self,
+        writes: Vec<Write>,
+        opts: WriteOptions,
+    ) -> Result<Vec<Change>, StoreError> {
+        let mut batch = Batch::default();
+        let mut changes = Vec::with_capacity(writes.len());
+        let mut revision = self.revision;
+        for w in writes {
+            revision += 1;
+            let (kind, mut value, obj_kind) = match w {
+                Write::Put(t, v) => {
+                    let kind = kind_str(&v);
+                    (t, v, kind)
+                }
+                Write::Remove(o) => (ChangeType::Deleted, o.value(), Some(o.kind)),
+            };
+            let obj_kind = obj_kind.ok_or_else(|| {
+                StoreError::BadRequest("the object names no kind podvisor serves".into())
+            })?;
+            let json = meta::seal(&mut value, revision)?;
+            let o = StoredObject::new(obj_kind, &value, Bytes::from(json.clone()));
+            let k = key(o.kind, &o.namespace, &o.name);
+            match kind {
+                ChangeType::Deleted => batch.deletes.push(k),
+                _ => batch.puts.push((k, json.clone())),
+            }
+            batch.log.push((revision, kind.code(), json));
+            changes.push(Change {
+                revision,
+                kind,
+                object: Arc::new(o),
+            });
+        }
+        if opts.dry_run {
+            return Ok(changes);
+        }
+        let drop = (self.window.len() + changes.len()).saturating_sub(self.window_len);
+        batch.keep_from = self
+            .window
+            .iter()
+            .chain(&changes)
+            .nth(drop)
+            .map_or(revision + 1, |c| c.revision);
+        batch.revision = revision;
+        self.db.commit(&batch)?;
+        self.revision = revision;
+        self.publish(&changes, drop);
+        Ok(changes)
+    }
+
+    fn publish(&mut self, changes: &[Change], drop: usize) {
+        for c in changes {
+            let k = key(c.object.kind, &c.object.namespace, &c.object.name);
+            match c.kind {
+                ChangeType::Deleted => self.objects.remove(&k),
+                _ => self.objects.insert(k, c.object.clone()),
+            };
+        }
+        self.window.extend(changes.iter().cloned());
+        self.window.drain(..drop);
+    }
+}
+
+fn kind_str(v: &Value) -> Option<Kind> {
+    let k = v["kind"].as_str()?;
+    Kind::ALL.into_iter().find(|x| x.as_str() == k)
+}
+
+fn names(v: &Value) -> (String, String) {
+    let s = |f: &str| v["metadata"][f].as_str().unwrap_or_default().to_string();
+    (s("namespace"), s("name"))
+}

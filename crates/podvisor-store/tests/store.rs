@@ -1,0 +1,314 @@
+//! The store as a plain struct: what the API's semantics need from it.
+
+use podvisor_core::Kind;
+use podvisor_store::{
+    ChangeType, DeleteOptions, Propagation, Resource, Selector, Store, StoreConfig, StoreError,
+    WriteOptions,
+};
+use serde_json::{Value, json};
+
+fn dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir()
+        .join("podvisor-store-tests")
+        .join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn open(d: &std::path::Path, window: usize) -> Store {
+    Store::open(&StoreConfig {
+        path: d.join("store.redb"),
+        window,
+    })
+    .unwrap()
+}
+
+const W: WriteOptions = WriteOptions { dry_run: false };
+
+fn pods() -> Resource {
+    Resource::of(Kind::Pod)
+}
+
+fn pod(name: &str) -> Value {
+    json!({"metadata": {"name": name, "labels": {"app": "web"}},
+           "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "busybox"}]}})
+}
+
+fn create(s: &mut Store, body: Value) -> Value {
+    s.create(&pods(), body, Some("default"), W).unwrap()[0]
+        .object
+        .value()
+}
+
+#[test]
+fn create_sets_server_fields_and_refuses_duplicates() {
+    let d = dir("create");
+    let mut s = open(&d, 100);
+    let v = create(&mut s, pod("a"));
+    let m = &v["metadata"];
+    assert_eq!(v["kind"], "Pod");
+    assert_eq!(v["apiVersion"], "v1");
+    assert_eq!(m["namespace"], "default");
+    assert_eq!(m["uid"].as_str().unwrap().len(), 36);
+    assert!(m["creationTimestamp"].is_string());
+    assert_eq!(m["generation"], 1);
+    assert_eq!(m["resourceVersion"], s.revision().to_string());
+    assert_eq!(v["status"]["phase"], "Pending");
+    let again = s.create(&pods(), pod("a"), Some("default"), W);
+    assert!(
+        matches!(again, Err(StoreError::AlreadyExists { .. })),
+        "{again:?}"
+    );
+    let generated = create(
+        &mut s,
+        json!({"metadata": {"generateName": "web-"}, "spec": {}}),
+    );
+    let name = generated["metadata"]["name"].as_str().unwrap();
+    assert!(name.starts_with("web-") && name.len() == 9, "{name}");
+    let no_ns = s.create(&pods(), pod("b"), Some("nowhere"), W);
+    assert!(matches!(
+        no_ns,
+        Err(StoreError::NotFound {
+            resource: "namespaces",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn stale_updates_conflict_and_generation_follows_the_spec() {
+    let d = dir("update");
+    let mut s = open(&d, 100);
+    let v = create(&mut s, pod("a"));
+    let mut label = v.clone();
+    label["metadata"]["labels"]["tier"] = "x".into();
+    let after_label = s.update(&pods(), label, false, W).unwrap()[0]
+        .object
+        .value();
+    assert_eq!(
+        after_label["metadata"]["generation"], 1,
+        "a label is not spec"
+    );
+    // The first version again: stale.
+    let stale = s.update(&pods(), v.clone(), false, W);
+    assert!(
+        matches!(stale, Err(StoreError::Conflict { .. })),
+        "{stale:?}"
+    );
+    let mut spec = after_label.clone();
+    spec["spec"]["activeDeadlineSeconds"] = 5.into();
+    spec["status"] = json!({"phase": "Running"});
+    let after_spec = s.update(&pods(), spec, false, W).unwrap()[0].object.value();
+    assert_eq!(after_spec["metadata"]["generation"], 2);
+    assert_eq!(
+        after_spec["status"]["phase"], "Pending",
+        "status is a subresource"
+    );
+    let mut status = after_spec.clone();
+    status["status"] = json!({"phase": "Running"});
+    status["spec"]["activeDeadlineSeconds"] = 9.into();
+    let after_status = s.update(&pods(), status, true, W).unwrap()[0]
+        .object
+        .value();
+    assert_eq!(after_status["status"]["phase"], "Running");
+    assert_eq!(
+        after_status["spec"]["activeDeadlineSeconds"], 5,
+        "a status write keeps the spec"
+    );
+    assert_eq!(after_status["metadata"]["uid"], v["metadata"]["uid"]);
+}
+
+#[test]
+fn objects_above_the_limit_and_dry_runs_are_not_stored() {
+    let d = dir("limits");
+    let mut s = open(&d, 100);
+    let mut big = pod("big");
+    big["metadata"]["annotations"] = json!({"x": "y".repeat(1600 * 1024)});
+    let e = s.create(&pods(), big, Some("default"), W).unwrap_err();
+    assert!(matches!(e, StoreError::TooLarge { .. }), "{e}");
+    let before = s.revision();
+    s.create(
+        &pods(),
+        pod("dry"),
+        Some("default"),
+        WriteOptions { dry_run: true },
+    )
+    .unwrap();
+    assert_eq!(s.revision(), before);
+    assert!(s.get(Kind::Pod, "default", "dry").is_err());
+}
+
+#[test]
+fn pods_are_deleted_gracefully_and_finalizers_hold_removal() {
+    let d = dir("delete");
+    let mut s = open(&d, 100);
+    let mut p = pod("a");
+    p["spec"]["terminationGracePeriodSeconds"] = 7.into();
+    create(&mut s, p);
+    let (kept, _) = s
+        .delete(&pods(), "default", "a", &DeleteOptions::default())
+        .unwrap();
+    let kept = kept.expect("marked, not removed").value();
+    assert_eq!(kept["metadata"]["deletionGracePeriodSeconds"], 7);
+    assert!(kept["metadata"]["deletionTimestamp"].is_string());
+    // A second, longer request changes nothing; a shorter one shortens.
+    let (again, changes) = s
+        .delete(
+            &pods(),
+            "default",
+            "a",
+            &DeleteOptions {
+                grace_seconds: Some(30),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert!(again.is_some() && changes.is_empty());
+    // The node agent, done: grace 0 with the UID as precondition.
+    let wrong = s.delete(&pods(), "default", "a", &DeleteOptions::now_if_uid("other"));
+    assert!(matches!(wrong, Err(StoreError::Conflict { .. })));
+    let uid = kept["metadata"]["uid"].as_str().unwrap();
+    let (gone, changes) = s
+        .delete(&pods(), "default", "a", &DeleteOptions::now_if_uid(uid))
+        .unwrap();
+    assert!(gone.is_none());
+    assert_eq!(changes[0].kind, ChangeType::Deleted);
+    assert!(s.get(Kind::Pod, "default", "a").is_err());
+
+    let mut held = pod("held");
+    held["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    held["spec"]["nodeName"] = "".into(); // never bound: no grace period
+    create(&mut s, held);
+    let (kept, _) = s
+        .delete(&pods(), "default", "held", &DeleteOptions::default())
+        .unwrap();
+    let mut v = kept.expect("held by its finalizer").value();
+    v["metadata"]["finalizers"] = json!([]);
+    let changes = s.update(&pods(), v, false, W).unwrap();
+    assert_eq!(
+        changes[0].kind,
+        ChangeType::Deleted,
+        "the last finalizer removed: gone"
+    );
+}
+
+#[test]
+fn deleting_an_owner_deletes_or_orphans_its_dependents() {
+    let d = dir("owners");
+    let mut s = open(&d, 100);
+    let rs = Resource::of(Kind::ReplicaSet);
+    let owner = s
+        .create(
+            &rs,
+            json!({"metadata": {"name": "rs"}, "spec": {}}),
+            Some("default"),
+            W,
+        )
+        .unwrap()[0]
+        .object
+        .clone();
+    for name in ["a", "b"] {
+        let mut p = pod(name);
+        p["spec"]["nodeName"] = "".into();
+        p["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": &*owner.uid, "controller": true}]);
+        create(&mut s, p);
+    }
+    let orphan = DeleteOptions {
+        propagation: Propagation::Orphan,
+        ..Default::default()
+    };
+    s.delete(&rs, "default", "rs", &orphan).unwrap();
+    let a = s.get(Kind::Pod, "default", "a").unwrap().value();
+    assert_eq!(a["metadata"]["ownerReferences"], json!([]));
+
+    let owner = s
+        .create(
+            &rs,
+            json!({"metadata": {"name": "rs2"}, "spec": {}}),
+            Some("default"),
+            W,
+        )
+        .unwrap()[0]
+        .object
+        .clone();
+    let mut p = pod("c");
+    p["spec"]["nodeName"] = "".into();
+    p["metadata"]["ownerReferences"] =
+        json!([{"kind": "ReplicaSet", "name": "rs2", "uid": &*owner.uid}]);
+    create(&mut s, p);
+    s.delete(&rs, "default", "rs2", &DeleteOptions::default())
+        .unwrap();
+    assert!(
+        s.get(Kind::Pod, "default", "c").is_err(),
+        "background: dependents go too"
+    );
+    assert!(s.get(Kind::Pod, "default", "a").is_ok());
+}
+
+#[test]
+fn lists_page_with_limit_and_continue_and_select() {
+    let d = dir("list");
+    let mut s = open(&d, 100);
+    for i in 0..5 {
+        let mut p = pod(&format!("p{i}"));
+        if i == 3 {
+            p["metadata"]["labels"]["app"] = "db".into();
+        }
+        create(&mut s, p);
+    }
+    let mut sel = Selector::all(Kind::Pod).in_namespace(Some("default"));
+    let first = s.list(&sel, Some(2), None).unwrap();
+    assert_eq!(first.items.len(), 2);
+    let token = first.continue_token.clone().expect("more to come");
+    let rest = s.list(&sel, None, Some(&token)).unwrap();
+    assert_eq!(rest.items.len(), 3);
+    assert!(rest.continue_token.is_none());
+    assert_ne!(first.items[1].name, rest.items[0].name);
+    sel.labels = podvisor_store::LabelSelector::parse("app=db").unwrap();
+    let db = s.list(&sel, None, None).unwrap();
+    assert_eq!(
+        db.items.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(),
+        ["p3"]
+    );
+    assert!(s.list(&sel, None, Some("zz")).is_err());
+}
+
+#[test]
+fn the_change_window_survives_reopening_and_older_revisions_are_gone() {
+    let d = dir("window");
+    let mut s = open(&d, 5);
+    let start = s.revision();
+    for i in 0..3 {
+        create(&mut s, pod(&format!("p{i}")));
+    }
+    let sel = Selector::all(Kind::Pod);
+    let seen: Vec<String> = s
+        .changes_since(start, &sel)
+        .unwrap()
+        .iter()
+        .map(|c| c.object.name.clone())
+        .collect();
+    assert_eq!(seen, ["p0", "p1", "p2"]);
+    drop(s);
+    let mut s = open(&d, 5);
+    assert_eq!(
+        s.changes_since(start, &sel).unwrap().len(),
+        3,
+        "the log is durable"
+    );
+    for i in 3..8 {
+        create(&mut s, pod(&format!("p{i}")));
+    }
+    let e = s.changes_since(start, &sel).unwrap_err();
+    assert!(matches!(e, StoreError::Gone { .. }), "{e}");
+    let oldest = s.oldest_resumable();
+    assert_eq!(s.changes_since(oldest, &sel).unwrap().len(), 5);
+    drop(s);
+    let s = open(&d, 5);
+    assert_eq!(
+        s.oldest_resumable(),
+        oldest,
+        "the trimmed log stays trimmed"
+    );
+    assert_eq!(s.list(&sel, None, None).unwrap().items.len(), 8);
+}
