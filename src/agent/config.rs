@@ -33,6 +33,7 @@ pub struct AgentConfig {
     pub pleg: Pleg,
     pub supervisor: Supervisor,
     pub debug: Debug,
+    pub api: Api,
     pub log: Log,
 }
 
@@ -111,6 +112,7 @@ impl Default for AgentConfig {
             pleg: Pleg::default(),
             supervisor: Supervisor::default(),
             debug: Debug::default(),
+            api: Api::default(),
             log: Log::default(),
         }
     }
@@ -156,6 +158,29 @@ impl Default for Debug {
                 .parse()
                 .expect("valid default"),
             token: None,
+        }
+    }
+}
+
+/// The Kubernetes API (`[api]`): kubectl and client libraries manage the node through it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Api {
+    /// HTTPS, with a certificate of the agent's own CA; every route but the health
+    /// checks needs the token in `<state_dir>/kubeconfig`.
+    pub address: SocketAddr,
+    /// How many changes a watch can resume across, restarts included.
+    pub watch_window: usize,
+    /// How far a watcher may fall behind before it is cut off (it then resumes).
+    pub watcher_queue: usize,
+}
+
+impl Default for Api {
+    fn default() -> Self {
+        Self {
+            address: SocketAddr::from(([127, 0, 0, 1], 6443)),
+            watch_window: 10_000,
+            watcher_queue: 1_000,
         }
     }
 }

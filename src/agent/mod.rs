@@ -5,6 +5,7 @@
 
 pub mod api;
 pub mod config;
+mod kube;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -96,13 +97,20 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
     let system = actix::System::new();
     system.block_on(async move {
         let runtime = CriRuntime::new(&cfg.runtime_endpoint, Timeouts::default())?;
-        match runtime.version().await {
-            Ok(v) => info!(runtime = %v.runtime_name, version = %v.runtime_version, endpoint = %cfg.runtime_endpoint, "container runtime found"),
+        let runtime_version = match runtime.version().await {
+            Ok(v) => {
+                info!(runtime = %v.runtime_name, version = %v.runtime_version, endpoint = %cfg.runtime_endpoint, "container runtime found");
+                format!("{}://{}", v.runtime_name, v.runtime_version)
+            }
             // Keep going: the PLEG retries every period and /healthz says what is wrong.
-            Err(e) => error!(error = %e, "container runtime not reachable yet"),
-        }
+            Err(e) => {
+                error!(error = %e, "container runtime not reachable yet");
+                String::new()
+            }
+        };
         let supervision = supervision(&cfg.supervisor);
         let registry = Registry::new();
+        let kube = kube::Kube::build(&cfg, &node_name);
         let agent = build(
             &registry,
             AgentParams {
@@ -129,15 +137,19 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
                 sync_loop: SyncLoopConfig {
                     allocatable: alloc,
                     housekeeping_period: cfg.housekeeping_period,
+                    sources: vec![podvisor_kubelet::manifest_source::SOURCE, podvisor_node::SOURCE],
                     ..SyncLoopConfig::default()
                 },
                 supervision,
                 status_wait: Duration::from_secs(2),
+                extra_sources: vec![kube.source.recipient()],
+                status_sink: Some(kube.writer.recipient()),
             },
         );
         let health = Health::new();
         let pleg = agent.pleg_health.clone();
-        health.liveness("pleg", Arc::new(move || Ok(pleg.check()?)));
+        let liveness = pleg.clone();
+        health.liveness("pleg", Arc::new(move || Ok(liveness.check()?)));
         let ready = agent.sources_ready.clone();
         health.readiness(
             "sources",
@@ -155,7 +167,11 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
             manifest_errors: agent.manifest_source.recipient(),
             pod_log_dir: cfg.pod_log_dir.clone(),
         });
-        let root = start_root("root", supervision, registry.clone(), agent.children, Escalation::exit_process);
+        let facts = kube::facts(&cfg, &node_name, &alloc, runtime_version);
+        let store = kube.store.clone();
+        let children = kube.children(agent.children, &agent.sync_loop, facts, pleg);
+        let root = start_root("root", supervision, registry.clone(), children, Escalation::exit_process);
+        let api_server = kube::serve(&cfg, &node_name, store)?;
         let server = DebugServer::start_with(
             DebugConfig {
                 address: cfg.debug.address,
@@ -170,6 +186,7 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
         let signal = wait_for_signal().await;
         info!(signal, "stopping; pods keep running");
         let _ = root.send(Shutdown).await;
+        api_server.stop().await;
         server.stop().await;
         anyhow::Ok(())
     })

@@ -43,12 +43,13 @@ impl Agent {
         std::fs::write(
             &config,
             format!(
-                "node_name = \"{node}\"\nruntime_endpoint = \"{}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"{}\"\n[log]\nfilter = \"info,podvisor_kubelet=debug\"\n",
+                "node_name = \"{node}\"\nruntime_endpoint = \"{}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"{}\"\n[api]\naddress = \"127.0.0.1:{}\"\n[log]\nfilter = \"info,podvisor_kubelet=debug\"\n",
                 super::endpoint(),
                 dir.join("manifests").display(),
                 dir.join("state").display(),
                 dir.join("logs").display(),
                 endpoint.trim_start_matches("http://"),
+                free_port(),
             ),
         )
         .unwrap();

@@ -12,7 +12,7 @@
 // Functions stay short in production code (clippy.toml sets the limit); tests may run long.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
-mod auth;
+pub mod auth;
 pub mod client;
 pub mod health;
 mod html;

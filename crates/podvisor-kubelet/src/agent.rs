@@ -19,7 +19,8 @@ use crate::kuberuntime::syncer::{CriSyncer, SyncerOutputs};
 use crate::manifest_source::ManifestSource;
 use crate::pleg::{PlegConfig, PlegHealth};
 use crate::pod_workers::{PodWorkers, Timings};
-use crate::protocol::sources::{GetDesiredPods, SourcePods};
+use crate::protocol::sources::{GetDesiredPods, Rescan, SourcePods};
+use crate::protocol::status::PublishedStatus;
 use crate::status_manager::StatusManager;
 use crate::sync_loop::{SyncLoop, SyncLoopConfig, SyncLoopDeps};
 
@@ -36,6 +37,11 @@ pub struct AgentParams {
     pub supervision: SupervisorConfig,
     /// Longest a pod worker waits for fresh status before syncing with what is cached.
     pub status_wait: Duration,
+    /// Config sources beyond the manifest directory (the node's API store), asked for a
+    /// snapshot whenever the sync loop restarts. Their names go in `sync_loop.sources`.
+    pub extra_sources: Vec<Recipient<Rescan>>,
+    /// Told of every pod status change (written back to the API store).
+    pub status_sink: Option<Recipient<PublishedStatus>>,
 }
 
 /// The built tree: children for the root supervisor, in start order, and the handles the
@@ -133,9 +139,9 @@ fn manifest_source(
 pub fn build(registry: &Arc<Registry>, p: AgentParams) -> Agent {
     let runtime = p.runtime.clone();
     let (images, images_spec) = ChildSpec::of(move || ImageManager::new(runtime.clone())).build();
-    let status_dir = p.status_dir.clone();
+    let (status_dir, sink) = (p.status_dir.clone(), p.status_sink.clone());
     let (status_manager, status_spec) =
-        ChildSpec::of(move || StatusManager::new(status_dir.clone()))
+        ChildSpec::of(move || StatusManager::new(status_dir.clone()).with_sink(sink.clone()))
             .capacity(STATUS_MANAGER_CAPACITY)
             .build();
     let deps: LateDeps = Arc::default();
@@ -169,7 +175,9 @@ pub fn build(registry: &Arc<Registry>, p: AgentParams) -> Agent {
         cache_delete: status.cache.recipient(),
         sources_ready: sources_ready.clone(),
         node: p.node.clone(),
-        sources: vec![manifest_source.recipient()],
+        sources: std::iter::once(manifest_source.recipient())
+            .chain(p.extra_sources.iter().cloned())
+            .collect(),
     }));
     Agent {
         // Start order: what others send to first, the sources last, so the first snapshot

@@ -155,6 +155,11 @@ impl StoredObject {
         }
     }
 
+    /// An empty object of `kind`: asks which fields a field selector may name.
+    pub fn probe(kind: Kind) -> Self {
+        Self::new(kind, &Value::Null, Bytes::new())
+    }
+
     pub fn value(&self) -> Value {
         serde_json::from_slice(&self.json).unwrap_or(Value::Null)
     }

@@ -136,8 +136,9 @@ impl FieldSelector {
         Ok(FieldSelector(out))
     }
 
-    pub fn name(name: &str) -> Self {
-        FieldSelector(vec![("metadata.name".into(), true, name.into())])
+    /// `field=value`.
+    pub fn equals(field: &str, value: &str) -> Self {
+        FieldSelector(vec![(field.into(), true, value.into())])
     }
 
     pub fn matches(&self, o: &StoredObject) -> bool {

@@ -28,7 +28,7 @@ use crate::protocol::manifests::{GetManifestErrors, ManifestError};
 use crate::protocol::sources::{GetDesiredPods, Rescan, SourcePods};
 
 /// The name of this source in the sync loop.
-pub(crate) const SOURCE: &str = "file";
+pub const SOURCE: &str = "file";
 
 pub struct ManifestSource {
     dir: PathBuf,

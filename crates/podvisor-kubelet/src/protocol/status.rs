@@ -50,6 +50,22 @@ pub struct RecordEvent {
     pub message: String,
 }
 
+/// What the status manager tells whoever mirrors statuses to an API server (the node's
+/// store): a pod's status changed, or the pod is gone for good.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub enum PublishedStatus {
+    Changed {
+        /// The pod as it was given, with its new status.
+        pod: Arc<Pod>,
+        /// Its termination has completed (or it never ran): a deleted pod may be removed.
+        terminated: bool,
+    },
+    Gone {
+        uid: PodUid,
+    },
+}
+
 /// The pod is gone for good: forget it and its file.
 #[derive(Message)]
 #[rtype(result = "()")]

@@ -27,8 +27,9 @@ use persist::Disk;
 use crate::protocol::cache::StatusChanged;
 use crate::protocol::status::{
     EventType, ForgetPod, GetPod, ListPods, PodEvent, PodRecord, PodRejected, PodSynced,
-    PodTerminated, RecordEvent, RetainPods, TerminalPhases,
+    PodTerminated, PublishedStatus, RecordEvent, RetainPods, TerminalPhases,
 };
+use podvisor_actors::Recipient;
 
 pub struct StatusManager {
     disk: Disk,
@@ -38,6 +39,8 @@ pub struct StatusManager {
     /// The newest runtime status of every pod the cache has reported, and as of when.
     runtime: HashMap<PodUid, (Arc<PodStatus>, Option<Instant>)>,
     dirty: persist::Dirty,
+    /// Told of every status change (the node's store writes them back to the API).
+    sink: Option<Recipient<PublishedStatus>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -56,6 +59,22 @@ impl StatusManager {
             inputs: HashMap::new(),
             runtime: HashMap::new(),
             dirty: persist::Dirty::default(),
+            sink: None,
+        }
+    }
+
+    /// Also tells `sink` of every status change.
+    pub fn with_sink(mut self, sink: Option<Recipient<PublishedStatus>>) -> Self {
+        self.sink = sink;
+        self
+    }
+
+    fn publish(&self, uid: &PodUid, terminated: bool) {
+        if let (Some(sink), Some(r)) = (&self.sink, self.records.get(uid)) {
+            sink.do_send(PublishedStatus::Changed {
+                pod: r.pod.clone(),
+                terminated,
+            });
         }
     }
 
@@ -66,14 +85,16 @@ impl StatusManager {
         };
         let runtime = self.runtime.get(uid).map(|(s, _)| s.as_ref());
         let status = inputs.status(runtime);
-        let pod = inputs.pod.clone();
-        self.set(&pod, status, ctx);
+        let (pod, terminated) = (inputs.pod.clone(), inputs.terminated);
+        if self.set(&pod, status, ctx) {
+            self.publish(&uid.clone(), terminated);
+        }
     }
 
     /// Stores the pod with `status`, keeping what must not move: its start time, and the
     /// transition time of every condition whose value did not change. Writes the file only
-    /// if something changed.
-    fn set(&mut self, pod: &SharedPod, mut status: ApiPodStatus, ctx: &mut Context<Self>) {
+    /// if something changed, and says whether it did.
+    fn set(&mut self, pod: &SharedPod, mut status: ApiPodStatus, ctx: &mut Context<Self>) -> bool {
         let uid = pod.uid().clone();
         let previous = self.records.get(&uid).and_then(|r| r.pod.status.as_ref());
         keep_times(previous, &mut status);
@@ -90,10 +111,11 @@ impl StatusManager {
             .entry(uid.clone())
             .or_insert_with(|| PodRecord::new(Arc::new(Pod::default())));
         if *record.pod == new_pod {
-            return;
+            return false;
         }
         record.pod = Arc::new(new_pod);
         self.changed(&uid, ctx);
+        true
     }
 
     /// The pod's record changed: write it (soon, off this thread).
@@ -146,6 +168,9 @@ impl StatusManager {
         self.runtime.remove(uid);
         if self.records.remove(uid).is_some() {
             self.changed(uid, ctx);
+        }
+        if let Some(sink) = &self.sink {
+            sink.do_send(PublishedStatus::Gone { uid: uid.clone() });
         }
     }
 }
@@ -267,7 +292,9 @@ impl Handler<PodRejected> for StatusManager {
             message: Some(msg.message.clone()),
             ..Default::default()
         };
-        self.set(&msg.pod, status, ctx);
+        if self.set(&msg.pod, status, ctx) {
+            self.publish(msg.pod.uid(), true);
+        }
         self.event(&msg.pod, EventType::Warning, msg.reason, msg.message, ctx);
     }
 }

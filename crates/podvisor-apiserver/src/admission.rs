@@ -1,0 +1,137 @@
+//! What every object goes through before the store sees it: parsed as its k8s-openapi
+//! type (unknown fields dropped, wrong types refused), defaulted, and validated. Pods use
+//! the same `validate_pod` as the manifest directory: one validation path for both.
+
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Node, Pod, Secret};
+use podvisor_core::Kind;
+use podvisor_core::validation::{FieldError, FieldErrors, FieldPath, names, validate_pod};
+use podvisor_store::Resource;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::status::ApiError;
+
+/// What admission needs to know of the node.
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    /// Pods created without `spec.nodeName` are bound here.
+    pub node_name: String,
+}
+
+fn typed<T: DeserializeOwned + Serialize>(
+    res: &Resource,
+    v: &Value,
+) -> Result<(T, Value), ApiError> {
+    let t: T = serde_json::from_value(v.clone()).map_err(|e| {
+        ApiError::bad_request(format!("the {} could not be decoded: {e}", res.singular))
+    })?;
+    let back = serde_json::to_value(&t).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    Ok((t, back))
+}
+
+fn name_of(v: &Value) -> String {
+    let meta = &v["metadata"];
+    match meta["name"].as_str().filter(|n| !n.is_empty()) {
+        Some(n) => n.to_string(),
+        // Checked as the name it will get.
+        None => format!("{}xxxxx", meta["generateName"].as_str().unwrap_or_default()),
+    }
+}
+
+fn check_name(res: &Resource, v: &Value) -> Result<(), ApiError> {
+    let name = name_of(v);
+    let path = FieldPath::new("metadata").child("name");
+    let err = if name.is_empty() {
+        Some(FieldError::required(
+            &path,
+            "name or generateName is required",
+        ))
+    } else if res.kind == Kind::Namespace {
+        names::label(&path, &name)
+    } else {
+        names::subdomain(&path, &name)
+    };
+    match err {
+        Some(e) => Err(ApiError::invalid(
+            res.kind.as_str(),
+            res.group,
+            &name,
+            &FieldErrors(vec![e]),
+        )),
+        None => Ok(()),
+    }
+}
+
+fn check_pod(res: &Resource, v: &mut Value, node: &NodeInfo) -> Result<(), ApiError> {
+    let spec = v.get_mut("spec").and_then(Value::as_object_mut);
+    if let Some(spec) = spec
+        && spec
+            .get("nodeName")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .is_empty()
+    {
+        spec.insert("nodeName".into(), node.node_name.clone().into());
+    }
+    let (mut pod, back): (Pod, Value) = typed(res, v)?;
+    pod.metadata.name = Some(name_of(v));
+    validate_pod(&pod).map_err(|e| ApiError::invalid("Pod", "", &name_of(v), &e))?;
+    *v = back;
+    Ok(())
+}
+
+/// Parses, defaults and validates an object about to be created or replaced.
+pub fn admit(res: &Resource, v: &mut Value, node: &NodeInfo) -> Result<(), ApiError> {
+    if !v.is_object() {
+        return Err(ApiError::bad_request("the body is not a JSON object"));
+    }
+    check_name(res, v)?;
+    *v = match res.kind {
+        Kind::Pod => return check_pod(res, v, node),
+        Kind::Node => typed::<Node>(res, v)?.1,
+        Kind::Namespace => typed::<Namespace>(res, v)?.1,
+        Kind::ConfigMap => typed::<ConfigMap>(res, v)?.1,
+        Kind::Secret => typed::<Secret>(res, v)?.1,
+        Kind::Event => typed::<Event>(res, v)?.1,
+        Kind::ReplicaSet => typed::<ReplicaSet>(res, v)?.1,
+    };
+    Ok(())
+}
+
+/// The spec with what an update may change blanked out: pods may change only their
+/// containers' images, `activeDeadlineSeconds`, tolerations and the grace period.
+fn immutable_view(spec: &Value) -> Value {
+    let mut s = spec.clone();
+    for list in ["containers", "initContainers"] {
+        if let Some(cs) = s.get_mut(list).and_then(Value::as_array_mut) {
+            for c in cs {
+                c["image"] = Value::Null;
+            }
+        }
+    }
+    if let Some(o) = s.as_object_mut() {
+        for mutable in [
+            "activeDeadlineSeconds",
+            "tolerations",
+            "terminationGracePeriodSeconds",
+        ] {
+            o.remove(mutable);
+        }
+    }
+    s
+}
+
+/// Refuses a pod update that changes what Kubernetes does not let change.
+pub fn check_pod_update(old: &Value, new: &Value) -> Result<(), ApiError> {
+    if immutable_view(&old["spec"]) == immutable_view(&new["spec"]) {
+        return Ok(());
+    }
+    let e = FieldError::forbidden(
+        &FieldPath::new("spec"),
+        "pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
+    );
+    let name = new["metadata"]["name"].as_str().unwrap_or_default();
+    Err(ApiError::invalid("Pod", "", name, &FieldErrors(vec![e])))
+}

@@ -1,0 +1,104 @@
+//! API discovery, which kubectl reads before any verb: `/version`, `/api`, `/api/v1`,
+//! `/apis`, `/apis/apps`, `/apis/apps/v1` in their legacy (non-aggregated) forms.
+
+use podvisor_store::Resource;
+use serde_json::{Value, json};
+
+const VERBS: [&str; 8] = [
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+
+pub fn version() -> Value {
+    json!({
+        "major": "1",
+        "minor": "33",
+        "gitVersion": concat!("v1.33.0-podvisor-", env!("CARGO_PKG_VERSION")),
+        "gitCommit": "",
+        "gitTreeState": "clean",
+        "buildDate": "",
+        "goVersion": "",
+        "compiler": "rustc",
+        "platform": format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
+    })
+}
+
+pub fn core_versions() -> Value {
+    json!({"kind": "APIVersions", "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]})
+}
+
+fn group(name: &str) -> Value {
+    let gv = json!({"groupVersion": format!("{name}/v1"), "version": "v1"});
+    json!({"name": name, "versions": [gv], "preferredVersion": gv})
+}
+
+pub fn groups() -> Value {
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [group("apps")]})
+}
+
+pub fn apps_group() -> Value {
+    let mut g = group("apps");
+    g["kind"] = "APIGroup".into();
+    g["apiVersion"] = "v1".into();
+    g
+}
+
+fn entry(name: String, r: &Resource, verbs: &[&str]) -> Value {
+    let mut e = json!({
+        "name": name,
+        "singularName": "",
+        "namespaced": r.namespaced(),
+        "kind": r.kind.as_str(),
+        "verbs": verbs,
+    });
+    if !name.contains('/') {
+        e["singularName"] = r.singular.into();
+        e["shortNames"] = json!(r.short_names);
+        if matches!(r.plural, "pods" | "replicasets") {
+            e["categories"] = json!(["all"]);
+        }
+    }
+    e
+}
+
+fn subresources(r: &Resource) -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
+    let mut out = Vec::new();
+    if r.has_status {
+        out.push(("status", r.kind.as_str(), vec!["get", "patch", "update"]));
+    }
+    match r.plural {
+        "pods" => {
+            out.push(("log", "Pod", vec!["get"]));
+            out.push(("eviction", "Eviction", vec!["create"]));
+        }
+        "replicasets" => out.push(("scale", "Scale", vec!["get", "patch", "update"])),
+        _ => {}
+    }
+    out
+}
+
+/// The resources of `group` ("" for core), with their subresources.
+pub fn resources(group: &str) -> Value {
+    let mut list = Vec::new();
+    for r in Resource::ALL.iter().filter(|r| r.group == group) {
+        list.push(entry(r.plural.to_string(), r, &VERBS));
+        for (sub, kind, verbs) in subresources(r) {
+            let mut e = entry(format!("{}/{sub}", r.plural), r, &verbs);
+            e["kind"] = kind.into();
+            list.push(e);
+        }
+    }
+    let gv = if group.is_empty() {
+        "v1".to_string()
+    } else {
+        format!("{group}/v1")
+    };
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": list})
+}

@@ -1,0 +1,81 @@
+//! Request bodies (JSON or YAML) and response bodies (objects as stored, lists assembled
+//! from stored bytes without re-serialising them).
+
+use actix_web::HttpResponse;
+use actix_web::web::Bytes;
+use podvisor_store::{Resource, StoredObject};
+use serde_json::Value;
+
+use crate::status::ApiError;
+
+pub fn parse(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
+    if content_type.contains("protobuf") || content_type.contains("cbor") {
+        return Err(ApiError::unsupported_media(content_type));
+    }
+    let v: Value = if content_type.contains("yaml") {
+        serde_yaml_ng::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("the body is not valid YAML: {e}")))?
+    } else {
+        serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))?
+    };
+    Ok(v)
+}
+
+pub fn content_type(req: &actix_web::HttpRequest) -> String {
+    req.headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_string()
+}
+
+pub fn accept(req: &actix_web::HttpRequest) -> &str {
+    req.headers()
+        .get("accept")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+}
+
+pub fn object(o: &StoredObject, created: bool) -> HttpResponse {
+    let mut r = if created {
+        HttpResponse::Created()
+    } else {
+        HttpResponse::Ok()
+    };
+    r.content_type("application/json").body(o.json.clone())
+}
+
+pub fn json(v: &Value) -> HttpResponse {
+    HttpResponse::Ok().json(v)
+}
+
+/// `{"kind":"PodList",...,"items":[...]}` from the stored objects' bytes.
+pub fn list(
+    res: &Resource,
+    items: &[std::sync::Arc<StoredObject>],
+    revision: u64,
+    cont: Option<&str>,
+) -> Bytes {
+    let mut meta = serde_json::json!({"resourceVersion": revision.to_string()});
+    if let Some(c) = cont {
+        meta["continue"] = c.into();
+    }
+    let head = format!(
+        "{{\"kind\":\"{}List\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[",
+        res.kind.as_str(),
+        res.api_version(),
+        meta
+    );
+    let size = head.len() + items.iter().map(|o| o.json.len() + 1).sum::<usize>() + 2;
+    let mut out = Vec::with_capacity(size);
+    out.extend_from_slice(head.as_bytes());
+    for (i, o) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(&o.json);
+    }
+    out.extend_from_slice(b"]}");
+    Bytes::from(out)
+}

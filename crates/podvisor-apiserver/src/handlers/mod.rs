@@ -1,0 +1,104 @@
+//! One entry point for every resource path: parse the target, pick the verb.
+
+mod body;
+mod logs;
+mod read;
+mod scale;
+mod watch;
+mod write;
+
+use std::path::PathBuf;
+
+use actix_web::http::Method;
+use actix_web::web::{Bytes, Data, Query};
+use actix_web::{HttpRequest, HttpResponse};
+use podvisor_actors::ActorRef;
+use podvisor_store::StoreActor;
+use serde::Deserialize;
+
+use crate::admission::NodeInfo;
+use crate::status::ApiError;
+use crate::target::{self, Target};
+
+/// What the handlers share.
+#[derive(Clone)]
+pub struct ApiState {
+    pub store: ActorRef<StoreActor>,
+    pub node: NodeInfo,
+    /// Where container logs are (`<ns>_<name>_<uid>/<container>/<attempt>.log`).
+    pub pod_log_dir: PathBuf,
+}
+
+/// The query parameters the verbs take.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Params {
+    pub watch: Option<String>,
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    pub limit: Option<usize>,
+    #[serde(rename = "continue")]
+    pub continue_token: Option<String>,
+    pub resource_version: Option<String>,
+    pub timeout_seconds: Option<u64>,
+    pub allow_watch_bookmarks: Option<bool>,
+    pub include_object: Option<String>,
+    pub dry_run: Option<String>,
+    pub grace_period_seconds: Option<i64>,
+    pub propagation_policy: Option<String>,
+    pub container: Option<String>,
+    pub follow: Option<bool>,
+    pub previous: Option<bool>,
+    pub tail_lines: Option<usize>,
+}
+
+impl Params {
+    pub fn is_watch(&self) -> bool {
+        matches!(self.watch.as_deref(), Some("true" | "1"))
+    }
+
+    pub fn dry_run(&self) -> bool {
+        self.dry_run.as_deref() == Some("All")
+    }
+}
+
+pub async fn dispatch(
+    req: HttpRequest,
+    body: Bytes,
+    state: Data<ApiState>,
+    params: Query<Params>,
+) -> HttpResponse {
+    let Some(t) = target::parse(req.path()) else {
+        return ApiError::not_found(&format!("the requested resource ({})", req.path())).respond();
+    };
+    match route(&req, body, &state, &params, t).await {
+        Ok(r) => r,
+        Err(e) => e.respond(),
+    }
+}
+
+async fn route(
+    req: &HttpRequest,
+    body: Bytes,
+    state: &ApiState,
+    p: &Params,
+    t: Target,
+) -> Result<HttpResponse, ApiError> {
+    let m = req.method().clone();
+    let sub = t.subresource.clone();
+    match (m, t.name.is_some(), sub.as_deref()) {
+        (Method::GET, false, None) if p.is_watch() => watch::serve(req, state, p, t).await,
+        (Method::GET, false, None) => read::list(req, state, p, t).await,
+        (Method::GET, true, None | Some("status")) => read::get(req, state, p, t).await,
+        (Method::GET, true, Some("log")) => logs::serve(state, p, t).await,
+        (Method::GET, true, Some("scale")) => scale::get(state, t).await,
+        (Method::POST, false, None) => write::create(req, body, state, p, t).await,
+        (Method::POST, true, Some("eviction")) => write::evict(body, state, t).await,
+        (Method::PUT, true, None | Some("status")) => write::update(req, body, state, p, t).await,
+        (Method::PATCH, true, None | Some("status")) => write::patch(req, body, state, p, t).await,
+        (Method::PUT | Method::PATCH, true, Some("scale")) => scale::set(req, body, state, t).await,
+        (Method::DELETE, true, None) => write::delete(body, state, p, t).await,
+        (Method::DELETE, false, None) => write::delete_collection(state, p, t).await,
+        _ => Err(ApiError::method_not_allowed(req.path())),
+    }
+}

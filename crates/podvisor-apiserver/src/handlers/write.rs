@@ -1,0 +1,262 @@
+//! create, update (PUT), patch, delete, deletecollection, and a pod's eviction.
+
+use actix_web::web::Bytes;
+use actix_web::{HttpRequest, HttpResponse};
+use podvisor_core::Kind;
+use podvisor_store::actor::{Create, Delete, Deleted, List, Update};
+use podvisor_store::{DeleteOptions, Propagation, StoredObject, WriteOptions};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+use super::{ApiState, Params, body, read};
+use crate::admission;
+use crate::status::ApiError;
+use crate::target::Target;
+
+/// A patch retried this many times when the object changed between read and write.
+const PATCH_ATTEMPTS: usize = 5;
+
+fn opts(p: &Params) -> WriteOptions {
+    WriteOptions {
+        dry_run: p.dry_run(),
+    }
+}
+
+pub(super) async fn create(
+    req: &HttpRequest,
+    raw: Bytes,
+    state: &ApiState,
+    p: &Params,
+    t: Target,
+) -> Result<HttpResponse, ApiError> {
+    let mut v = body::parse(&body::content_type(req), &raw)?;
+    if let (Some(ns), Some(meta)) = (
+        &t.namespace,
+        v.get_mut("metadata").and_then(Value::as_object_mut),
+    ) && meta.get("namespace").is_none()
+    {
+        meta.insert("namespace".into(), ns.clone().into());
+    }
+    admission::admit(&t.resource, &mut v, &state.node)?;
+    let msg = Create {
+        resource: t.resource,
+        namespace: t.namespace.clone(),
+        body: v,
+        opts: opts(p),
+    };
+    let o = state
+        .store
+        .send(msg)
+        .await
+        .map_err(ApiError::unavailable)??;
+    Ok(body::object(&o, true))
+}
+
+/// Checks and stores `new` as the next version of `old`.
+async fn replace(
+    state: &ApiState,
+    t: &Target,
+    old: &StoredObject,
+    mut new: Value,
+    p: &Params,
+) -> Result<Arc<StoredObject>, ApiError> {
+    let name = t.name.clone().unwrap_or_default();
+    if new["metadata"]["name"].as_str().is_some_and(|n| n != name) {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({}) does not match the name on the URL ({name})",
+            new["metadata"]["name"]
+        )));
+    }
+    new["metadata"]["name"] = name.into();
+    if let Some(ns) = &t.namespace {
+        new["metadata"]["namespace"] = ns.clone().into();
+    }
+    let status_only = t.subresource.as_deref() == Some("status");
+    if !status_only {
+        admission::admit(&t.resource, &mut new, &state.node)?;
+        if t.resource.kind == Kind::Pod {
+            admission::check_pod_update(&old.value(), &new)?;
+        }
+    }
+    let msg = Update {
+        resource: t.resource,
+        body: new,
+        status_only,
+        opts: opts(p),
+    };
+    Ok(state
+        .store
+        .send(msg)
+        .await
+        .map_err(ApiError::unavailable)??)
+}
+
+pub(super) async fn update(
+    req: &HttpRequest,
+    raw: Bytes,
+    state: &ApiState,
+    p: &Params,
+    t: Target,
+) -> Result<HttpResponse, ApiError> {
+    let new = body::parse(&body::content_type(req), &raw)?;
+    let old = read::fetch(state, &t).await?;
+    let o = replace(state, &t, &old, new, p).await?;
+    Ok(body::object(&o, false))
+}
+
+pub(super) fn apply_patch(
+    content_type: &str,
+    target: &mut Value,
+    raw: &[u8],
+) -> Result<(), ApiError> {
+    let patch: Value = serde_json::from_slice(raw)
+        .map_err(|e| ApiError::bad_request(format!("the patch is not valid JSON: {e}")))?;
+    let ct = content_type.split(';').next().unwrap_or_default().trim();
+    match ct {
+        "application/json-patch+json" => {
+            let ops: json_patch::Patch = serde_json::from_value(patch)
+                .map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?;
+            json_patch::patch(target, &ops)
+                .map_err(|e| ApiError::new(422, "Invalid", format!("the JSON patch failed: {e}")))
+        }
+        "application/merge-patch+json" => {
+            json_patch::merge(target, &patch);
+            Ok(())
+        }
+        "application/strategic-merge-patch+json" => crate::smp::apply(target, &patch),
+        other => Err(ApiError::unsupported_media(other)),
+    }
+}
+
+pub(super) async fn patch(
+    req: &HttpRequest,
+    raw: Bytes,
+    state: &ApiState,
+    p: &Params,
+    t: Target,
+) -> Result<HttpResponse, ApiError> {
+    let ct = body::content_type(req);
+    let mut attempt = 0;
+    loop {
+        let old = read::fetch(state, &t).await?;
+        let mut v = old.value();
+        apply_patch(&ct, &mut v, &raw)?;
+        // Against the version it was computed from: a write in between is retried.
+        v["metadata"]["resourceVersion"] = old.revision.to_string().into();
+        match replace(state, &t, &old, v, p).await {
+            Err(e) if e.reason == "Conflict" && attempt + 1 < PATCH_ATTEMPTS => attempt += 1,
+            Err(e) => return Err(e),
+            Ok(o) => return Ok(body::object(&o, false)),
+        }
+    }
+}
+
+/// DeleteOptions from the body (kubectl sends them there) and the query.
+fn delete_options(raw: &[u8], p: &Params) -> Result<DeleteOptions, ApiError> {
+    let b: Value = if raw.is_empty() {
+        json!({})
+    } else {
+        body::parse("application/json", raw)?
+    };
+    let policy = b["propagationPolicy"]
+        .as_str()
+        .or(p.propagation_policy.as_deref());
+    let dry_run = b["dryRun"]
+        .as_array()
+        .is_some_and(|d| d.iter().any(|x| x == "All"));
+    Ok(DeleteOptions {
+        grace_seconds: b["gracePeriodSeconds"].as_i64().or(p.grace_period_seconds),
+        precondition_uid: b["preconditions"]["uid"].as_str().map(str::to_string),
+        precondition_revision: b["preconditions"]["resourceVersion"]
+            .as_str()
+            .and_then(|r| r.parse().ok()),
+        propagation: policy
+            .map(Propagation::parse)
+            .transpose()?
+            .unwrap_or_default(),
+        dry_run: dry_run || p.dry_run(),
+    })
+}
+
+async fn delete_one(
+    state: &ApiState,
+    t: &Target,
+    name: &str,
+    opts: DeleteOptions,
+) -> Result<Deleted, ApiError> {
+    let msg = Delete {
+        resource: t.resource,
+        namespace: t.namespace.clone().unwrap_or_default(),
+        name: name.to_string(),
+        opts,
+    };
+    Ok(state
+        .store
+        .send(msg)
+        .await
+        .map_err(ApiError::unavailable)??)
+}
+
+pub(super) async fn delete(
+    raw: Bytes,
+    state: &ApiState,
+    p: &Params,
+    t: Target,
+) -> Result<HttpResponse, ApiError> {
+    let opts = delete_options(&raw, p)?;
+    let name = t.name.clone().unwrap_or_default();
+    match delete_one(state, &t, &name, opts).await? {
+        Deleted::Marked(o) => Ok(body::object(&o, false)),
+        Deleted::Gone(o) => Ok(body::object(&o, false)),
+    }
+}
+
+pub(super) async fn delete_collection(
+    state: &ApiState,
+    p: &Params,
+    t: Target,
+) -> Result<HttpResponse, ApiError> {
+    let list = List {
+        selector: read::selector(&t, p)?,
+        limit: None,
+        continue_token: None,
+    };
+    let page = state
+        .store
+        .send(list)
+        .await
+        .map_err(ApiError::unavailable)??;
+    for o in &page.items {
+        let opts = delete_options(&[], p)?;
+        match delete_one(state, &t, &o.name, opts).await {
+            Ok(_) | Err(ApiError { code: 404, .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let b = body::list(&t.resource, &page.items, page.revision, None);
+    Ok(HttpResponse::Ok().content_type("application/json").body(b))
+}
+
+/// POST pods/{name}/eviction: a delete with the eviction's options (no disruption budgets
+/// exist here to refuse it).
+pub(super) async fn evict(
+    raw: Bytes,
+    state: &ApiState,
+    t: Target,
+) -> Result<HttpResponse, ApiError> {
+    let b: Value = if raw.is_empty() {
+        json!({})
+    } else {
+        body::parse("application/json", &raw)?
+    };
+    let inner = serde_json::to_vec(&b["deleteOptions"]).unwrap_or_default();
+    let inner = if b["deleteOptions"].is_null() {
+        Vec::new()
+    } else {
+        inner
+    };
+    let opts = delete_options(&inner, &Params::default())?;
+    let name = t.name.clone().unwrap_or_default();
+    delete_one(state, &t, &name, opts).await?;
+    Ok(HttpResponse::Created().json(json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})))
+}

@@ -1,0 +1,169 @@
+//! The HTTPS server: TLS with the agent's own certificate, a bearer token on every route
+//! but the health checks, a body size limit, discovery, and the resource dispatcher.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use actix_web::dev::{Service, ServiceResponse};
+use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use futures_util::future::{Either, ready};
+use tracing::info;
+
+use crate::discovery;
+use crate::handlers::{self, ApiState};
+use crate::status::ApiError;
+use crate::tls::{self, Credentials, TlsError};
+
+/// kube-apiserver's limit on a request body.
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+#[derive(Debug, Clone)]
+pub struct ApiConfig {
+    /// `127.0.0.1:6443` by default.
+    pub address: SocketAddr,
+    /// Where the CA, certificate, key and token live (made at first start).
+    pub pki_dir: PathBuf,
+    /// Written at start, mode 0600.
+    pub kubeconfig: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiServerError {
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    #[error("cannot bind the API to {address}: {source}")]
+    Bind {
+        address: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+pub struct ApiServer {
+    address: SocketAddr,
+    handle: actix_web::dev::ServerHandle,
+}
+
+fn open_path(path: &str) -> bool {
+    matches!(path, "/healthz" | "/livez" | "/readyz")
+}
+
+fn json(v: serde_json::Value) -> HttpResponse {
+    HttpResponse::Ok().json(v)
+}
+
+fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route(
+        "/version",
+        web::get().to(|| async { json(discovery::version()) }),
+    )
+    .route(
+        "/api",
+        web::get().to(|| async { json(discovery::core_versions()) }),
+    )
+    .route(
+        "/api/v1",
+        web::get().to(|| async { json(discovery::resources("")) }),
+    )
+    .route(
+        "/apis",
+        web::get().to(|| async { json(discovery::groups()) }),
+    )
+    .route(
+        "/apis/apps",
+        web::get().to(|| async { json(discovery::apps_group()) }),
+    )
+    .route(
+        "/apis/apps/v1",
+        web::get().to(|| async { json(discovery::resources("apps")) }),
+    )
+    .route(
+        "/openapi/v3",
+        web::get().to(|| async { json(crate::openapi::root()) }),
+    )
+    .route("/openapi/v3/{gv:.*}", web::get().to(openapi_gv))
+    .route(
+        "/healthz",
+        web::get().to(|| async { HttpResponse::Ok().body("ok") }),
+    )
+    .route(
+        "/livez",
+        web::get().to(|| async { HttpResponse::Ok().body("ok") }),
+    )
+    .route(
+        "/readyz",
+        web::get().to(|| async { HttpResponse::Ok().body("ok") }),
+    )
+    .default_service(web::to(handlers::dispatch));
+}
+
+impl ApiServer {
+    pub fn start(config: &ApiConfig, state: ApiState) -> Result<ApiServer, ApiServerError> {
+        let creds = tls::load_or_make(&config.pki_dir)?;
+        let tls_config = creds.server_config()?;
+        let token: std::sync::Arc<str> = creds.token.clone().into();
+        let state = web::Data::new(state);
+        let server = HttpServer::new(move || {
+            let token = token.clone();
+            App::new()
+                .app_data(state.clone())
+                .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
+                .wrap_fn(move |req, srv| {
+                    let ok = open_path(req.path())
+                        || podvisor_debug::auth::authorized(req.request(), Some(&token));
+                    if ok {
+                        Either::Left(srv.call(req))
+                    } else {
+                        let (r, _) = req.into_parts();
+                        Either::Right(ready(Ok(unauthorized(r))))
+                    }
+                })
+                .configure(configure)
+        })
+        .workers(1)
+        .disable_signals()
+        .bind_rustls_0_23(config.address, tls_config)
+        .map_err(|source| ApiServerError::Bind {
+            address: config.address,
+            source,
+        })?;
+        let address = server.addrs().first().copied().unwrap_or(config.address);
+        let server = server.run();
+        let handle = server.handle();
+        actix_web::rt::spawn(server);
+        write_kubeconfig(&creds, config, address)?;
+        info!(%address, kubeconfig = %config.kubeconfig.display(), "Kubernetes API listening");
+        Ok(ApiServer { address, handle })
+    }
+
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    pub async fn stop(&self) {
+        self.handle.stop(true).await;
+    }
+}
+
+async fn openapi_gv(gv: web::Path<String>) -> HttpResponse {
+    match crate::openapi::group_version(&gv) {
+        Some(doc) => json(doc),
+        None => ApiError::not_found(&format!("the OpenAPI document of {gv}")).respond(),
+    }
+}
+
+fn unauthorized(r: HttpRequest) -> ServiceResponse {
+    ServiceResponse::new(r, ApiError::unauthorized().respond())
+}
+
+fn write_kubeconfig(
+    creds: &Credentials,
+    config: &ApiConfig,
+    address: SocketAddr,
+) -> Result<(), TlsError> {
+    let server = format!("https://{address}");
+    let text = creds.kubeconfig(&server, "podvisor");
+    if let Some(dir) = config.kubeconfig.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    tls::write_private(&config.kubeconfig, text.as_bytes())
+}

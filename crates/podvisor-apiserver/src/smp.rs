@@ -1,0 +1,274 @@
+//! Strategic merge patch (what `kubectl apply` and `kubectl patch` send for built-in
+//! kinds), for the kinds podvisor serves: maps merge key by key, `null` deletes, lists of
+//! objects with a merge key (containers by `name`, ports by `containerPort`, ...) merge
+//! element by element, `finalizers` merge as a set, other lists are replaced. The
+//! directives `$patch` (replace, delete, merge), `$setElementOrder/<list>`,
+//! `$deleteFromPrimitiveList/<list>` and `$retainKeys` are honoured.
+
+use serde_json::{Map, Value};
+
+use crate::status::ApiError;
+
+/// The merge key of a list field, by its name, as the served kinds' Go types declare it.
+fn merge_key(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "env"
+        | "volumes"
+        | "imagePullSecrets"
+        | "resourceClaims" => "name",
+        "ports" => "containerPort",
+        "volumeMounts" => "mountPath",
+        "volumeDevices" => "devicePath",
+        "hostAliases" => "ip",
+        "conditions" | "addresses" => "type",
+        "ownerReferences" => "uid",
+        _ => return None,
+    })
+}
+
+/// Lists of scalars merged as sets.
+fn merges_as_set(field: &str) -> bool {
+    field == "finalizers"
+}
+
+/// Applies `patch` to `target`.
+pub fn apply(target: &mut Value, patch: &Value) -> Result<(), ApiError> {
+    let patch = patch
+        .as_object()
+        .ok_or_else(|| ApiError::bad_request("a strategic merge patch must be a JSON object"))?;
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    if let Value::Object(t) = target {
+        merge_map(t, patch)?;
+    }
+    Ok(())
+}
+
+fn directive(m: &Map<String, Value>) -> Option<&str> {
+    m.get("$patch").and_then(Value::as_str)
+}
+
+fn without_directives(m: &Map<String, Value>) -> Map<String, Value> {
+    m.iter()
+        .filter(|(k, _)| !k.starts_with('$'))
+        .map(|(k, v)| (k.clone(), strip(v)))
+        .collect()
+}
+
+/// A value from a patch, as stored: directives removed at every depth.
+fn strip(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(without_directives(m)),
+        Value::Array(a) => Value::Array(a.iter().map(strip).collect()),
+        other => other.clone(),
+    }
+}
+
+fn merge_map(t: &mut Map<String, Value>, p: &Map<String, Value>) -> Result<(), ApiError> {
+    match directive(p) {
+        Some("replace") => {
+            *t = without_directives(p);
+            return Ok(());
+        }
+        Some("delete") => {
+            t.clear();
+            return Ok(());
+        }
+        Some("merge") | None => {}
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "unknown patch directive {other:?}"
+            )));
+        }
+    }
+    for (k, pv) in p {
+        if let Some(field) = k.strip_prefix("$deleteFromPrimitiveList/") {
+            let gone: Vec<&Value> = pv
+                .as_array()
+                .map(|a| a.iter().collect())
+                .unwrap_or_default();
+            if let Some(Value::Array(list)) = t.get_mut(field) {
+                list.retain(|v| !gone.contains(&v));
+            }
+        } else if k.starts_with('$') {
+            continue;
+        } else if pv.is_null() {
+            t.remove(k);
+        } else {
+            merge_field(t, k, pv)?;
+        }
+    }
+    for (k, order) in p {
+        if let Some(field) = k.strip_prefix("$setElementOrder/")
+            && let (Some(Value::Array(list)), Some(order)) = (t.get_mut(field), order.as_array())
+        {
+            reorder(list, order, merge_key(field));
+        }
+    }
+    if let Some(Value::Array(keep)) = p.get("$retainKeys") {
+        t.retain(|k, _| keep.iter().any(|x| x.as_str() == Some(k)));
+    }
+    Ok(())
+}
+
+fn merge_field(t: &mut Map<String, Value>, k: &str, pv: &Value) -> Result<(), ApiError> {
+    match (t.get_mut(k), pv) {
+        (Some(Value::Object(tm)), Value::Object(pm)) => {
+            if directive(pm) == Some("delete") {
+                t.remove(k);
+                return Ok(());
+            }
+            merge_map(tm, pm)
+        }
+        (Some(Value::Array(tl)), Value::Array(pl)) => {
+            match merge_key(k) {
+                Some(key) if pl.iter().all(Value::is_object) => merge_list(tl, pl, key)?,
+                _ if merges_as_set(k) => {
+                    for v in pl {
+                        if !tl.contains(v) {
+                            tl.push(v.clone());
+                        }
+                    }
+                }
+                _ => *tl = pl.iter().map(strip).collect(),
+            }
+            Ok(())
+        }
+        _ => {
+            t.insert(k.to_string(), strip(pv));
+            Ok(())
+        }
+    }
+}
+
+fn merge_list(t: &mut Vec<Value>, p: &[Value], key: &str) -> Result<(), ApiError> {
+    if p.iter()
+        .any(|e| e.get("$patch").and_then(Value::as_str) == Some("replace"))
+    {
+        *t = p
+            .iter()
+            .filter(|e| e.get("$patch").is_none())
+            .map(strip)
+            .collect();
+        return Ok(());
+    }
+    for pe in p {
+        let Value::Object(pm) = pe else { continue };
+        let id = pm.get(key);
+        let at = t.iter().position(|e| id.is_some() && e.get(key) == id);
+        match (directive(pm), at) {
+            (Some("delete"), Some(i)) => {
+                t.remove(i);
+            }
+            (Some("delete"), None) => {}
+            (_, Some(i)) => {
+                if let Value::Object(tm) = &mut t[i] {
+                    merge_map(tm, pm)?;
+                }
+            }
+            (_, None) => t.push(Value::Object(without_directives(pm))),
+        }
+    }
+    Ok(())
+}
+
+/// Puts the elements `order` names first, in its order; the others keep theirs after.
+fn reorder(list: &mut [Value], order: &[Value], key: Option<&str>) {
+    let id = |v: &Value| match key {
+        Some(k) => v.get(k).cloned(),
+        None => Some(v.clone()),
+    };
+    let wanted: Vec<Value> = order
+        .iter()
+        .filter_map(|o| match key {
+            Some(k) => o.get(k).cloned(),
+            None => Some(o.clone()),
+        })
+        .collect();
+    list.sort_by_key(|v| {
+        id(v)
+            .and_then(|i| wanted.iter().position(|w| *w == i))
+            .unwrap_or(usize::MAX)
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    fn patched(mut t: serde_json::Value, p: serde_json::Value) -> serde_json::Value {
+        super::apply(&mut t, &p).unwrap();
+        t
+    }
+
+    #[test]
+    fn containers_merge_by_name_and_nulls_delete() {
+        let pod = json!({"metadata": {"labels": {"a": "1", "b": "2"}},
+            "spec": {"containers": [
+                {"name": "web", "image": "v1", "env": [{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}]},
+                {"name": "side", "image": "s1"}]}});
+        let out = patched(
+            pod,
+            json!({"metadata": {"labels": {"b": null, "c": "3"}},
+            "spec": {"containers": [{"name": "web", "image": "v2",
+                "env": [{"name": "Y", "$patch": "delete"}, {"name": "Z", "value": "3"}]}]}}),
+        );
+        assert_eq!(out["metadata"]["labels"], json!({"a": "1", "c": "3"}));
+        let web = &out["spec"]["containers"][0];
+        assert_eq!(web["image"], "v2");
+        assert_eq!(
+            web["env"],
+            json!([{"name": "X", "value": "1"}, {"name": "Z", "value": "3"}])
+        );
+        assert_eq!(
+            out["spec"]["containers"][1]["image"], "s1",
+            "the other container stays"
+        );
+    }
+
+    #[test]
+    fn kubectl_directives_order_replace_and_retain() {
+        let t = json!({"spec": {"containers": [{"name": "a"}, {"name": "b"}],
+            "tolerations": [{"key": "x"}], "volumes": [{"name": "v", "emptyDir": {}}]},
+            "metadata": {"finalizers": ["f1"]}});
+        let out = patched(
+            t,
+            json!({
+            "$setElementOrder/containers": [{"name": "b"}, {"name": "a"}],
+            "spec": {"$setElementOrder/containers": [{"name": "b"}, {"name": "a"}],
+                "containers": [{"name": "b", "image": "i"}],
+                "tolerations": [{"key": "y"}],
+                "volumes": [{"name": "v", "hostPath": {"path": "/x"}, "$retainKeys": ["name", "hostPath"]}]},
+            "metadata": {"finalizers": ["f2"], "$deleteFromPrimitiveList/finalizers": ["f1"]}}),
+        );
+        assert_eq!(
+            out["spec"]["containers"],
+            json!([{"name": "b", "image": "i"}, {"name": "a"}])
+        );
+        assert_eq!(
+            out["spec"]["tolerations"],
+            json!([{"key": "y"}]),
+            "no merge key: replaced"
+        );
+        assert_eq!(
+            out["spec"]["volumes"],
+            json!([{"name": "v", "hostPath": {"path": "/x"}}])
+        );
+        assert_eq!(out["metadata"]["finalizers"], json!(["f2"]));
+    }
+
+    #[test]
+    fn a_replace_directive_replaces_the_list() {
+        let t = json!({"spec": {"containers": [{"name": "a"}, {"name": "b"}]}});
+        let out = patched(
+            t,
+            json!({"spec": {"containers": [{"name": "c"}, {"$patch": "replace"}]}}),
+        );
+        assert_eq!(out["spec"]["containers"], json!([{"name": "c"}]));
+        assert!(super::apply(&mut json!({}), &json!([1])).is_err());
+    }
+}

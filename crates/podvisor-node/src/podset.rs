@@ -1,0 +1,82 @@
+//! The pods the API source wants, as a plain struct: fed watch events, it answers whether
+//! the desired set changed and gives the snapshot the sync loop takes.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Pod;
+use podvisor_core::SharedPod;
+use podvisor_core::pod::CONFIG_SOURCE_ANNOTATION;
+use podvisor_store::{ChangeType, StoredObject};
+use tracing::warn;
+
+use crate::{MIRROR_ANNOTATION, SOURCE};
+
+#[derive(Default)]
+pub struct PodSet {
+    pods: BTreeMap<(String, String), SharedPod>,
+    /// The newest revision seen: a watch resumes after it.
+    pub revision: u64,
+}
+
+/// The pod as the kubelet takes it, or `None` for what it must not run (a mirror pod, an
+/// object it cannot read).
+fn desired(o: &StoredObject) -> Option<SharedPod> {
+    let mut pod: Pod = o.typed()?;
+    let ann = pod
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default);
+    if ann.contains_key(MIRROR_ANNOTATION) {
+        return None;
+    }
+    ann.insert(CONFIG_SOURCE_ANNOTATION.into(), SOURCE.into());
+    match SharedPod::new(pod) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            warn!(pod = %o.name, error = %e, "stored pod not used");
+            None
+        }
+    }
+}
+
+impl PodSet {
+    /// Replaces everything with a full list.
+    pub fn reset(&mut self, items: &[std::sync::Arc<StoredObject>], revision: u64) {
+        self.pods.clear();
+        for o in items {
+            if let Some(p) = desired(o) {
+                self.pods.insert((o.namespace.clone(), o.name.clone()), p);
+            }
+        }
+        self.revision = revision;
+    }
+
+    /// Applies one change; whether the desired set changed.
+    pub fn apply(&mut self, kind: ChangeType, o: &StoredObject, revision: u64) -> bool {
+        self.revision = self.revision.max(revision);
+        let key = (o.namespace.clone(), o.name.clone());
+        let next = match kind {
+            ChangeType::Deleted => None,
+            _ => desired(o),
+        };
+        match next {
+            Some(p) => match self.pods.insert(key, p.clone()) {
+                Some(old) => *old.arc() != *p.arc(),
+                None => true,
+            },
+            None => self.pods.remove(&key).is_some(),
+        }
+    }
+
+    pub fn snapshot(&self) -> Vec<SharedPod> {
+        self.pods.values().cloned().collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.pods.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pods.is_empty()
+    }
+}

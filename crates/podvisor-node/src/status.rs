@@ -1,0 +1,166 @@
+//! The status writer actor: the status manager's changes, written to the store.
+//!
+//! - An API pod's status goes through the status subresource, only while the stored pod
+//!   is still the incarnation it describes (same UID). Once its termination completed, a
+//!   pod marked for deletion is removed (grace 0, UID precondition), which is what ends a
+//!   graceful `kubectl delete`.
+//! - A static pod (from the manifest directory) gets a mirror pod: a read-only copy in the
+//!   store, annotated `kubernetes.io/config.mirror`, with its status. The file is the
+//!   truth: a mirror deleted through the API is removed and made again (the API says so in
+//!   a warning), and the static pod keeps running. Mirrors are checked again every period.
+//!
+//! Writes for one pod are serialised and coalesced: while one is in flight, only the
+//! newest status waits.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use k8s_openapi::api::core::v1::Pod;
+use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
+use podvisor_core::{PodExt, PodUid};
+use podvisor_kubelet::protocol::status::PublishedStatus;
+use podvisor_store::actor::{Create, Delete, Get, Update};
+use serde::Serialize;
+
+mod write;
+
+pub use write::StoreHandles;
+
+const MIRROR_CHECK: Duration = Duration::from_secs(5);
+
+pub struct StatusWriter {
+    store: StoreHandles,
+    /// The newest status not yet written, per pod, and whether it had terminated.
+    pending: HashMap<PodUid, (Arc<Pod>, bool)>,
+    in_flight: HashSet<PodUid>,
+    /// Static pods' newest state, for the periodic mirror check.
+    statics: HashMap<PodUid, Arc<Pod>>,
+    written: u64,
+    failed: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StatusWriterSummary {
+    pub pending: usize,
+    pub in_flight: usize,
+    pub mirrors: usize,
+    pub written: u64,
+    pub failed: u64,
+}
+
+impl StatusWriter {
+    pub fn new(store: StoreHandles) -> Self {
+        Self {
+            store,
+            pending: HashMap::new(),
+            in_flight: HashSet::new(),
+            statics: HashMap::new(),
+            written: 0,
+            failed: 0,
+        }
+    }
+
+    fn start(&mut self, uid: PodUid, ctx: &mut Context<Self>) {
+        if self.in_flight.contains(&uid) {
+            return;
+        }
+        let Some((pod, terminated)) = self.pending.remove(&uid) else {
+            return;
+        };
+        self.in_flight.insert(uid.clone());
+        let store = self.store.clone();
+        let work = async move { write::write(&store, &pod, terminated).await };
+        ctx.spawn(work.into_actor(self).map(move |ok, act, ctx| {
+            act.in_flight.remove(&uid);
+            if ok {
+                act.written += 1
+            } else {
+                act.failed += 1
+            }
+            act.start(uid, ctx);
+        }));
+    }
+
+    fn check_mirrors(&mut self, ctx: &mut Context<Self>) {
+        let uids: Vec<PodUid> = self.statics.keys().cloned().collect();
+        for uid in uids {
+            if !self.pending.contains_key(&uid)
+                && let Some(pod) = self.statics.get(&uid)
+            {
+                self.pending.insert(uid.clone(), (pod.clone(), false));
+                self.start(uid, ctx);
+            }
+        }
+    }
+}
+
+impl Actor for StatusWriter {
+    type Context = Context<Self>;
+}
+
+impl SupervisedActor for StatusWriter {
+    const KIND: &'static str = "status-writer";
+    type Summary = StatusWriterSummary;
+
+    /// Nothing to rebuild: the status manager publishes every change, and a restarted
+    /// status manager publishes every status again as it refreshes.
+    fn rebuild(&mut self, ctx: &mut Context<Self>, _: &StartInfo<Self>) {
+        ctx.run_interval(MIRROR_CHECK, |act, ctx| act.check_mirrors(ctx));
+    }
+
+    fn summary(&self) -> StatusWriterSummary {
+        StatusWriterSummary {
+            pending: self.pending.len(),
+            in_flight: self.in_flight.len(),
+            mirrors: self.statics.len(),
+            written: self.written,
+            failed: self.failed,
+        }
+    }
+}
+
+impl Handler<PublishedStatus> for StatusWriter {
+    type Result = ();
+    fn handle(&mut self, msg: PublishedStatus, ctx: &mut Context<Self>) {
+        match msg {
+            PublishedStatus::Changed { pod, terminated } => {
+                let Some(uid) = pod.metadata.uid.as_deref().map(PodUid::from) else {
+                    return;
+                };
+                if pod.is_static() {
+                    self.statics.insert(uid.clone(), pod.clone());
+                }
+                self.pending.insert(uid.clone(), (pod, terminated));
+                self.start(uid, ctx);
+            }
+            PublishedStatus::Gone { uid } => {
+                self.pending.remove(&uid);
+                if let Some(pod) = self.statics.remove(&uid) {
+                    let store = self.store.clone();
+                    ctx.spawn(
+                        async move { write::remove_mirror(&store, &pod).await }.into_actor(self),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The store messages the writer sends.
+impl StoreHandles {
+    pub fn new(
+        get: Recipient<Get>,
+        create: Recipient<Create>,
+        update: Recipient<Update>,
+        delete: Recipient<Delete>,
+    ) -> Self {
+        Self {
+            get,
+            create,
+            update,
+            delete,
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! One pod's write: its status, its removal once deleted and terminated, its mirror.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+use podvisor_actors::Recipient;
+use podvisor_core::{Kind, PodExt};
+use podvisor_store::actor::{Create, Delete, Get, Update};
+use podvisor_store::{DeleteOptions, Resource, StoreError, StoredObject, WriteOptions};
+use serde_json::{Value, json};
+use tracing::{debug, info, warn};
+
+use crate::MIRROR_ANNOTATION;
+
+#[derive(Clone)]
+pub struct StoreHandles {
+    pub(super) get: Recipient<Get>,
+    pub(super) create: Recipient<Create>,
+    pub(super) update: Recipient<Update>,
+    pub(super) delete: Recipient<Delete>,
+}
+
+const ATTEMPTS: usize = 3;
+
+fn pods() -> Resource {
+    Resource::of(Kind::Pod)
+}
+
+async fn get(store: &StoreHandles, ns: &str, name: &str) -> Result<Arc<StoredObject>, StoreError> {
+    let msg = Get {
+        kind: Kind::Pod,
+        namespace: ns.into(),
+        name: name.into(),
+    };
+    store
+        .get
+        .send(msg)
+        .await
+        .map_err(|e| StoreError::Db(e.to_string()))?
+}
+
+/// Writes `status` on the stored pod if it is still `uid`; retries on conflicts.
+async fn write_status(
+    store: &StoreHandles,
+    pod: &Pod,
+    uid: &str,
+    name_ns: (&str, &str),
+) -> Result<Option<Arc<StoredObject>>, StoreError> {
+    for _ in 0..ATTEMPTS {
+        let current = match get(store, name_ns.1, name_ns.0).await {
+            Ok(c) => c,
+            Err(StoreError::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        if &*current.uid != uid {
+            return Ok(None);
+        }
+        let mut body = current.value();
+        let status = serde_json::to_value(&pod.status).unwrap_or(Value::Null);
+        if body["status"] == status {
+            return Ok(Some(current));
+        }
+        body["status"] = status;
+        let msg = Update {
+            resource: pods(),
+            body,
+            status_only: true,
+            opts: WriteOptions::default(),
+        };
+        match store
+            .update
+            .send(msg)
+            .await
+            .map_err(|e| StoreError::Db(e.to_string()))?
+        {
+            Ok(o) => return Ok(Some(o)),
+            Err(StoreError::Conflict { .. }) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(StoreError::Db("the pod kept changing".into()))
+}
+
+async fn delete(store: &StoreHandles, ns: &str, name: &str, uid: &str) -> Result<(), StoreError> {
+    let msg = Delete {
+        resource: pods(),
+        namespace: ns.into(),
+        name: name.into(),
+        opts: DeleteOptions::now_if_uid(uid),
+    };
+    match store
+        .delete
+        .send(msg)
+        .await
+        .map_err(|e| StoreError::Db(e.to_string()))?
+    {
+        Ok(_) | Err(StoreError::NotFound { .. } | StoreError::Conflict { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// What one published status leads to. `false` when the store refused or failed.
+pub(super) async fn write(store: &StoreHandles, pod: &Pod, terminated: bool) -> bool {
+    let r = if pod.is_static() {
+        mirror(store, pod).await
+    } else {
+        api_pod(store, pod, terminated).await
+    };
+    if let Err(e) = &r {
+        warn!(pod = pod.name(), error = %e, "status not written to the store");
+    }
+    r.is_ok()
+}
+
+async fn api_pod(store: &StoreHandles, pod: &Pod, terminated: bool) -> Result<(), StoreError> {
+    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    let Some(stored) = write_status(store, pod, uid, (pod.name(), pod.namespace())).await? else {
+        return Ok(());
+    };
+    let deleting = stored.value()["metadata"]["deletionTimestamp"].is_string();
+    if terminated && deleting {
+        info!(
+            pod = pod.name(),
+            pod_uid = uid,
+            "pod terminated; removing it from the store"
+        );
+        delete(store, pod.namespace(), pod.name(), uid).await?;
+    }
+    Ok(())
+}
+
+fn mirror_of(o: &StoredObject) -> Option<String> {
+    o.value()["metadata"]["annotations"][MIRROR_ANNOTATION]
+        .as_str()
+        .map(str::to_string)
+}
+
+/// The mirror pod's body: the static pod's spec and labels, marked as a mirror.
+fn mirror_body(pod: &Pod) -> Value {
+    let mut m = pod.clone();
+    m.status = None;
+    let meta = &mut m.metadata;
+    let static_uid = meta.uid.take().unwrap_or_default();
+    meta.resource_version = None;
+    meta.creation_timestamp = None;
+    meta.annotations
+        .get_or_insert_with(Default::default)
+        .insert(MIRROR_ANNOTATION.into(), static_uid);
+    serde_json::to_value(m).unwrap_or(json!({}))
+}
+
+async fn create_mirror(store: &StoreHandles, pod: &Pod) -> Result<(), StoreError> {
+    let msg = Create {
+        resource: pods(),
+        namespace: Some(pod.namespace().into()),
+        body: mirror_body(pod),
+        opts: WriteOptions::default(),
+    };
+    match store
+        .create
+        .send(msg)
+        .await
+        .map_err(|e| StoreError::Db(e.to_string()))?
+    {
+        Ok(o) => {
+            debug!(pod = pod.name(), mirror_uid = &*o.uid, "mirror pod created");
+            Ok(())
+        }
+        Err(StoreError::AlreadyExists { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Makes the mirror exist, current, and not marked for deletion; writes its status.
+async fn mirror(store: &StoreHandles, pod: &Pod) -> Result<(), StoreError> {
+    let static_uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    let current = match get(store, pod.namespace(), pod.name()).await {
+        Ok(c) => c,
+        Err(StoreError::NotFound { .. }) => return create_mirror(store, pod).await,
+        Err(e) => return Err(e),
+    };
+    match mirror_of(&current) {
+        // An API pod of the same name: not ours to touch.
+        None => return Ok(()),
+        Some(of)
+            if of != static_uid || current.value()["metadata"]["deletionTimestamp"].is_string() =>
+        {
+            info!(
+                pod = pod.name(),
+                "mirror pod outdated or deleted through the API; making it again"
+            );
+            delete(store, pod.namespace(), pod.name(), &current.uid).await?;
+            return create_mirror(store, pod).await;
+        }
+        Some(_) => {}
+    }
+    let mirror_uid = current.uid.to_string();
+    write_status(store, pod, &mirror_uid, (pod.name(), pod.namespace()))
+        .await
+        .map(|_| ())
+}
+
+/// The static pod is gone for good: so is its mirror.
+pub(super) async fn remove_mirror(store: &StoreHandles, pod: &Pod) {
+    let static_uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    if let Ok(current) = get(store, pod.namespace(), pod.name()).await
+        && mirror_of(&current).as_deref() == Some(static_uid)
+        && let Err(e) = delete(store, pod.namespace(), pod.name(), &current.uid).await
+    {
+        warn!(pod = pod.name(), error = %e, "mirror pod not removed");
+    }
+}

@@ -1,0 +1,138 @@
+//! The Kubernetes side of the agent: the durable store (on an arbiter of its own, since a
+//! write waits for fsync), the HTTPS API that serves it, and the actors that connect the
+//! kubelet to it (the API pod source, the status writer, the node registrar).
+
+use std::sync::{Arc, OnceLock};
+
+use anyhow::Context as _;
+use podvisor_actors::{ActorRef, ChildSpec, Recipient};
+use podvisor_apiserver::{ApiConfig, ApiServer, ApiState, NodeInfo};
+use podvisor_kubelet::pleg::PlegHealth;
+use podvisor_kubelet::protocol::sources::SourcePods;
+use podvisor_kubelet::sync_loop::{Allocatable, SyncLoop};
+use podvisor_node::node::{NodeFacts, NodeRegistrar};
+use podvisor_node::source::ApiPodSource;
+use podvisor_node::status::{StatusWriter, StoreHandles};
+use podvisor_store::{StoreActor, StoreConfig};
+
+use super::AgentConfig;
+
+/// The sync loop's handle, known only once the kubelet's tree is built.
+type LateSink = Arc<OnceLock<Recipient<SourcePods>>>;
+
+pub struct Kube {
+    pub store: ActorRef<StoreActor>,
+    pub source: ActorRef<ApiPodSource>,
+    pub writer: ActorRef<StatusWriter>,
+    specs: Vec<ChildSpec>,
+    sink: LateSink,
+}
+
+fn handles(store: &ActorRef<StoreActor>) -> StoreHandles {
+    StoreHandles::new(
+        store.recipient(),
+        store.recipient(),
+        store.recipient(),
+        store.recipient(),
+    )
+}
+
+impl Kube {
+    pub fn build(cfg: &AgentConfig, node_name: &str) -> Kube {
+        let store_cfg = StoreConfig {
+            path: cfg.state_dir.join("store.redb"),
+            window: cfg.api.watch_window,
+        };
+        let queue = cfg.api.watcher_queue;
+        let (store, store_spec) = ChildSpec::of(move || StoreActor::new(store_cfg.clone(), queue))
+            .arbiter(actix::Arbiter::new().handle())
+            .capacity(1 << 14)
+            .build();
+        let h = handles(&store);
+        let (writer, writer_spec) = ChildSpec::of(move || StatusWriter::new(h.clone()))
+            .capacity(1 << 16)
+            .build();
+        let sink: LateSink = Arc::default();
+        let (late, node, s) = (sink.clone(), node_name.to_string(), store.clone());
+        let (source, source_spec) = ChildSpec::of(move || {
+            let sink = late.get().expect("wired before start").clone();
+            ApiPodSource::new(node.clone(), s.recipient(), s.recipient(), sink)
+        })
+        .build();
+        Kube {
+            store,
+            source,
+            writer,
+            specs: vec![store_spec, writer_spec, source_spec],
+            sink,
+        }
+    }
+
+    /// Every child in start order: the store and the status writer before the kubelet's
+    /// actors, the API pod source and the node registrar after them.
+    pub fn children(
+        self,
+        kubelet: Vec<ChildSpec>,
+        sync_loop: &ActorRef<SyncLoop>,
+        facts: NodeFacts,
+        pleg: Arc<PlegHealth>,
+    ) -> Vec<ChildSpec> {
+        let _ = self.sink.set(sync_loop.recipient());
+        let s = self.store.clone();
+        let health = Arc::new(move || pleg.check().map_err(|e| e.to_string()));
+        let (_, node_spec) = ChildSpec::of(move || {
+            NodeRegistrar::new(
+                facts.clone(),
+                health.clone(),
+                s.recipient(),
+                s.recipient(),
+                s.recipient(),
+            )
+        })
+        .build();
+        let mut specs = self.specs.into_iter();
+        let mut out: Vec<ChildSpec> = specs.by_ref().take(2).collect();
+        out.extend(kubelet);
+        out.extend(specs);
+        out.push(node_spec);
+        out
+    }
+}
+
+pub fn facts(
+    cfg: &AgentConfig,
+    node_name: &str,
+    alloc: &Allocatable,
+    runtime_version: String,
+) -> NodeFacts {
+    NodeFacts {
+        name: node_name.to_string(),
+        cpu_milli: super::host_cpu_milli(),
+        memory_bytes: super::host_memory_bytes(),
+        pods: cfg.allocatable.pods,
+        allocatable_cpu_milli: alloc.cpu_milli,
+        allocatable_memory_bytes: alloc.memory_bytes,
+        runtime_version,
+        agent_version: concat!("v1.33.0-podvisor-", env!("CARGO_PKG_VERSION")).to_string(),
+    }
+}
+
+pub fn serve(
+    cfg: &AgentConfig,
+    node_name: &str,
+    store: ActorRef<StoreActor>,
+) -> anyhow::Result<ApiServer> {
+    let api = ApiConfig {
+        address: cfg.api.address,
+        pki_dir: cfg.state_dir.join("pki"),
+        kubeconfig: cfg.state_dir.join("kubeconfig"),
+    };
+    let state = ApiState {
+        store,
+        node: NodeInfo {
+            node_name: node_name.to_string(),
+        },
+        pod_log_dir: cfg.pod_log_dir.clone(),
+    };
+    ApiServer::start(&api, state).context("cannot start the Kubernetes API")
+}

@@ -1,0 +1,98 @@
+//! kubectl, unmodified, against a test agent's API with the kubeconfig the agent wrote.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use super::agent::Agent;
+
+/// The kubectl binary: `$KUBECTL`, or `kubectl` on PATH. A missing kubectl fails the test
+/// with what to do: these tests never skip themselves.
+pub fn binary() -> String {
+    let bin = std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into());
+    let found = Command::new(&bin)
+        .args(["version", "--client"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(found, "kubectl not found ({bin}): run scripts/test-deps (or set KUBECTL)");
+    bin
+}
+
+pub struct Kubectl {
+    bin: String,
+    pub kubeconfig: PathBuf,
+}
+
+pub struct Run {
+    pub ok: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(o: Output) -> Self {
+        Run {
+            ok: o.status.success(),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+}
+
+impl Kubectl {
+    pub fn for_agent(agent: &Agent) -> Self {
+        Kubectl {
+            bin: binary(),
+            kubeconfig: agent.dir.join("state").join("kubeconfig"),
+        }
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(&self.bin);
+        c.arg("--kubeconfig").arg(&self.kubeconfig).args(args);
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        self.command(args).output().expect("kubectl runs").into()
+    }
+
+    /// Runs with `stdin` as input.
+    pub fn run_with(&self, args: &[&str], stdin: &str) -> Run {
+        use std::io::Write;
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kubectl runs");
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        child.wait_with_output().unwrap().into()
+    }
+
+    /// Runs and expects success; the output.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let r = self.run(args);
+        assert!(r.ok, "kubectl {args:?} failed:\n{}\n{}", r.stdout, r.stderr);
+        r.stdout
+    }
+
+    pub fn apply(&self, yaml: &str) -> String {
+        let r = self.run_with(&["apply", "-f", "-"], yaml);
+        assert!(r.ok, "kubectl apply failed:\n{}\n{}", r.stdout, r.stderr);
+        r.stdout
+    }
+
+    /// `kubectl get ... -o jsonpath=...`.
+    pub fn jsonpath(&self, what: &[&str], path: &str) -> String {
+        let mut args = vec!["get"];
+        args.extend_from_slice(what);
+        let p = format!("-o=jsonpath={path}");
+        args.push(&p);
+        self.run(&args).stdout
+    }
+}

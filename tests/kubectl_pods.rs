@@ -1,0 +1,121 @@
+//! An unmodified kubectl manages pods on a real agent against containerd: apply → Running
+//! in kubectl's own columns, watch, logs, a strategic-merge re-apply, graceful delete with
+//! SIGTERM first, and refusals with the status codes kubectl understands.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::agent::Agent;
+use common::kubectl::Kubectl;
+
+fn pod_yaml(name: &str, out: &std::path::Path, tier: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  labels: {{app: web, tier: {tier}}}
+spec:
+  terminationGracePeriodSeconds: 20
+  volumes:
+  - name: out
+    hostPath: {{path: {out}}}
+  containers:
+  - name: main
+    image: localhost/podvisor/busybox:test
+    volumeMounts: [{{name: out, mountPath: /out}}]
+    command: ["/bin/sh", "-c", "trap 'echo got TERM > /out/{name}.term; sleep 1; exit 0' TERM; echo hello from {name}; while true; do sleep 0.1; done"]
+"#,
+        out = out.display()
+    )
+}
+
+async fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !check() {
+        assert!(t0.elapsed() < limit, "timed out after {limit:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_applies_watches_logs_and_deletes_a_pod() {
+    let agent = Agent::start("kubectl-pods").await;
+    let k = Kubectl::for_agent(&agent);
+    // A watch from before the pod exists sees its whole life.
+    let mut watch = k
+        .command(&["get", "pods", "-w", "--output-watch-events"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(k.apply(&pod_yaml("web", &agent.out_dir(), "front")).contains("pod/web created"));
+    wait_for("web Running", Duration::from_secs(60), || {
+        k.jsonpath(&["pod", "web"], "{.status.phase}") == "Running"
+    })
+    .await;
+
+    let table = k.ok(&["get", "pods"]);
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "READY", "STATUS", "RESTARTS", "AGE"], "{table}");
+    let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(&row[..4], ["web", "1/1", "Running", "0"], "{table}");
+    let wide = k.ok(&["get", "pods", "-o", "wide"]);
+    assert!(wide.lines().next().unwrap().contains("IP") && wide.contains(&agent.node), "{wide}");
+    let ip = k.jsonpath(&["pod", "web"], "{.status.podIP}");
+    assert!(wide.contains(&ip) && !ip.is_empty(), "{wide}");
+    let yaml = k.ok(&["get", "pod", "web", "-o", "yaml"]);
+    assert!(yaml.contains("phase: Running") && yaml.contains("containerStatuses"), "{yaml}");
+    assert!(k.ok(&["logs", "web"]).contains("hello from web"));
+
+    // A second apply with a change goes as a strategic merge patch.
+    let out = k.apply(&pod_yaml("web", &agent.out_dir(), "back"));
+    assert!(out.contains("pod/web configured"), "{out}");
+    assert_eq!(k.jsonpath(&["pod", "web"], "{.metadata.labels.tier}"), "back");
+    assert_eq!(k.jsonpath(&["pod", "web"], "{.metadata.generation}"), "1", "labels are not spec");
+    assert_eq!(k.ok(&["get", "pods", "-l", "tier=back", "-o", "name"]).trim(), "pod/web");
+
+    // Graceful delete: kubectl returns once the pod is gone, after its SIGTERM handler ran.
+    let t0 = Instant::now();
+    let out = k.ok(&["delete", "pod", "web"]);
+    assert!(out.contains("pod \"web\" deleted"), "{out}");
+    assert!(t0.elapsed() >= Duration::from_secs(1), "the TERM handler sleeps 1 s");
+    let term = std::fs::read_to_string(agent.out_dir().join("web.term")).unwrap_or_default();
+    assert_eq!(term.trim(), "got TERM", "SIGTERM first");
+    assert!(k.ok(&["get", "pods", "-o", "name"]).trim().is_empty());
+
+    let _ = watch.kill();
+    let seen = String::from_utf8_lossy(&watch.wait_with_output().unwrap().stdout).into_owned();
+    for expected in ["ADDED", "Running", "Terminating", "DELETED"] {
+        assert!(seen.contains(expected), "the watch saw no {expected}:\n{seen}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_gets_clear_refusals() {
+    let agent = Agent::start("kubectl-refusals").await;
+    let k = Kubectl::for_agent(&agent);
+    let bad_name = "apiVersion: v1\nkind: Pod\nmetadata: {name: Bad_Name}\nspec:\n  containers: [{name: c, image: x}]\n";
+    let r = k.run_with(&["apply", "-f", "-"], bad_name);
+    assert!(!r.ok && r.stderr.contains("is invalid") && r.stderr.contains("metadata.name"), "{}", r.stderr);
+    let no_containers = "apiVersion: v1\nkind: Pod\nmetadata: {name: empty}\nspec: {containers: []}\n";
+    let r = k.run_with(&["create", "-f", "-"], no_containers);
+    assert!(!r.ok && r.stderr.contains("spec.containers: Required value"), "{}", r.stderr);
+
+    // kubectl's generators send protobuf, which is refused with the way around it.
+    let r = k.run(&["create", "configmap", "cfg", "--from-literal=a=1"]);
+    assert!(!r.ok && r.stderr.contains("--dry-run=client -o yaml"), "{}", r.stderr);
+    let cm = k.ok(&["create", "configmap", "cfg", "--from-literal=a=1", "--dry-run=client", "-o", "yaml"]);
+    k.apply(&cm);
+    let stale = k.ok(&["get", "configmap", "cfg", "-o", "json"]);
+    k.ok(&["patch", "configmap", "cfg", "-p", r#"{"data":{"a":"2"}}"#]);
+    let r = k.run_with(&["replace", "-f", "-"], &stale);
+    assert!(!r.ok && r.stderr.contains("the object has been modified"), "stale update: {}", r.stderr);
+
+    let r = k.run(&["--token=not-the-token", "get", "pods"]);
+    assert!(!r.ok && r.stderr.contains("Unauthorized"), "{}", r.stderr);
+    let r = k.run(&["get", "pod", "nothing"]);
+    assert!(!r.ok && r.stderr.contains("pods \"nothing\" not found"), "{}", r.stderr);
+    let r = k.run(&["delete", "namespace", "kube-system", "--dry-run=server"]);
+    assert!(r.ok, "{}", r.stderr);
+}
