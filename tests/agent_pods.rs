@@ -385,9 +385,13 @@ async fn a_bad_manifest_is_reported_and_the_good_ones_run() {
             running(p, "c")
         })
         .await;
-    let body = podvisor_debug::client::get(&agent.endpoint, "/api/v1/manifest-errors", None)
-        .await
-        .unwrap();
+    let body = podvisor_debug::client::get(
+        &agent.endpoint,
+        "/api/v1/manifest-errors",
+        Some(&agent.token()),
+    )
+    .await
+    .unwrap();
     let errors: serde_json::Value = serde_json::from_str(&body).unwrap();
     let bad = &errors[0];
     assert!(
@@ -428,9 +432,13 @@ async fn a_bad_manifest_is_reported_and_the_good_ones_run() {
     );
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let body = podvisor_debug::client::get(&agent.endpoint, "/api/v1/manifest-errors", None)
-            .await
-            .unwrap();
+        let body = podvisor_debug::client::get(
+            &agent.endpoint,
+            "/api/v1/manifest-errors",
+            Some(&agent.token()),
+        )
+        .await
+        .unwrap();
         if body.contains("good.yaml") {
             assert!(body.contains("last valid version keeps running"), "{body}");
             break;
@@ -605,7 +613,7 @@ async fn following_a_log_ends_when_the_container_does() {
     let body = podvisor_debug::client::get(
         &agent.endpoint,
         &format!("/api/v1/pods/{}/log?follow=true", agent.name("talker")),
-        None,
+        Some(&agent.token()),
     )
     .await
     .expect("the follow ends by itself");

@@ -34,7 +34,10 @@ spec:
 async fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
     let t0 = Instant::now();
     while !check() {
-        assert!(t0.elapsed() < limit, "timed out after {limit:?} waiting for {what}");
+        assert!(
+            t0.elapsed() < limit,
+            "timed out after {limit:?} waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -49,7 +52,10 @@ async fn kubectl_applies_watches_logs_and_deletes_a_pod() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    assert!(k.apply(&pod_yaml("web", &agent.out_dir(), "front")).contains("pod/web created"));
+    assert!(
+        k.apply(&pod_yaml("web", &agent.out_dir(), "front"))
+            .contains("pod/web created")
+    );
     wait_for("web Running", Duration::from_secs(60), || {
         k.jsonpath(&["pod", "web"], "{.status.phase}") == "Running"
     })
@@ -57,29 +63,53 @@ async fn kubectl_applies_watches_logs_and_deletes_a_pod() {
 
     let table = k.ok(&["get", "pods"]);
     let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
-    assert_eq!(header, ["NAME", "READY", "STATUS", "RESTARTS", "AGE"], "{table}");
+    assert_eq!(
+        header,
+        ["NAME", "READY", "STATUS", "RESTARTS", "AGE"],
+        "{table}"
+    );
     let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
     assert_eq!(&row[..4], ["web", "1/1", "Running", "0"], "{table}");
     let wide = k.ok(&["get", "pods", "-o", "wide"]);
-    assert!(wide.lines().next().unwrap().contains("IP") && wide.contains(&agent.node), "{wide}");
+    assert!(
+        wide.lines().next().unwrap().contains("IP") && wide.contains(&agent.node),
+        "{wide}"
+    );
     let ip = k.jsonpath(&["pod", "web"], "{.status.podIP}");
     assert!(wide.contains(&ip) && !ip.is_empty(), "{wide}");
     let yaml = k.ok(&["get", "pod", "web", "-o", "yaml"]);
-    assert!(yaml.contains("phase: Running") && yaml.contains("containerStatuses"), "{yaml}");
+    assert!(
+        yaml.contains("phase: Running") && yaml.contains("containerStatuses"),
+        "{yaml}"
+    );
     assert!(k.ok(&["logs", "web"]).contains("hello from web"));
 
     // A second apply with a change goes as a strategic merge patch.
     let out = k.apply(&pod_yaml("web", &agent.out_dir(), "back"));
     assert!(out.contains("pod/web configured"), "{out}");
-    assert_eq!(k.jsonpath(&["pod", "web"], "{.metadata.labels.tier}"), "back");
-    assert_eq!(k.jsonpath(&["pod", "web"], "{.metadata.generation}"), "1", "labels are not spec");
-    assert_eq!(k.ok(&["get", "pods", "-l", "tier=back", "-o", "name"]).trim(), "pod/web");
+    assert_eq!(
+        k.jsonpath(&["pod", "web"], "{.metadata.labels.tier}"),
+        "back"
+    );
+    assert_eq!(
+        k.jsonpath(&["pod", "web"], "{.metadata.generation}"),
+        "1",
+        "labels are not spec"
+    );
+    assert_eq!(
+        k.ok(&["get", "pods", "-l", "tier=back", "-o", "name"])
+            .trim(),
+        "pod/web"
+    );
 
     // Graceful delete: kubectl returns once the pod is gone, after its SIGTERM handler ran.
     let t0 = Instant::now();
     let out = k.ok(&["delete", "pod", "web"]);
     assert!(out.contains("pod \"web\" deleted"), "{out}");
-    assert!(t0.elapsed() >= Duration::from_secs(1), "the TERM handler sleeps 1 s");
+    assert!(
+        t0.elapsed() >= Duration::from_secs(1),
+        "the TERM handler sleeps 1 s"
+    );
     let term = std::fs::read_to_string(agent.out_dir().join("web.term")).unwrap_or_default();
     assert_eq!(term.trim(), "got TERM", "SIGTERM first");
     assert!(k.ok(&["get", "pods", "-o", "name"]).trim().is_empty());
@@ -87,7 +117,10 @@ async fn kubectl_applies_watches_logs_and_deletes_a_pod() {
     let _ = watch.kill();
     let seen = String::from_utf8_lossy(&watch.wait_with_output().unwrap().stdout).into_owned();
     for expected in ["ADDED", "Running", "Terminating", "DELETED"] {
-        assert!(seen.contains(expected), "the watch saw no {expected}:\n{seen}");
+        assert!(
+            seen.contains(expected),
+            "the watch saw no {expected}:\n{seen}"
+        );
     }
 }
 
@@ -97,25 +130,173 @@ async fn kubectl_gets_clear_refusals() {
     let k = Kubectl::for_agent(&agent);
     let bad_name = "apiVersion: v1\nkind: Pod\nmetadata: {name: Bad_Name}\nspec:\n  containers: [{name: c, image: x}]\n";
     let r = k.run_with(&["apply", "-f", "-"], bad_name);
-    assert!(!r.ok && r.stderr.contains("is invalid") && r.stderr.contains("metadata.name"), "{}", r.stderr);
-    let no_containers = "apiVersion: v1\nkind: Pod\nmetadata: {name: empty}\nspec: {containers: []}\n";
+    assert!(
+        !r.ok && r.stderr.contains("is invalid") && r.stderr.contains("metadata.name"),
+        "{}",
+        r.stderr
+    );
+    let unknown = "apiVersion: v1\nkind: Pod\nmetadata: {name: typo}\nspec:\n  containers: [{name: c, image: x, imagePullPolcy: Always}]\n";
+    let r = k.run_with(&["apply", "-f", "-"], unknown);
+    assert!(
+        !r.ok
+            && r.stderr
+                .contains("unknown field \"spec.containers[0].imagePullPolcy\""),
+        "{}",
+        r.stderr
+    );
+    let no_containers =
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: empty}\nspec: {containers: []}\n";
     let r = k.run_with(&["create", "-f", "-"], no_containers);
-    assert!(!r.ok && r.stderr.contains("spec.containers: Required value"), "{}", r.stderr);
+    assert!(
+        !r.ok && r.stderr.contains("spec.containers: Required value"),
+        "{}",
+        r.stderr
+    );
 
     // kubectl's generators send protobuf, which is refused with the way around it.
     let r = k.run(&["create", "configmap", "cfg", "--from-literal=a=1"]);
-    assert!(!r.ok && r.stderr.contains("--dry-run=client -o yaml"), "{}", r.stderr);
-    let cm = k.ok(&["create", "configmap", "cfg", "--from-literal=a=1", "--dry-run=client", "-o", "yaml"]);
+    assert!(
+        !r.ok && r.stderr.contains("--dry-run=client -o yaml"),
+        "{}",
+        r.stderr
+    );
+    let cm = k.ok(&[
+        "create",
+        "configmap",
+        "cfg",
+        "--from-literal=a=1",
+        "--dry-run=client",
+        "-o",
+        "yaml",
+    ]);
     k.apply(&cm);
     let stale = k.ok(&["get", "configmap", "cfg", "-o", "json"]);
     k.ok(&["patch", "configmap", "cfg", "-p", r#"{"data":{"a":"2"}}"#]);
     let r = k.run_with(&["replace", "-f", "-"], &stale);
-    assert!(!r.ok && r.stderr.contains("the object has been modified"), "stale update: {}", r.stderr);
+    assert!(
+        !r.ok && r.stderr.contains("the object has been modified"),
+        "stale update: {}",
+        r.stderr
+    );
 
     let r = k.run(&["--token=not-the-token", "get", "pods"]);
     assert!(!r.ok && r.stderr.contains("Unauthorized"), "{}", r.stderr);
+    // The debug endpoint's pod routes (podvisor get/describe/logs) need the token too.
+    for route in ["/api/v1/pods", "/api/v1/manifest-errors"] {
+        let anonymous = podvisor_debug::client::get(&agent.endpoint, route, None).await;
+        assert!(
+            anonymous.is_err(),
+            "{route} answered without a token: {anonymous:?}"
+        );
+        assert!(
+            podvisor_debug::client::get(&agent.endpoint, route, Some(&agent.token()))
+                .await
+                .is_ok()
+        );
+    }
     let r = k.run(&["get", "pod", "nothing"]);
-    assert!(!r.ok && r.stderr.contains("pods \"nothing\" not found"), "{}", r.stderr);
+    assert!(
+        !r.ok && r.stderr.contains("pods \"nothing\" not found"),
+        "{}",
+        r.stderr
+    );
     let r = k.run(&["delete", "namespace", "kube-system", "--dry-run=server"]);
     assert!(r.ok, "{}", r.stderr);
+}
+
+/// The Python `kubernetes` client: `$PODVISOR_PYTHON` (scripts/test sets the venv that
+/// scripts/test-deps makes), else `python3`. A missing module fails with what to do.
+fn python() -> String {
+    let py = std::env::var("PODVISOR_PYTHON").unwrap_or_else(|_| "python3".into());
+    let ok = std::process::Command::new(&py)
+        .args(["-c", "import kubernetes"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "{py} has no `kubernetes` module: run scripts/test-deps (or set PODVISOR_PYTHON)"
+    );
+    py
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_client_lists_patches_creates_and_watches() {
+    let agent = Agent::start("python-client").await;
+    let k = Kubectl::for_agent(&agent);
+    k.apply(&pod_yaml("py", &agent.out_dir(), "front"));
+    let out = std::process::Command::new(python())
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/python/list_watch.py"
+        ))
+        .arg(&k.kubeconfig)
+        .arg("py")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success(),
+        "python client failed:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("listed py"), "{stdout}");
+    assert!(
+        stdout.contains("pod MODIFIED py python"),
+        "the watch saw the patch:\n{stdout}"
+    );
+    assert!(stdout.contains("configmap ADDED from-python"), "{stdout}");
+    assert!(stdout.contains("configmaps from-python"), "{stdout}");
+    assert_eq!(
+        k.jsonpath(&["pod", "py"], "{.metadata.labels.seen-by}"),
+        "python"
+    );
+    k.ok(&["delete", "pod", "py", "--grace-period=1"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn static_pods_show_as_mirrors_that_a_delete_does_not_stop_and_the_node_is_ready() {
+    let agent = Agent::start("kubectl-mirror").await;
+    let k = Kubectl::for_agent(&agent);
+    wait_for("the node Ready", Duration::from_secs(30), || {
+        k.jsonpath(
+            &["node", &agent.node],
+            "{.status.conditions[?(@.type==\"Ready\")].status}",
+        ) == "True"
+    })
+    .await;
+    assert!(k.ok(&["get", "nodes"]).contains(" Ready "));
+    let yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: stat}\nspec:\n  containers:\n  - {name: main, image: localhost/podvisor/busybox:test, command: [/bin/sh, -c, 'while true; do sleep 1; done']}\n";
+    agent.write("stat.yaml", yaml);
+    let name = agent.name("stat");
+    wait_for("the mirror Running", Duration::from_secs(60), || {
+        k.jsonpath(&["pod", &name], "{.status.phase}") == "Running"
+    })
+    .await;
+    let mirror_of = k.jsonpath(
+        &["pod", &name],
+        "{.metadata.annotations.kubernetes\\.io/config\\.mirror}",
+    );
+    let static_uid = agent.pod("stat").await.unwrap().metadata.uid.unwrap();
+    assert_eq!(mirror_of, static_uid, "the mirror names the static pod");
+    let first_mirror = k.jsonpath(&["pod", &name], "{.metadata.uid}");
+    let r = k.run(&["delete", "pod", &name]);
+    assert!(
+        r.ok && r.stderr.contains("keeps running"),
+        "{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    wait_for("a new mirror", Duration::from_secs(30), || {
+        let uid = k.jsonpath(&["pod", &name], "{.metadata.uid}");
+        !uid.is_empty() && uid != first_mirror
+    })
+    .await;
+    let pods = agent.runtime_pods().await;
+    assert_eq!(pods.len(), 1, "the static pod kept its one sandbox");
+    assert_eq!(
+        agent.pod("stat").await.unwrap().metadata.uid.unwrap(),
+        static_uid
+    );
 }

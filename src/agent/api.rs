@@ -1,6 +1,10 @@
 //! The agent's local API, served next to the debug endpoint: what `podvisor get pods`,
 //! `describe pod` and `logs` read.
 //!
+//! Every route shows pod specs, env values or logs, so every route needs the bearer token
+//! (the debug endpoint's own when configured, else the Kubernetes API's, which only the
+//! agent's user can read in `<state_dir>/pki/token`).
+//!
 //! `GET /api/v1/pods` (a Kubernetes `PodList`), `GET /api/v1/pods/{name}` (the pod with
 //! its events), `GET /api/v1/pods/{name}/log?container=&follow=&previous=` (the
 //! container's output, streamed with `follow=true`), `GET /api/v1/manifest-errors`.
@@ -12,7 +16,6 @@ use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use podvisor_actors::Recipient;
-use podvisor_debug::check_token;
 use podvisor_kubelet::protocol::manifests::GetManifestErrors;
 use podvisor_kubelet::protocol::status::{GetPod, ListPods, PodRecord};
 use serde::Deserialize;
@@ -24,6 +27,17 @@ pub struct ApiState {
     pub pod: Recipient<GetPod>,
     pub manifest_errors: Recipient<GetManifestErrors>,
     pub pod_log_dir: PathBuf,
+    pub token: std::sync::Arc<str>,
+}
+
+/// The 401 for a request without the token.
+fn check_token(req: &HttpRequest) -> Option<HttpResponse> {
+    let state = req.app_data::<web::Data<ApiState>>()?;
+    (!podvisor_debug::auth::authorized(req, Some(&state.token))).then(|| {
+        HttpResponse::Unauthorized()
+            .insert_header(("WWW-Authenticate", "Bearer"))
+            .body("bearer token required (see `podvisor kubeconfig`, or <state_dir>/pki/token)\n")
+    })
 }
 
 pub fn routes(state: ApiState) -> impl Fn(&mut web::ServiceConfig) + Clone + Send + 'static {

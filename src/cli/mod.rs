@@ -2,6 +2,7 @@
 //! own module.
 
 mod inspect;
+mod kubeconfig;
 mod pods;
 pub mod run;
 mod runtime;
@@ -48,9 +49,24 @@ pub struct EndpointArgs {
         default_value = "http://127.0.0.1:9740"
     )]
     pub endpoint: String,
-    /// Bearer token, when the endpoint requires one.
+    /// Bearer token. Without it, the agent's own from `<state_dir>/pki/token` (state_dir
+    /// from `$PODVISOR_CONFIG`, else the default), readable by the agent's user only.
     #[arg(long, env = "PODVISOR_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+}
+
+impl EndpointArgs {
+    /// The token to send: the one given, else the agent's, if this user can read it.
+    pub fn token(&self) -> Option<String> {
+        self.token.clone().or_else(|| {
+            let config = std::env::var_os("PODVISOR_CONFIG").map(std::path::PathBuf::from);
+            let state = crate::agent::AgentConfig::load(config.as_deref())
+                .ok()?
+                .state_dir;
+            let t = std::fs::read_to_string(state.join("pki").join("token")).ok()?;
+            Some(t.trim().to_string())
+        })
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -73,6 +89,8 @@ pub enum Command {
     /// Look inside a running podvisor through its debug endpoint.
     #[command(subcommand)]
     Inspect(inspect::InspectCommand),
+    /// Print the kubeconfig for the agent's Kubernetes API (kubectl manages the node).
+    Kubeconfig(kubeconfig::KubeconfigArgs),
 }
 
 pub fn init_logging(filter: &str, json: bool) {
@@ -99,6 +117,7 @@ pub async fn dispatch(command: Command) -> anyhow::Result<()> {
         Command::Version(args) => version::run(&args).await,
         Command::Runtime(cmd) => runtime::run(cmd).await,
         Command::Inspect(cmd) => inspect::run(cmd).await,
+        Command::Kubeconfig(args) => kubeconfig::run(&args),
     }
 }
 

@@ -190,7 +190,12 @@ pub fn table(pods: &[Pod], wide: bool) -> String {
 
 pub async fn get(cmd: GetCommand) -> anyhow::Result<()> {
     let GetCommand::Pods(args) = cmd;
-    let body = client::get(&args.at.endpoint, "/api/v1/pods", args.at.token.as_deref()).await?;
+    let body = client::get(
+        &args.at.endpoint,
+        "/api/v1/pods",
+        args.at.token().as_deref(),
+    )
+    .await?;
     let list: serde_json::Value = serde_json::from_str(&body)?;
     match args.output {
         Some(Output::Json) => println!("{}", serde_json::to_string_pretty(&list)?),
@@ -209,7 +214,7 @@ pub async fn get(cmd: GetCommand) -> anyhow::Result<()> {
     if let Ok(text) = client::get(
         &args.at.endpoint,
         "/api/v1/manifest-errors",
-        args.at.token.as_deref(),
+        args.at.token().as_deref(),
     )
     .await
         && let Ok(errors) = serde_json::from_str::<Vec<ManifestError>>(&text)
@@ -349,7 +354,7 @@ pub async fn describe(cmd: DescribeCommand) -> anyhow::Result<()> {
     let body = client::get(
         &args.at.endpoint,
         &format!("/api/v1/pods/{}", args.name),
-        args.at.token.as_deref(),
+        args.at.token().as_deref(),
     )
     .await?;
     let record: PodRecord = serde_json::from_str(&body)?;
@@ -369,7 +374,7 @@ pub async fn logs(args: LogsArgs) -> anyhow::Result<()> {
     client::get_stream(
         &args.at.endpoint,
         &path,
-        args.at.token.as_deref(),
+        args.at.token().as_deref(),
         |bytes| {
             let _ = stdout.write_all(bytes);
             let _ = stdout.flush();

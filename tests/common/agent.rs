@@ -135,7 +135,8 @@ impl Agent {
     }
 
     pub async fn pods(&self) -> Vec<Pod> {
-        let body = podvisor_debug::client::get(&self.endpoint, "/api/v1/pods", None)
+        let token = self.token();
+        let body = podvisor_debug::client::get(&self.endpoint, "/api/v1/pods", Some(&token))
             .await
             .expect("pod list");
         let v: serde_json::Value = serde_json::from_str(&body).unwrap();
@@ -178,10 +179,18 @@ impl Agent {
         podvisor_debug::client::get(
             &self.endpoint,
             &format!("/api/v1/pods/{}/log?container={container}", self.name(name)),
-            None,
+            Some(&self.token()),
         )
         .await
         .unwrap_or_default()
+    }
+
+    /// The agent's API token (what the pod routes of the debug endpoint require).
+    pub fn token(&self) -> String {
+        std::fs::read_to_string(self.dir.join("state").join("pki").join("token"))
+            .expect("the agent wrote its token")
+            .trim()
+            .to_string()
     }
 
     pub fn log_tail(&self, n: usize) -> String {

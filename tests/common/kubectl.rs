@@ -17,10 +17,14 @@ pub fn binary() -> String {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    assert!(found, "kubectl not found ({bin}): run scripts/test-deps (or set KUBECTL)");
+    assert!(
+        found,
+        "kubectl not found ({bin}): run scripts/test-deps (or set KUBECTL)"
+    );
     bin
 }
 
+#[derive(Clone)]
 pub struct Kubectl {
     bin: String,
     pub kubeconfig: PathBuf,
@@ -70,7 +74,12 @@ impl Kubectl {
             .stderr(Stdio::piped())
             .spawn()
             .expect("kubectl runs");
-        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
         child.wait_with_output().unwrap().into()
     }
 

@@ -20,6 +20,55 @@ pub struct NodeInfo {
     pub node_name: String,
 }
 
+/// Fields of `input` that its typed form dropped: unknown to the kind.
+fn unknown_fields(input: &Value, typed: &Value, path: &str, out: &mut Vec<String>) {
+    match (input, typed) {
+        (Value::Object(i), Value::Object(t)) => {
+            for (k, v) in i {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                match t.get(k) {
+                    None if !v.is_null() => out.push(p),
+                    Some(tv) => unknown_fields(v, tv, &p, out),
+                    None => {}
+                }
+            }
+        }
+        (Value::Array(i), Value::Array(t)) => {
+            for (n, (iv, tv)) in i.iter().zip(t).enumerate() {
+                unknown_fields(iv, tv, &format!("{path}[{n}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `fieldValidation=Strict` (what kubectl sends): unknown fields are refused, as
+/// kube-apiserver does; otherwise they are dropped.
+fn check_strict(strict: bool, input: &Value, typed: &Value) -> Result<(), ApiError> {
+    if !strict {
+        return Ok(());
+    }
+    let mut unknown = Vec::new();
+    unknown_fields(input, typed, "", &mut unknown);
+    match unknown.as_slice() {
+        [] => Ok(()),
+        fields => {
+            let list: Vec<String> = fields
+                .iter()
+                .map(|f| format!("unknown field {f:?}"))
+                .collect();
+            Err(ApiError::bad_request(format!(
+                "strict decoding error: {}",
+                list.join(", ")
+            )))
+        }
+    }
+}
+
 fn typed<T: DeserializeOwned + Serialize>(
     res: &Resource,
     v: &Value,
@@ -83,11 +132,17 @@ fn check_pod(res: &Resource, v: &mut Value, node: &NodeInfo) -> Result<(), ApiEr
 }
 
 /// Parses, defaults and validates an object about to be created or replaced.
-pub fn admit(res: &Resource, v: &mut Value, node: &NodeInfo) -> Result<(), ApiError> {
+pub fn admit(res: &Resource, v: &mut Value, node: &NodeInfo, strict: bool) -> Result<(), ApiError> {
     if !v.is_object() {
         return Err(ApiError::bad_request("the body is not a JSON object"));
     }
     check_name(res, v)?;
+    let input = v.clone();
+    admit_typed(res, v, node)?;
+    check_strict(strict, &input, v)
+}
+
+fn admit_typed(res: &Resource, v: &mut Value, node: &NodeInfo) -> Result<(), ApiError> {
     *v = match res.kind {
         Kind::Pod => return check_pod(res, v, node),
         Kind::Node => typed::<Node>(res, v)?.1,

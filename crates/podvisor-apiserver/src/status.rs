@@ -53,7 +53,13 @@ impl ApiError {
         } else {
             ""
         };
-        Self::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format ({t}) - accepted media types include: application/json, application/yaml, application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json{hint}"))
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format ({t}) - accepted media types include: application/json, application/yaml, application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json{hint}"
+            ),
+        )
     }
 
     pub fn unavailable(e: impl std::fmt::Display) -> Self {

@@ -50,11 +50,16 @@ pub struct Params {
     pub follow: Option<bool>,
     pub previous: Option<bool>,
     pub tail_lines: Option<usize>,
+    pub field_validation: Option<String>,
 }
 
 impl Params {
     pub fn is_watch(&self) -> bool {
         matches!(self.watch.as_deref(), Some("true" | "1"))
+    }
+
+    pub fn strict(&self) -> bool {
+        self.field_validation.as_deref() == Some("Strict")
     }
 
     pub fn dry_run(&self) -> bool {

@@ -37,7 +37,7 @@ pub(super) async fn create(
     {
         meta.insert("namespace".into(), ns.clone().into());
     }
-    admission::admit(&t.resource, &mut v, &state.node)?;
+    admission::admit(&t.resource, &mut v, &state.node, p.strict())?;
     let msg = Create {
         resource: t.resource,
         namespace: t.namespace.clone(),
@@ -73,7 +73,7 @@ async fn replace(
     }
     let status_only = t.subresource.as_deref() == Some("status");
     if !status_only {
-        admission::admit(&t.resource, &mut new, &state.node)?;
+        admission::admit(&t.resource, &mut new, &state.node, p.strict())?;
         if t.resource.kind == Kind::Pod {
             admission::check_pod_update(&old.value(), &new)?;
         }
@@ -205,11 +205,23 @@ pub(super) async fn delete(
 ) -> Result<HttpResponse, ApiError> {
     let opts = delete_options(&raw, p)?;
     let name = t.name.clone().unwrap_or_default();
-    match delete_one(state, &t, &name, opts).await? {
-        Deleted::Marked(o) => Ok(body::object(&o, false)),
-        Deleted::Gone(o) => Ok(body::object(&o, false)),
+    let o = match delete_one(state, &t, &name, opts).await? {
+        Deleted::Marked(o) | Deleted::Gone(o) => o,
+    };
+    let mut r = body::object(&o, false);
+    if o.value()["metadata"]["annotations"][MIRROR_ANNOTATION].is_string() {
+        let warning = format!(
+            "299 - \"pod {name} mirrors a static pod from the node's manifest directory: it keeps running and its mirror comes back; remove its manifest file to stop it\""
+        );
+        if let Ok(v) = actix_web::http::header::HeaderValue::from_str(&warning) {
+            r.headers_mut().insert(actix_web::http::header::WARNING, v);
+        }
     }
+    Ok(r)
 }
+
+/// The annotation of a mirror pod (the node agent's read-only copy of a static pod).
+const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 
 pub(super) async fn delete_collection(
     state: &ApiState,

@@ -1,0 +1,60 @@
+//! The store actor's fan-out: watchers get every change they select, and one that stops
+//! reading is cut off after its allowance instead of growing memory.
+
+use podvisor_actors::ChildSpec;
+use podvisor_core::Kind;
+use podvisor_store::actor::{Create, Watch, WatchEvent};
+use podvisor_store::{Resource, Selector, StoreActor, StoreConfig, WriteOptions};
+use serde_json::json;
+
+fn create(name: String) -> Create {
+    Create {
+        resource: Resource::of(Kind::ConfigMap),
+        namespace: Some("default".into()),
+        body: json!({"metadata": {"name": name}}),
+        opts: WriteOptions::default(),
+    }
+}
+
+#[actix_rt::test]
+async fn a_watcher_that_stops_reading_is_cut_off_and_others_see_everything() {
+    let dir = std::env::temp_dir().join(format!("podvisor-store-actor-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cfg = StoreConfig {
+        path: dir.join("s.redb"),
+        window: 1000,
+    };
+    let store = ChildSpec::of(move || StoreActor::new(cfg.clone(), 16)).start_unsupervised();
+    let sel = Selector::all(Kind::ConfigMap);
+    let watch = |from| Watch {
+        selector: sel.clone(),
+        from,
+    };
+    let mut slow = store.send(watch(None)).await.unwrap().unwrap();
+    let mut fast = store.send(watch(None)).await.unwrap().unwrap();
+    let mut seen = Vec::new();
+    for i in 0..40 {
+        store
+            .send(create(format!("cm-{i:02}")))
+            .await
+            .unwrap()
+            .unwrap();
+        while let Ok(WatchEvent::Change(c)) = fast.try_recv() {
+            seen.push(c.object.name.clone());
+        }
+    }
+    let want: Vec<String> = (0..40).map(|i| format!("cm-{i:02}")).collect();
+    assert_eq!(
+        seen, want,
+        "a watcher that keeps up sees every change, in order"
+    );
+    let mut kept = 0;
+    while let Some(e) = slow.recv().await {
+        assert!(matches!(e, WatchEvent::Change(_)));
+        kept += 1;
+    }
+    assert_eq!(
+        kept, 16,
+        "the slow watcher got its allowance, then its stream ended"
+    );
+}
