@@ -153,23 +153,14 @@ async fn kubectl_gets_clear_refusals() {
         r.stderr
     );
 
-    // kubectl's generators send protobuf, which is refused with the way around it.
-    let r = k.run(&["create", "configmap", "cfg", "--from-literal=a=1"]);
-    assert!(
-        !r.ok && r.stderr.contains("--dry-run=client -o yaml"),
-        "{}",
-        r.stderr
+    // kubectl's generators send protobuf: read for the kinds they make here.
+    k.ok(&["create", "namespace", "team"]);
+    k.ok(&["create", "secret", "generic", "pw", "-n", "team", "--from-literal=pw=hunter2"]);
+    assert_eq!(
+        k.jsonpath(&["secret", "pw", "-n", "team"], "{.data.pw}"),
+        "aHVudGVyMg=="
     );
-    let cm = k.ok(&[
-        "create",
-        "configmap",
-        "cfg",
-        "--from-literal=a=1",
-        "--dry-run=client",
-        "-o",
-        "yaml",
-    ]);
-    k.apply(&cm);
+    k.ok(&["create", "configmap", "cfg", "--from-literal=a=1"]);
     let stale = k.ok(&["get", "configmap", "cfg", "-o", "json"]);
     k.ok(&["patch", "configmap", "cfg", "-p", r#"{"data":{"a":"2"}}"#]);
     let r = k.run_with(&["replace", "-f", "-"], &stale);

@@ -17,6 +17,7 @@ pub mod admission;
 mod discovery;
 mod handlers;
 mod openapi;
+mod proto;
 mod server;
 mod smp;
 pub mod status;

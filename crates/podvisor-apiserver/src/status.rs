@@ -49,7 +49,7 @@ impl ApiError {
 
     pub fn unsupported_media(t: &str) -> Self {
         let hint = if t.contains("protobuf") {
-            " (podvisor serves JSON and YAML, not protobuf; kubectl's built-in generators such as `kubectl create configmap` send protobuf: pipe them through `--dry-run=client -o yaml | kubectl apply -f -`)"
+            " (podvisor reads protobuf only for ConfigMap, Secret, Namespace, DeleteOptions and Eviction; send this object as JSON or YAML, e.g. `kubectl create ... --dry-run=client -o yaml | kubectl apply -f -`)"
         } else {
             ""
         };

@@ -1,4 +1,4 @@
-//! Request bodies (JSON or YAML) and response bodies (objects as stored, lists assembled
+//! Request bodies (JSON, YAML, or protobuf for the kinds `proto` reads) and response bodies (objects as stored, lists assembled
 //! from stored bytes without re-serialising them).
 
 use actix_web::HttpResponse;
@@ -9,7 +9,10 @@ use serde_json::Value;
 use crate::status::ApiError;
 
 pub fn parse(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
-    if content_type.contains("protobuf") || content_type.contains("cbor") {
+    if content_type.contains("protobuf") {
+        return crate::proto::decode(content_type, body);
+    }
+    if content_type.contains("cbor") {
         return Err(ApiError::unsupported_media(content_type));
     }
     let v: Value = if content_type.contains("yaml") {

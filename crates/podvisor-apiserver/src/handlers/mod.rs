@@ -98,11 +98,11 @@ async fn route(
         (Method::GET, true, Some("log")) => logs::serve(state, p, t).await,
         (Method::GET, true, Some("scale")) => scale::get(state, t).await,
         (Method::POST, false, None) => write::create(req, body, state, p, t).await,
-        (Method::POST, true, Some("eviction")) => write::evict(body, state, t).await,
+        (Method::POST, true, Some("eviction")) => write::evict(req, body, state, t).await,
         (Method::PUT, true, None | Some("status")) => write::update(req, body, state, p, t).await,
         (Method::PATCH, true, None | Some("status")) => write::patch(req, body, state, p, t).await,
         (Method::PUT | Method::PATCH, true, Some("scale")) => scale::set(req, body, state, t).await,
-        (Method::DELETE, true, None) => write::delete(body, state, p, t).await,
+        (Method::DELETE, true, None) => write::delete(req, body, state, p, t).await,
         (Method::DELETE, false, None) => write::delete_collection(state, p, t).await,
         _ => Err(ApiError::method_not_allowed(req.path())),
     }

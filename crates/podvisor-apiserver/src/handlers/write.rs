@@ -151,13 +151,16 @@ pub(super) async fn patch(
     }
 }
 
+/// A body that may be empty (DELETE, eviction), parsed per its content type.
+fn optional_body(req: &HttpRequest, raw: &[u8]) -> Result<Value, ApiError> {
+    if raw.is_empty() {
+        return Ok(json!({}));
+    }
+    body::parse(&body::content_type(req), raw)
+}
+
 /// DeleteOptions from the body (kubectl sends them there) and the query.
-fn delete_options(raw: &[u8], p: &Params) -> Result<DeleteOptions, ApiError> {
-    let b: Value = if raw.is_empty() {
-        json!({})
-    } else {
-        body::parse("application/json", raw)?
-    };
+fn delete_options(b: &Value, p: &Params) -> Result<DeleteOptions, ApiError> {
     let policy = b["propagationPolicy"]
         .as_str()
         .or(p.propagation_policy.as_deref());
@@ -198,12 +201,13 @@ async fn delete_one(
 }
 
 pub(super) async fn delete(
+    req: &HttpRequest,
     raw: Bytes,
     state: &ApiState,
     p: &Params,
     t: Target,
 ) -> Result<HttpResponse, ApiError> {
-    let opts = delete_options(&raw, p)?;
+    let opts = delete_options(&optional_body(req, &raw)?, p)?;
     let name = t.name.clone().unwrap_or_default();
     let o = match delete_one(state, &t, &name, opts).await? {
         Deleted::Marked(o) | Deleted::Gone(o) => o,
@@ -239,7 +243,7 @@ pub(super) async fn delete_collection(
         .await
         .map_err(ApiError::unavailable)??;
     for o in &page.items {
-        let opts = delete_options(&[], p)?;
+        let opts = delete_options(&json!({}), p)?;
         match delete_one(state, &t, &o.name, opts).await {
             Ok(_) | Err(ApiError { code: 404, .. }) => {}
             Err(e) => return Err(e),
@@ -252,22 +256,13 @@ pub(super) async fn delete_collection(
 /// POST pods/{name}/eviction: a delete with the eviction's options (no disruption budgets
 /// exist here to refuse it).
 pub(super) async fn evict(
+    req: &HttpRequest,
     raw: Bytes,
     state: &ApiState,
     t: Target,
 ) -> Result<HttpResponse, ApiError> {
-    let b: Value = if raw.is_empty() {
-        json!({})
-    } else {
-        body::parse("application/json", &raw)?
-    };
-    let inner = serde_json::to_vec(&b["deleteOptions"]).unwrap_or_default();
-    let inner = if b["deleteOptions"].is_null() {
-        Vec::new()
-    } else {
-        inner
-    };
-    let opts = delete_options(&inner, &Params::default())?;
+    let b = optional_body(req, &raw)?;
+    let opts = delete_options(&b["deleteOptions"], &Params::default())?;
     let name = t.name.clone().unwrap_or_default();
     delete_one(state, &t, &name, opts).await?;
     Ok(HttpResponse::Created().json(json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})))
