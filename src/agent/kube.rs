@@ -8,6 +8,7 @@ use anyhow::Context as _;
 use podvisor_actors::{ActorRef, ChildSpec, Recipient};
 use podvisor_apiserver::{ApiConfig, ApiServer, ApiState, NodeInfo};
 use podvisor_kubelet::pleg::PlegHealth;
+use podvisor_machinery::events::{EventRecorder, Reporter};
 use podvisor_kubelet::protocol::sources::SourcePods;
 use podvisor_kubelet::sync_loop::{Allocatable, SyncLoop};
 use podvisor_node::node::{NodeFacts, NodeRegistrar};
@@ -48,10 +49,12 @@ impl Kube {
             .arbiter(actix::Arbiter::new().handle())
             .capacity(1 << 14)
             .build();
+        let (events, events_spec) = recorder(&store, "kubelet", node_name);
         let h = handles(&store);
-        let (writer, writer_spec) = ChildSpec::of(move || StatusWriter::new(h.clone()))
-            .capacity(1 << 16)
-            .build();
+        let (writer, writer_spec) =
+            ChildSpec::of(move || StatusWriter::new(h.clone(), events.recipient()))
+                .capacity(1 << 16)
+                .build();
         let sink: LateSink = Arc::default();
         let (late, node, s) = (sink.clone(), node_name.to_string(), store.clone());
         let (source, source_spec) = ChildSpec::of(move || {
@@ -63,12 +66,12 @@ impl Kube {
             store,
             source,
             writer,
-            specs: vec![store_spec, writer_spec, source_spec],
+            specs: vec![store_spec, events_spec, writer_spec, source_spec],
             sink,
         }
     }
 
-    /// Every child in start order: the store and the status writer before the kubelet's
+    /// Every child in start order: the store, the event recorder and the status writer before the kubelet's
     /// actors, the API pod source and the node registrar after them.
     pub fn children(
         self,
@@ -91,12 +94,29 @@ impl Kube {
         })
         .build();
         let mut specs = self.specs.into_iter();
-        let mut out: Vec<ChildSpec> = specs.by_ref().take(2).collect();
+        let mut out: Vec<ChildSpec> = specs.by_ref().take(3).collect();
         out.extend(kubelet);
         out.extend(specs);
         out.push(node_spec);
         out
     }
+}
+
+/// An event recorder reporting as `component` on this node.
+fn recorder(
+    store: &ActorRef<StoreActor>,
+    component: &str,
+    node_name: &str,
+) -> (ActorRef<EventRecorder>, ChildSpec) {
+    let reporter = Reporter {
+        component: component.to_string(),
+        host: node_name.to_string(),
+    };
+    let s = store.clone();
+    ChildSpec::of(move || EventRecorder::new(reporter.clone(), s.recipient(), s.recipient()))
+        .key(component)
+        .capacity(1 << 12)
+        .build()
 }
 
 pub fn facts(

@@ -8,6 +8,7 @@
 // Functions stay short in production code (clippy.toml sets the limit); tests may run long.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
+pub mod event;
 pub mod grace;
 pub mod key;
 pub mod phase;
@@ -17,6 +18,7 @@ pub mod time;
 pub mod uid;
 pub mod validation;
 
+pub use event::EventType;
 pub use grace::GracePeriod;
 pub use key::{Kind, ObjectKey};
 pub use phase::{Phase, RestartPolicy};

@@ -19,8 +19,9 @@ use std::time::Duration;
 use actix::prelude::*;
 use k8s_openapi::api::core::v1::Pod;
 use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
-use podvisor_core::{PodExt, PodUid};
-use podvisor_kubelet::protocol::status::PublishedStatus;
+use podvisor_core::{ObjectKey, PodExt, PodUid, Uid};
+use podvisor_kubelet::protocol::status::{PodEvent, PublishedStatus};
+use podvisor_machinery::events::RecordEvent;
 use podvisor_store::actor::{Create, Delete, Get, Update};
 use serde::Serialize;
 
@@ -32,6 +33,9 @@ const MIRROR_CHECK: Duration = Duration::from_secs(5);
 
 pub struct StatusWriter {
     store: StoreHandles,
+    events: Recipient<RecordEvent>,
+    /// A static pod's mirror UID, once written: its events name the object the API shows.
+    mirror_uids: HashMap<PodUid, Uid>,
     /// The newest status not yet written, per pod, and whether it had terminated.
     pending: HashMap<PodUid, (Arc<Pod>, bool)>,
     in_flight: HashSet<PodUid>,
@@ -51,9 +55,11 @@ pub struct StatusWriterSummary {
 }
 
 impl StatusWriter {
-    pub fn new(store: StoreHandles) -> Self {
+    pub fn new(store: StoreHandles, events: Recipient<RecordEvent>) -> Self {
         Self {
             store,
+            events,
+            mirror_uids: HashMap::new(),
             pending: HashMap::new(),
             in_flight: HashSet::new(),
             statics: HashMap::new(),
@@ -72,12 +78,15 @@ impl StatusWriter {
         self.in_flight.insert(uid.clone());
         let store = self.store.clone();
         let work = async move { write::write(&store, &pod, terminated).await };
-        ctx.spawn(work.into_actor(self).map(move |ok, act, ctx| {
+        ctx.spawn(work.into_actor(self).map(move |written, act, ctx| {
             act.in_flight.remove(&uid);
-            if ok {
-                act.written += 1
-            } else {
-                act.failed += 1
+            match written {
+                Ok(Some(mirror)) => {
+                    act.written += 1;
+                    act.mirror_uids.insert(uid.clone(), mirror);
+                }
+                Ok(None) => act.written += 1,
+                Err(()) => act.failed += 1,
             }
             act.start(uid, ctx);
         }));
@@ -93,6 +102,25 @@ impl StatusWriter {
                 self.start(uid, ctx);
             }
         }
+    }
+}
+
+impl StatusWriter {
+    /// A pod's event, about the object the API shows: a static pod's mirror.
+    fn record(&self, pod: &Pod, event: PodEvent) {
+        let uid = pod.metadata.uid.as_deref().map(PodUid::from);
+        let shown = match uid.as_ref().and_then(|u| self.mirror_uids.get(u)) {
+            Some(mirror) => Some(mirror.clone()),
+            None => uid.map(|u| Uid::from(u.as_str())),
+        };
+        let mut object = ObjectKey::pod(pod.namespace(), pod.name());
+        object.uid = shown;
+        self.events.do_send(RecordEvent {
+            object,
+            type_: event.kind,
+            reason: event.reason,
+            message: event.message,
+        });
     }
 }
 
@@ -135,8 +163,10 @@ impl Handler<PublishedStatus> for StatusWriter {
                 self.pending.insert(uid.clone(), (pod, terminated));
                 self.start(uid, ctx);
             }
+            PublishedStatus::Event { pod, event } => self.record(&pod, event),
             PublishedStatus::Gone { uid } => {
                 self.pending.remove(&uid);
+                self.mirror_uids.remove(&uid);
                 if let Some(pod) = self.statics.remove(&uid) {
                     let store = self.store.clone();
                     ctx.spawn(

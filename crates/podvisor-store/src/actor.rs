@@ -112,6 +112,8 @@ pub struct StoreActor {
     /// Changes a watcher may fall behind before it is cut off.
     capacity: usize,
     cut_off: u64,
+    /// Events older than this are deleted (kube-apiserver's `--event-ttl`).
+    event_ttl: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -125,6 +127,10 @@ pub struct StoreSummary {
 }
 
 const BOOKMARK_PERIOD: Duration = Duration::from_secs(10);
+/// kube-apiserver's default event TTL.
+pub const EVENT_TTL: Duration = Duration::from_secs(3600);
+const EXPIRY_PERIOD: Duration = Duration::from_secs(60);
+const EXPIRY_BATCH: usize = 1000;
 
 impl StoreActor {
     pub fn new(config: StoreConfig, watcher_capacity: usize) -> Self {
@@ -134,6 +140,23 @@ impl StoreActor {
             watchers: Vec::new(),
             capacity: watcher_capacity.max(16),
             cut_off: 0,
+            event_ttl: EVENT_TTL,
+        }
+    }
+
+    pub fn with_event_ttl(mut self, ttl: Duration) -> Self {
+        self.event_ttl = ttl;
+        self
+    }
+
+    /// Deletes expired Events, a bounded batch per sweep.
+    fn expire_events(&mut self) {
+        let ttl = u64::try_from(self.event_ttl.as_millis()).unwrap_or(u64::MAX);
+        let cutoff = podvisor_core::time::now_unix_ms().saturating_sub(ttl);
+        match self.write(|s| s.expire_events(cutoff, EXPIRY_BATCH)) {
+            Ok(gone) if !gone.is_empty() => info!(events = gone.len(), "expired events deleted"),
+            Ok(_) => {}
+            Err(e) => error!(error = %e, "cannot delete expired events"),
         }
     }
 
@@ -244,6 +267,9 @@ impl SupervisedActor for StoreActor {
             }
         });
         ctx.run_interval(BOOKMARK_PERIOD, |act, _| act.bookmark());
+        ctx.run_interval(EXPIRY_PERIOD.min(self.event_ttl), |act, _| {
+            act.expire_events()
+        });
     }
 
     fn summary(&self) -> StoreSummary {

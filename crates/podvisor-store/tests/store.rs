@@ -312,3 +312,37 @@ fn the_change_window_survives_reopening_and_older_revisions_are_gone() {
     );
     assert_eq!(s.list(&sel, None, None).unwrap().items.len(), 8);
 }
+
+#[test]
+fn events_expire_after_their_ttl_and_nothing_else_does() {
+    let d = dir("events");
+    let mut s = open(&d, 100);
+    let events = Resource::of(Kind::Event);
+    let event = |name: &str, last: &str| {
+        json!({"metadata": {"name": name}, "involvedObject": {"kind": "Pod", "name": "p"},
+               "reason": "R", "message": "m", "lastTimestamp": last})
+    };
+    for (name, last) in [
+        ("old", "2026-01-01T00:00:00Z"),
+        ("new", "2026-01-01T02:00:00Z"),
+    ] {
+        s.create(&events, event(name, last), Some("default"), W)
+            .unwrap();
+    }
+    s.create(&pods(), pod("p"), Some("default"), W).unwrap();
+    let cutoff: k8s_openapi::jiff::Timestamp = "2026-01-01T01:00:00Z".parse().unwrap();
+    let gone = s
+        .expire_events(cutoff.as_millisecond() as u64, 100)
+        .unwrap();
+    assert_eq!(gone.len(), 1);
+    assert_eq!(
+        (gone[0].kind, gone[0].object.name.as_str()),
+        (ChangeType::Deleted, "old")
+    );
+    assert!(s.get(Kind::Event, "default", "new").is_ok());
+    assert!(s.get(Kind::Pod, "default", "p").is_ok());
+    let d2 = s
+        .expire_events(cutoff.as_millisecond() as u64, 100)
+        .unwrap();
+    assert!(d2.is_empty(), "nothing more to expire, nothing written");
+}

@@ -51,7 +51,7 @@ pub struct RecordEvent {
 }
 
 /// What the status manager tells whoever mirrors statuses to an API server (the node's
-/// store): a pod's status changed, or the pod is gone for good.
+/// store): a pod's status changed, something happened to it, or it is gone for good.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub enum PublishedStatus {
@@ -61,6 +61,8 @@ pub enum PublishedStatus {
         /// Its termination has completed (or it never ran): a deleted pod may be removed.
         terminated: bool,
     },
+    /// An event was recorded for the pod.
+    Event { pod: Arc<Pod>, event: PodEvent },
     Gone {
         uid: PodUid,
     },
@@ -157,20 +159,7 @@ pub struct Waiting {
     pub message: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum EventType {
-    Normal,
-    Warning,
-}
-
-impl fmt::Display for EventType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Normal => "Normal",
-            Self::Warning => "Warning",
-        })
-    }
-}
+pub use podvisor_core::EventType;
 
 /// How many events are kept per pod.
 pub const MAX_EVENTS: usize = 25;

@@ -153,13 +153,20 @@ impl StatusManager {
             .records
             .entry(pod.uid().clone())
             .or_insert_with(|| PodRecord::new(pod.arc().clone()));
-        r.record_event(PodEvent {
+        let event = PodEvent {
             time_unix_ms: podvisor_core::time::now_unix_ms(),
             kind,
             reason: reason.to_string(),
             message,
             count: 1,
-        });
+        };
+        if let Some(sink) = &self.sink {
+            sink.do_send(PublishedStatus::Event {
+                pod: pod.arc().clone(),
+                event: event.clone(),
+            });
+        }
+        r.record_event(event);
         self.changed(pod.uid(), ctx);
     }
 

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use podvisor_actors::Recipient;
-use podvisor_core::{Kind, PodExt};
+use podvisor_core::{Kind, PodExt, Uid};
 use podvisor_store::actor::{Create, Delete, Get, Update};
 use podvisor_store::{DeleteOptions, Resource, StoreError, StoredObject, WriteOptions};
 use serde_json::{Value, json};
@@ -99,17 +99,19 @@ async fn delete(store: &StoreHandles, ns: &str, name: &str, uid: &str) -> Result
     }
 }
 
-/// What one published status leads to. `false` when the store refused or failed.
-pub(super) async fn write(store: &StoreHandles, pod: &Pod, terminated: bool) -> bool {
+/// What one published status leads to: for a static pod, its mirror's UID. `Err` when
+/// the store refused or failed (logged here).
+pub(super) async fn write(
+    store: &StoreHandles,
+    pod: &Pod,
+    terminated: bool,
+) -> Result<Option<Uid>, ()> {
     let r = if pod.is_static() {
         mirror(store, pod).await
     } else {
-        api_pod(store, pod, terminated).await
+        api_pod(store, pod, terminated).await.map(|()| None)
     };
-    if let Err(e) = &r {
-        warn!(pod = pod.name(), error = %e, "status not written to the store");
-    }
-    r.is_ok()
+    r.map_err(|e| warn!(pod = pod.name(), error = %e, "status not written to the store"))
 }
 
 async fn api_pod(store: &StoreHandles, pod: &Pod, terminated: bool) -> Result<(), StoreError> {
@@ -149,7 +151,7 @@ fn mirror_body(pod: &Pod) -> Value {
     serde_json::to_value(m).unwrap_or(json!({}))
 }
 
-async fn create_mirror(store: &StoreHandles, pod: &Pod) -> Result<(), StoreError> {
+async fn create_mirror(store: &StoreHandles, pod: &Pod) -> Result<Option<Uid>, StoreError> {
     let msg = Create {
         resource: pods(),
         namespace: Some(pod.namespace().into()),
@@ -164,15 +166,16 @@ async fn create_mirror(store: &StoreHandles, pod: &Pod) -> Result<(), StoreError
     {
         Ok(o) => {
             debug!(pod = pod.name(), mirror_uid = &*o.uid, "mirror pod created");
-            Ok(())
+            Ok(Some(o.uid.clone()))
         }
-        Err(StoreError::AlreadyExists { .. }) => Ok(()),
+        Err(StoreError::AlreadyExists { .. }) => Ok(None),
         Err(e) => Err(e),
     }
 }
 
 /// Makes the mirror exist, current, and not marked for deletion; writes its status.
-async fn mirror(store: &StoreHandles, pod: &Pod) -> Result<(), StoreError> {
+/// Answers the mirror's UID.
+async fn mirror(store: &StoreHandles, pod: &Pod) -> Result<Option<Uid>, StoreError> {
     let static_uid = pod.metadata.uid.as_deref().unwrap_or_default();
     let current = match get(store, pod.namespace(), pod.name()).await {
         Ok(c) => c,
@@ -181,7 +184,7 @@ async fn mirror(store: &StoreHandles, pod: &Pod) -> Result<(), StoreError> {
     };
     match mirror_of(&current) {
         // An API pod of the same name: not ours to touch.
-        None => return Ok(()),
+        None => return Ok(None),
         Some(of)
             if of != static_uid || current.value()["metadata"]["deletionTimestamp"].is_string() =>
         {
@@ -195,9 +198,8 @@ async fn mirror(store: &StoreHandles, pod: &Pod) -> Result<(), StoreError> {
         Some(_) => {}
     }
     let mirror_uid = current.uid.to_string();
-    write_status(store, pod, &mirror_uid, (pod.name(), pod.namespace()))
-        .await
-        .map(|_| ())
+    write_status(store, pod, &mirror_uid, (pod.name(), pod.namespace())).await?;
+    Ok(Some(current.uid.clone()))
 }
 
 /// The static pod is gone for good: so is its mirror.
