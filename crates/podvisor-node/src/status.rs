@@ -30,6 +30,8 @@ mod write;
 pub use write::StoreHandles;
 
 const MIRROR_CHECK: Duration = Duration::from_secs(5);
+const RETRY_FIRST: Duration = Duration::from_millis(500);
+const RETRY_MAX: Duration = Duration::from_secs(30);
 
 pub struct StatusWriter {
     store: StoreHandles,
@@ -39,6 +41,9 @@ pub struct StatusWriter {
     /// The newest status not yet written, per pod, and whether it had terminated.
     pending: HashMap<PodUid, (Arc<Pod>, bool)>,
     in_flight: HashSet<PodUid>,
+    /// Pods whose last write failed, waiting for their retry; and each one's next delay.
+    retrying: HashSet<PodUid>,
+    retry_after: HashMap<PodUid, Duration>,
     /// Static pods' newest state, for the periodic mirror check.
     statics: HashMap<PodUid, Arc<Pod>>,
     written: u64,
@@ -48,6 +53,7 @@ pub struct StatusWriter {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StatusWriterSummary {
     pub pending: usize,
+    pub retrying: usize,
     pub in_flight: usize,
     pub mirrors: usize,
     pub written: u64,
@@ -62,6 +68,8 @@ impl StatusWriter {
             mirror_uids: HashMap::new(),
             pending: HashMap::new(),
             in_flight: HashSet::new(),
+            retrying: HashSet::new(),
+            retry_after: HashMap::new(),
             statics: HashMap::new(),
             written: 0,
             failed: 0,
@@ -69,7 +77,7 @@ impl StatusWriter {
     }
 
     fn start(&mut self, uid: PodUid, ctx: &mut Context<Self>) {
-        if self.in_flight.contains(&uid) {
+        if self.in_flight.contains(&uid) || self.retrying.contains(&uid) {
             return;
         }
         let Some((pod, terminated)) = self.pending.remove(&uid) else {
@@ -77,19 +85,43 @@ impl StatusWriter {
         };
         self.in_flight.insert(uid.clone());
         let store = self.store.clone();
-        let work = async move { write::write(&store, &pod, terminated).await };
+        let (p, t) = (pod.clone(), terminated);
+        let work = async move { write::write(&store, &p, t).await };
         ctx.spawn(work.into_actor(self).map(move |written, act, ctx| {
             act.in_flight.remove(&uid);
             match written {
-                Ok(Some(mirror)) => {
+                Ok(mirror) => {
                     act.written += 1;
-                    act.mirror_uids.insert(uid.clone(), mirror);
+                    if let Some(m) = mirror {
+                        act.mirror_uids.insert(uid.clone(), m);
+                    }
+                    act.retry_after.remove(&uid);
                 }
-                Ok(None) => act.written += 1,
-                Err(()) => act.failed += 1,
+                Err(()) => {
+                    act.failed += 1;
+                    act.retry(uid.clone(), (pod, terminated), ctx);
+                    return;
+                }
             }
             act.start(uid, ctx);
         }));
+    }
+
+    /// A write the store refused or failed is tried again, after a delay that doubles
+    /// per failure (a pod whose removal was not written would otherwise stay Terminating
+    /// in the API forever). A newer status waiting meanwhile replaces it.
+    fn retry(&mut self, uid: PodUid, failed: (Arc<Pod>, bool), ctx: &mut Context<Self>) {
+        self.pending.entry(uid.clone()).or_insert(failed);
+        let delay = self
+            .retry_after
+            .get(&uid)
+            .map_or(RETRY_FIRST, |d| (*d * 2).min(RETRY_MAX));
+        self.retry_after.insert(uid.clone(), delay);
+        self.retrying.insert(uid.clone());
+        ctx.run_later(delay, move |act, ctx| {
+            act.retrying.remove(&uid);
+            act.start(uid, ctx);
+        });
     }
 
     fn check_mirrors(&mut self, ctx: &mut Context<Self>) {
@@ -141,6 +173,7 @@ impl SupervisedActor for StatusWriter {
     fn summary(&self) -> StatusWriterSummary {
         StatusWriterSummary {
             pending: self.pending.len(),
+            retrying: self.retrying.len(),
             in_flight: self.in_flight.len(),
             mirrors: self.statics.len(),
             written: self.written,
@@ -167,6 +200,7 @@ impl Handler<PublishedStatus> for StatusWriter {
             PublishedStatus::Gone { uid } => {
                 self.pending.remove(&uid);
                 self.mirror_uids.remove(&uid);
+                self.retry_after.remove(&uid);
                 if let Some(pod) = self.statics.remove(&uid) {
                     let store = self.store.clone();
                     ctx.spawn(
