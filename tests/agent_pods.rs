@@ -387,7 +387,7 @@ async fn a_bad_manifest_is_reported_and_the_good_ones_run() {
         .await;
     let body = podvisor_debug::client::get(
         &agent.endpoint,
-        "/api/v1/manifest-errors",
+        "/debug/manifest-errors",
         Some(&agent.token()),
     )
     .await
@@ -434,7 +434,7 @@ async fn a_bad_manifest_is_reported_and_the_good_ones_run() {
     loop {
         let body = podvisor_debug::client::get(
             &agent.endpoint,
-            "/api/v1/manifest-errors",
+            "/debug/manifest-errors",
             Some(&agent.token()),
         )
         .await
@@ -533,11 +533,7 @@ async fn a_sigkilled_agent_adopts_its_ten_pods_without_restarting_any() {
 
     // A manifest removed while the agent was down: its pod is stopped as an orphan and
     // its remembered status goes too; the other nine are untouched.
-    let p0_uid = agent
-        .pod("p0")
-        .await
-        .and_then(|p| p.metadata.uid)
-        .expect("p0 has a uid");
+    let p0_uid = agent.static_uid("p0").await.expect("p0 has a uid");
     agent.kill9();
     agent.remove("p0.yaml");
     agent.restart().await;
@@ -579,7 +575,7 @@ async fn a_sigkilled_agent_adopts_its_ten_pods_without_restarting_any() {
         || async { dirs_of(&p0_uid).is_empty().then_some(()) },
     )
     .await;
-    let p1_uid = agent.pod("p1").await.and_then(|p| p.metadata.uid).unwrap();
+    let p1_uid = agent.static_uid("p1").await.unwrap();
     assert_eq!(
         dirs_of(&p1_uid).len(),
         2,
@@ -610,13 +606,14 @@ async fn following_a_log_ends_when_the_container_does() {
     // The client gives up after 10 s; the stream must end well before, once the container
     // exited (about 3 s) and the agent saw it (a relist, a second check).
     let t0 = std::time::Instant::now();
-    let body = podvisor_debug::client::get(
-        &agent.endpoint,
-        &format!("/api/v1/pods/{}/log?follow=true", agent.name("talker")),
-        Some(&agent.token()),
-    )
-    .await
-    .expect("the follow ends by itself");
+    let body = agent
+        .api()
+        .get(&format!(
+            "/api/v1/namespaces/default/pods/{}/log?follow=true",
+            agent.name("talker")
+        ))
+        .await
+        .expect("the follow ends by itself");
     assert_eq!(body, "line 1\nline 2\nline 3\n", "{}", agent.log_tail(20));
     assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
 

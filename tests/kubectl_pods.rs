@@ -155,7 +155,15 @@ async fn kubectl_gets_clear_refusals() {
 
     // kubectl's generators send protobuf: read for the kinds they make here.
     k.ok(&["create", "namespace", "team"]);
-    k.ok(&["create", "secret", "generic", "pw", "-n", "team", "--from-literal=pw=hunter2"]);
+    k.ok(&[
+        "create",
+        "secret",
+        "generic",
+        "pw",
+        "-n",
+        "team",
+        "--from-literal=pw=hunter2",
+    ]);
     assert_eq!(
         k.jsonpath(&["secret", "pw", "-n", "team"], "{.data.pw}"),
         "aHVudGVyMg=="
@@ -172,8 +180,8 @@ async fn kubectl_gets_clear_refusals() {
 
     let r = k.run(&["--token=not-the-token", "get", "pods"]);
     assert!(!r.ok && r.stderr.contains("Unauthorized"), "{}", r.stderr);
-    // The debug endpoint's pod routes (podvisor get/describe/logs) need the token too.
-    for route in ["/api/v1/pods", "/api/v1/manifest-errors"] {
+    // The debug endpoint's manifest errors (paths and reasons) need the token too.
+    for route in ["/debug/manifest-errors"] {
         let anonymous = podvisor_debug::client::get(&agent.endpoint, route, None).await;
         assert!(
             anonymous.is_err(),
@@ -269,7 +277,9 @@ async fn static_pods_show_as_mirrors_that_a_delete_does_not_stop_and_the_node_is
         &["pod", &name],
         "{.metadata.annotations.kubernetes\\.io/config\\.mirror}",
     );
-    let static_uid = agent.pod("stat").await.unwrap().metadata.uid.unwrap();
+    let runtime = agent.runtime_pods().await;
+    assert_eq!(runtime.len(), 1);
+    let static_uid = runtime[0].pod.uid.to_string();
     assert_eq!(mirror_of, static_uid, "the mirror names the static pod");
     let first_mirror = k.jsonpath(&["pod", &name], "{.metadata.uid}");
     let r = k.run(&["delete", "pod", &name]);
@@ -286,8 +296,66 @@ async fn static_pods_show_as_mirrors_that_a_delete_does_not_stop_and_the_node_is
     .await;
     let pods = agent.runtime_pods().await;
     assert_eq!(pods.len(), 1, "the static pod kept its one sandbox");
-    assert_eq!(
-        agent.pod("stat").await.unwrap().metadata.uid.unwrap(),
-        static_uid
+    assert_eq!(agent.static_uid("stat").await.unwrap(), static_uid);
+}
+
+/// podvisor's own `get pods`, `describe pod` and `logs`: thin clients of the same API, for
+/// a machine without kubectl.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn podvisor_get_describe_and_logs_read_the_api() {
+    let agent = Agent::start("cli-pods").await;
+    let yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: said}\nspec:\n  containers:\n  - {name: main, image: localhost/podvisor/busybox:test, command: [/bin/sh, -c, 'echo said hello; sleep 3600']}\n";
+    agent.write("said.yaml", yaml);
+    agent.write(
+        "bad.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: Bad_Name}\nspec: {containers: []}\n",
     );
+    let name = agent.name("said");
+    agent
+        .wait_pod("said", "running", Duration::from_secs(60), |p| {
+            p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+        })
+        .await;
+    let kubeconfig = agent.dir.join("state").join("kubeconfig");
+    let podvisor = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_podvisor"))
+            .args(args)
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .env("PODVISOR_ENDPOINT", &agent.endpoint)
+            .env("PODVISOR_TOKEN", agent.token())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "podvisor {args:?}: {out:?}");
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (table, warnings) = podvisor(&["get", "pods", "-o", "wide"]);
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        &header[..6],
+        ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP"],
+        "{table}"
+    );
+    assert!(
+        table.contains(&name) && table.contains("Running"),
+        "{table}"
+    );
+    assert!(
+        warnings.contains("bad.yaml"),
+        "unusable manifests are named: {warnings}"
+    );
+    let (json, _) = podvisor(&["get", "pods", "-o", "json"]);
+    let list: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(list["kind"], "PodList");
+    let (text, _) = podvisor(&["describe", "pod", &name]);
+    assert!(
+        text.contains("Containers:") && text.contains("Running"),
+        "{text}"
+    );
+    assert!(text.contains("Started"), "the kubelet's events: {text}");
+    let (log, _) = podvisor(&["logs", &name]);
+    assert_eq!(log, "said hello\n");
 }

@@ -1,33 +1,142 @@
-import sys, time, statistics, os
-from kubernetes import client, config
-config.load_kube_config(config_file="/tmp/pv/state/kubeconfig")
+"""api-bench: podvisor's Kubernetes API through a real client (the Python `kubernetes`
+package, keep-alive HTTPS), side by side in one run:
+  - create / get / list latency with 1,000 stored pods (bound to another node, so nothing
+    runs), RSS of the agent before and after storing them;
+  - 50 concurrent watchers: time from a create's answer to each watcher's event;
+  - create → Running through the API against the manifest directory path (10 pods each).
+
+Usage (an agent running with its own state dir and manifest dir):
+  python3 crates/podvisor-bench/api-bench.py <state_dir> <manifest_dir> <agent pid> <node name>
+"""
+
+import os
+import sys
+import threading
+import time
+
+from kubernetes import client, config, watch
+
+state_dir, manifest_dir, pid, node = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+config.load_kube_config(config_file=os.path.join(state_dir, "kubeconfig"))
 core = client.CoreV1Api()
-pid = int(sys.argv[1])
+IMAGE = "localhost/podvisor/busybox:test"
+
+
 def rss():
-    for l in open(f"/proc/{pid}/status"):
-        if l.startswith("VmRSS"): return int(l.split()[1]) / 1024
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS"):
+            return int(line.split()[1]) / 1024
+
+
 def pct(v, q):
-    v = sorted(v); return v[min(len(v) - 1, max(0, int(q * len(v) + 0.999) - 1))] * 1000
-def body(i, node):
-    return {"metadata": {"name": f"p-{i:05d}", "labels": {"app": "web", "sample": "yes" if i < 110 else "no"}},
-            "spec": {"nodeName": node, "containers": [{"name": "main", "image": "localhost/podvisor/busybox:test",
+    v = sorted(v)
+    return v[min(len(v) - 1, max(0, int(q * len(v) + 0.999) - 1))] * 1000
+
+
+def row(name, v):
+    print(f"| {name} | {len(v)} | {pct(v, .5):.2f} | {pct(v, .99):.2f} |")
+
+
+def pod(name, node_name, sample=False):
+    return {"metadata": {"name": name, "labels": {"app": "web", "sample": "yes" if sample else "no"}},
+            "spec": {"nodeName": node_name, "containers": [{"name": "main", "image": IMAGE,
                      "command": ["/bin/sh", "-c", "sleep 3600"], "env": [{"name": "A", "value": "1"}]}]}}
-time.sleep(2)
-r0 = rss()
-creates = []
-for i in range(1000):
-    t = time.perf_counter(); core.create_namespaced_pod("default", body(i, "elsewhere")); creates.append(time.perf_counter() - t)
-time.sleep(2)
-r1 = rss()
-def timed(f, n=50):
+
+
+def timed(f, n):
     out = []
     for _ in range(n):
-        t = time.perf_counter(); f(); out.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        f()
+        out.append(time.perf_counter() - t)
     return out
-get = timed(lambda: core.read_namespaced_pod("p-00500", "default", _preload_content=False).data, 200)
-l110 = timed(lambda: core.list_namespaced_pod("default", label_selector="sample=yes", _preload_content=False).data)
-l1000 = timed(lambda: core.list_namespaced_pod("default", _preload_content=False).data)
+
+
+def store_figures():
+    time.sleep(2)
+    r0 = rss()
+    creates = []
+    for i in range(1000):
+        body = pod(f"p-{i:05d}", "elsewhere", i < 110)
+        creates.append(timed(lambda: core.create_namespaced_pod("default", body), 1)[0])
+    time.sleep(2)
+    r1 = rss()
+    row("create pod (durable)", creates)
+    row("get pod", timed(lambda: core.read_namespaced_pod("p-00500", "default", _preload_content=False).data, 200))
+    row("list 110 pods (label selector)", timed(lambda: core.list_namespaced_pod("default", label_selector="sample=yes", _preload_content=False).data, 50))
+    row("list 1,000 pods", timed(lambda: core.list_namespaced_pod("default", _preload_content=False).data, 50))
+    return r0, r1
+
+
+def watchers(n=50, creates=20):
+    rv = core.list_namespaced_config_map("default").metadata.resource_version
+    acked, lat, ready = {}, [], threading.Barrier(n + 1)
+    lock = threading.Lock()
+
+    def follow():
+        api = client.CoreV1Api(client.ApiClient())
+        stream = watch.Watch().stream(api.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=30)
+        ready.wait()
+        seen = 0
+        for ev in stream:
+            now = time.perf_counter()
+            name = ev["object"].metadata.name
+            while name not in acked:
+                time.sleep(0.0005)
+            with lock:
+                lat.append(now - acked[name])
+            seen += 1
+            if seen == creates:
+                return
+
+    threads = [threading.Thread(target=follow) for _ in range(n)]
+    for t in threads:
+        t.start()
+    ready.wait()
+    time.sleep(1)
+    for i in range(creates):
+        name = f"w-{i:03d}"
+        t0 = time.perf_counter()
+        core.create_namespaced_config_map("default", client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name)))
+        acked[name] = t0
+        time.sleep(0.05)
+    for t in threads:
+        t.join()
+    row(f"create → event, {n} watchers ({creates} creates)", lat)
+
+
+def running(name, timeout=60):
+    w = watch.Watch()
+    for ev in w.stream(core.list_namespaced_pod, "default", field_selector=f"metadata.name={name}", timeout_seconds=timeout):
+        if ev["object"].status and ev["object"].status.phase == "Running":
+            w.stop()
+            return
+
+
+def start_paths(n=10):
+    api, files = [], []
+    for i in range(n):
+        name = f"run-api-{i}"
+        t0 = time.perf_counter()
+        core.create_namespaced_pod("default", pod(name, node))
+        running(name)
+        api.append(time.perf_counter() - t0)
+        core.delete_namespaced_pod(name, "default", grace_period_seconds=0)
+        path = os.path.join(manifest_dir, f"run-file-{i}.yaml")
+        t0 = time.perf_counter()
+        with open(path + ".tmp", "w") as f:
+            f.write(f"apiVersion: v1\nkind: Pod\nmetadata: {{name: run-file-{i}}}\nspec:\n  containers:\n"
+                    f"  - {{name: main, image: {IMAGE}, command: [/bin/sh, -c, sleep 3600]}}\n")
+        os.rename(path + ".tmp", path)
+        running(f"run-file-{i}-{node}")
+        files.append(time.perf_counter() - t0)
+        os.remove(path)
+    row("create → Running (mirror seen Running), manifest file", files)
+    row("create → Running, API", api)
+
+
 print("| what | n | p50 ms | p99 ms |\n|---|---:|---:|---:|")
-for name, v in [("create pod (HTTPS, durable)", creates), ("get pod", get), ("list 110 pods (label selector)", l110), ("list 1,000 pods", l1000)]:
-    print(f"| {name} | {len(v)} | {pct(v, .5):.2f} | {pct(v, .99):.2f} |")
-print(f"agent RSS: {r0:.1f} MiB idle, {r1:.1f} MiB with 1,000 more pods stored (+{r1 - r0:.1f} MiB)")
+r0, r1 = store_figures()
+watchers()
+start_paths()
+print(f"\nagent RSS: {r0:.1f} MiB before, {r1:.1f} MiB with 1,000 more pods stored (+{r1 - r0:.1f} MiB)")

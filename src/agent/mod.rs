@@ -164,10 +164,7 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
         let credentials = podvisor_apiserver::tls::load_or_make(&cfg.state_dir.join("pki"))?;
         let token = cfg.debug.token.clone().unwrap_or(credentials.token);
         let api = api::routes(api::ApiState {
-            pods: agent.status_manager.recipient(),
-            pod: agent.status_manager.recipient(),
             manifest_errors: agent.manifest_source.recipient(),
-            pod_log_dir: cfg.pod_log_dir.clone(),
             token: token.into(),
         });
         let facts = kube::facts(&cfg, &node_name, &alloc, runtime_version);

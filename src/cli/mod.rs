@@ -73,7 +73,7 @@ impl EndpointArgs {
 pub enum Command {
     /// Run the node agent: the pods of a manifest directory, in containerd.
     Run(run::RunArgs),
-    /// List pods.
+    /// List pods (a thin client of the agent's Kubernetes API; kubectl works as well).
     #[command(subcommand)]
     Get(pods::GetCommand),
     /// Show a pod in detail: status, containers, recent events.

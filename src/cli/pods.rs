@@ -1,19 +1,23 @@
-//! `podvisor get pods`, `podvisor describe pod`, `podvisor logs`: the running agent's pods,
-//! read through its local API.
+//! `podvisor get pods`, `podvisor describe pod`, `podvisor logs`: thin clients of the
+//! agent's Kubernetes API (what kubectl talks to), for a machine without kubectl. The
+//! table is the server's own (the columns kubectl prints); files in the manifest directory
+//! that could not be used come from the debug endpoint.
 
 use std::io::Write;
+use std::path::PathBuf;
 
+use anyhow::Context as _;
 use clap::{Args, Subcommand, ValueEnum};
-use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
-use podvisor_debug::client;
-use podvisor_kubelet::protocol::manifests::ManifestError;
-use podvisor_kubelet::protocol::status::PodRecord;
+use k8s_openapi::api::core::v1::{ContainerStatus, Event, Pod};
+use podvisor_debug::client::Endpoint;
+use serde_json::Value;
 
 use super::EndpointArgs;
+use crate::agent::AgentConfig;
 
 #[derive(Debug, Subcommand)]
 pub enum GetCommand {
-    /// The agent's pods: name, ready containers, status, restarts, age.
+    /// Pods: name, ready containers, status, restarts, age.
     Pods(GetPodsArgs),
 }
 
@@ -24,13 +28,46 @@ pub enum Output {
     Json,
 }
 
+/// Where the agent's Kubernetes API is: a kubeconfig.
+#[derive(Debug, Args)]
+pub struct ApiArgs {
+    /// The kubeconfig to use. Default: the agent's own, `<state_dir>/kubeconfig` (state_dir
+    /// from `$PODVISOR_CONFIG`, else the default), readable by the agent's user only.
+    #[arg(long, env = "PODVISOR_KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The namespace.
+    #[arg(short, long, default_value = "default")]
+    pub namespace: String,
+}
+
+impl ApiArgs {
+    fn endpoint(&self) -> anyhow::Result<Endpoint> {
+        let path = match &self.kubeconfig {
+            Some(p) => p.clone(),
+            None => {
+                let config = std::env::var_os("PODVISOR_CONFIG").map(PathBuf::from);
+                AgentConfig::load(config.as_deref())?
+                    .state_dir
+                    .join("kubeconfig")
+            }
+        };
+        Endpoint::from_kubeconfig(&path).context("cannot reach the agent's API")
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct GetPodsArgs {
     #[command(flatten)]
-    pub at: EndpointArgs,
+    pub api: ApiArgs,
+    /// Pods of every namespace.
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
     /// `wide` adds IP and node; `json` prints a Kubernetes PodList; `yaml` the same as YAML.
     #[arg(short, long)]
     pub output: Option<Output>,
+    /// The debug endpoint, asked for manifest files that could not be used.
+    #[command(flatten)]
+    pub debug: EndpointArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -42,15 +79,15 @@ pub enum DescribeCommand {
 #[derive(Debug, Args)]
 pub struct DescribeArgs {
     #[command(flatten)]
-    pub at: EndpointArgs,
-    /// The pod's name (as `get pods` shows it) or UID.
+    pub api: ApiArgs,
+    /// The pod's name (as `get pods` shows it).
     pub name: String,
 }
 
 #[derive(Debug, Args)]
 pub struct LogsArgs {
     #[command(flatten)]
-    pub at: EndpointArgs,
+    pub api: ApiArgs,
     pub pod: String,
     /// The container (needed when the pod has several).
     #[arg(short, long)]
@@ -63,118 +100,49 @@ pub struct LogsArgs {
     pub previous: bool,
 }
 
-fn age(pod: &Pod) -> String {
-    let Some(start) = pod.status.as_ref().and_then(|s| s.start_time.as_ref()) else {
-        return "-".into();
-    };
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
-    let secs = (now - start.0.as_second()).max(0);
-    match secs {
-        s if s < 120 => format!("{s}s"),
-        s if s < 7200 => format!("{}m", s / 60),
-        s if s < 172_800 => format!("{}h", s / 3600),
-        s => format!("{}d", s / 86400),
+const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
+
+/// A cell as kubectl prints it.
+fn cell(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "<none>".into(),
+        other => other.to_string(),
     }
 }
 
-/// The status column, as kubectl words it: a waiting or terminated reason beats the phase.
-pub fn status_word(pod: &Pod) -> String {
-    let Some(status) = &pod.status else {
-        return "Unknown".into();
-    };
-    if pod.metadata.deletion_timestamp.is_some() {
-        return "Terminating".into();
+/// Renders a `meta.k8s.io/v1` Table as kubectl does: upper-case headers, priority-1
+/// columns only when `wide`, a NAMESPACE column first when `namespaces`.
+pub fn render_table(t: &Value, wide: bool, namespaces: bool) -> String {
+    let defs = t["columnDefinitions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let shown: Vec<usize> = (0..defs.len())
+        .filter(|i| wide || defs[*i]["priority"].as_i64().unwrap_or(0) == 0)
+        .collect();
+    let mut header: Vec<String> = shown
+        .iter()
+        .map(|i| defs[*i]["name"].as_str().unwrap_or("").to_uppercase())
+        .collect();
+    if namespaces {
+        header.insert(0, "NAMESPACE".into());
     }
-    if let Some(r) = &status.reason {
-        return r.clone();
-    }
-    let inits = status.init_container_statuses.as_deref().unwrap_or(&[]);
-    for (i, c) in inits.iter().enumerate() {
-        let st = c.state.clone().unwrap_or_default();
-        if st.terminated.as_ref().is_some_and(|t| t.exit_code == 0) {
-            continue;
-        }
-        if let Some(w) = st
-            .waiting
-            .and_then(|w| w.reason)
-            .filter(|r| r != "PodInitializing")
-        {
-            return format!("Init:{w}");
-        }
-        if let Some(t) = st.terminated {
-            return format!(
-                "Init:{}",
-                t.reason
-                    .unwrap_or_else(|| format!("ExitCode:{}", t.exit_code))
-            );
-        }
-        return format!("Init:{i}/{}", inits.len());
-    }
-    let mut word = status.phase.clone().unwrap_or_else(|| "Unknown".into());
-    let mut running = false;
-    for c in status.container_statuses.iter().flatten().rev() {
-        let st = c.state.clone().unwrap_or_default();
-        if let Some(r) = st.waiting.and_then(|w| w.reason) {
-            word = r;
-        } else if let Some(t) = st.terminated {
-            word = t
-                .reason
-                .unwrap_or_else(|| format!("ExitCode:{}", t.exit_code));
-        } else if st.running.is_some() {
-            running = true;
-        }
-    }
-    if running && word == "Completed" {
-        word = "Running".into();
-    }
-    word
-}
-
-fn containers(pod: &Pod) -> &[ContainerStatus] {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_deref())
-        .unwrap_or(&[])
-}
-
-pub fn table(pods: &[Pod], wide: bool) -> String {
-    let mut rows = vec![{
-        let mut h = vec!["NAME", "READY", "STATUS", "RESTARTS", "AGE"];
-        if wide {
-            h.extend(["IP", "NODE"]);
-        }
-        h.into_iter().map(String::from).collect::<Vec<_>>()
-    }];
-    for p in pods {
-        let cs = containers(p);
-        let total = p.spec.as_ref().map_or(0, |s| s.containers.len());
-        let mut row = vec![
-            p.metadata.name.clone().unwrap_or_default(),
-            format!("{}/{}", cs.iter().filter(|c| c.ready).count(), total),
-            status_word(p),
-            cs.iter().map(|c| c.restart_count).sum::<i32>().to_string(),
-            age(p),
-        ];
-        if wide {
-            row.push(
-                p.status
-                    .as_ref()
-                    .and_then(|s| s.pod_ip.clone())
-                    .unwrap_or_else(|| "<none>".into()),
-            );
-            row.push(
-                p.spec
-                    .as_ref()
-                    .and_then(|s| s.node_name.clone())
-                    .unwrap_or_default(),
-            );
+    let mut rows = vec![header];
+    for r in t["rows"].as_array().into_iter().flatten() {
+        let mut row: Vec<String> = shown.iter().map(|i| cell(&r["cells"][*i])).collect();
+        if namespaces {
+            let ns = r["object"]["metadata"]["namespace"].as_str().unwrap_or("");
+            row.insert(0, ns.to_string());
         }
         rows.push(row);
     }
+    align(&rows)
+}
+
+fn align(rows: &[Vec<String>]) -> String {
     let widths: Vec<usize> = (0..rows[0].len())
-        .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();
     rows.iter()
         .map(|r| {
@@ -188,42 +156,60 @@ pub fn table(pods: &[Pod], wide: bool) -> String {
         .collect()
 }
 
+fn pods_path(args: &GetPodsArgs) -> String {
+    if args.all_namespaces {
+        "/api/v1/pods".into()
+    } else {
+        format!("/api/v1/namespaces/{}/pods", args.api.namespace)
+    }
+}
+
 pub async fn get(cmd: GetCommand) -> anyhow::Result<()> {
     let GetCommand::Pods(args) = cmd;
-    let body = client::get(
-        &args.at.endpoint,
-        "/api/v1/pods",
-        args.at.token().as_deref(),
-    )
-    .await?;
-    let list: serde_json::Value = serde_json::from_str(&body)?;
+    let api = args.api.endpoint()?;
+    let path = pods_path(&args);
     match args.output {
-        Some(Output::Json) => println!("{}", serde_json::to_string_pretty(&list)?),
-        Some(Output::Yaml) => print!("{}", serde_yaml_ng::to_string(&list)?),
+        Some(Output::Json) => {
+            let list: Value = serde_json::from_str(&api.get(&path).await?)?;
+            println!("{}", serde_json::to_string_pretty(&list)?);
+        }
+        Some(Output::Yaml) => {
+            let list: Value = serde_json::from_str(&api.get(&path).await?)?;
+            print!("{}", serde_yaml_ng::to_string(&list)?);
+        }
         wide => {
-            let pods: Vec<Pod> = serde_json::from_value(list["items"].clone())?;
-            if pods.is_empty() {
-                println!("No pods.");
+            let table: Value = serde_json::from_str(&api.get_as(&path, TABLE).await?)?;
+            if table["rows"].as_array().is_none_or(Vec::is_empty) {
+                println!("No resources found.");
             } else {
-                print!("{}", table(&pods, wide == Some(Output::Wide)));
+                let wide = wide == Some(Output::Wide);
+                print!("{}", render_table(&table, wide, args.all_namespaces));
             }
         }
     }
-    // Files that could not be used are part of the answer: say so, on stderr (stdout stays
-    // parseable in every format).
-    if let Ok(text) = client::get(
-        &args.at.endpoint,
-        "/api/v1/manifest-errors",
-        args.at.token().as_deref(),
-    )
-    .await
-        && let Ok(errors) = serde_json::from_str::<Vec<ManifestError>>(&text)
-    {
-        for e in errors {
-            eprintln!("warning: {}: {}", e.path, e.reason);
-        }
-    }
+    warn_manifest_errors(&args.debug).await;
     Ok(())
+}
+
+/// Files that could not be used are part of the answer: said on stderr (stdout stays
+/// parseable in every format). Best effort: the debug endpoint may be elsewhere.
+async fn warn_manifest_errors(debug: &EndpointArgs) {
+    let token = debug.token();
+    let Ok(text) =
+        podvisor_debug::client::get(&debug.endpoint, "/debug/manifest-errors", token.as_deref())
+            .await
+    else {
+        return;
+    };
+    let errors: Vec<Value> = serde_json::from_str(&text).unwrap_or_default();
+    for e in errors {
+        let (path, reason) = (e["path"].as_str(), e["reason"].as_str());
+        eprintln!(
+            "warning: {}: {}",
+            path.unwrap_or("?"),
+            reason.unwrap_or("?")
+        );
+    }
 }
 
 fn time(t: &Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>) -> String {
@@ -253,29 +239,28 @@ fn state_line(s: Option<k8s_openapi::api::core::v1::ContainerState>) -> String {
 
 fn describe_header(p: &Pod, st: &k8s_openapi::api::core::v1::PodStatus, out: &mut String) {
     let mut line = |k: &str, v: String| out.push_str(&format!("{k:<14}{v}\n"));
-    line("Name:", p.metadata.name.clone().unwrap_or_default());
-    line(
-        "Namespace:",
-        p.metadata.namespace.clone().unwrap_or_default(),
-    );
-    line("UID:", p.metadata.uid.clone().unwrap_or_default());
+    let m = &p.metadata;
+    line("Name:", m.name.clone().unwrap_or_default());
+    line("Namespace:", m.namespace.clone().unwrap_or_default());
+    line("UID:", m.uid.clone().unwrap_or_default());
+    let spec = p.spec.as_ref();
     line(
         "Node:",
-        p.spec
-            .as_ref()
-            .and_then(|s| s.node_name.clone())
-            .unwrap_or_default(),
+        spec.and_then(|s| s.node_name.clone()).unwrap_or_default(),
     );
     line("Start Time:", time(&st.start_time));
-    let manifest = p
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get("podvisor.io/manifest"));
-    if let Some(m) = manifest {
-        line("Manifest:", m.clone());
+    let annotations = m.annotations.as_ref();
+    if let Some(f) = annotations.and_then(|a| a.get("podvisor.io/manifest")) {
+        line("Manifest:", f.clone());
     }
-    line("Status:", status_word(p));
+    if m.deletion_timestamp.is_some() {
+        line("Status:", "Terminating".into());
+    } else {
+        line("Status:", st.phase.clone().unwrap_or_default());
+    }
+    if let Some(r) = &st.reason {
+        line("Reason:", r.clone());
+    }
     if let Some(msg) = &st.message {
         line("Message:", msg.clone());
     }
@@ -294,46 +279,45 @@ fn describe_containers(title: &str, list: &[ContainerStatus], out: &mut String) 
         if let Some(id) = &c.container_id {
             out.push_str(&format!("    Container ID:   {id}\n"));
         }
-        out.push_str(&format!(
-            "    State:          {}\n",
-            state_line(c.state.clone())
-        ));
+        let state = state_line(c.state.clone());
+        out.push_str(&format!("    State:          {state}\n"));
         if c.last_state
             .as_ref()
             .is_some_and(|l| l.terminated.is_some())
         {
-            out.push_str(&format!(
-                "    Last State:     {}\n",
-                state_line(c.last_state.clone())
-            ));
+            let last = state_line(c.last_state.clone());
+            out.push_str(&format!("    Last State:     {last}\n"));
         }
         out.push_str(&format!("    Ready:          {}\n", c.ready));
         out.push_str(&format!("    Restart Count:  {}\n", c.restart_count));
     }
 }
 
-fn describe_events(r: &PodRecord, out: &mut String) {
+fn describe_events(events: &[Event], out: &mut String) {
     out.push_str("Events:\n");
-    if r.events.is_empty() {
+    if events.is_empty() {
         out.push_str("  <none>\n");
     }
-    let now_ms = podvisor_core::time::now_unix_ms();
-    for e in &r.events {
-        let ago = now_ms.saturating_sub(e.time_unix_ms) / 1000;
-        let count = if e.count > 1 {
-            format!(" (x{})", e.count)
-        } else {
-            String::new()
+    let now = podvisor_core::time::now().0.as_second();
+    for e in events {
+        let last = e.last_timestamp.as_ref().map_or(now, |t| t.0.as_second());
+        let count = match e.count {
+            Some(n) if n > 1 => format!(" (x{n})"),
+            _ => String::new(),
         };
+        let (t, reason) = (
+            e.type_.as_deref().unwrap_or(""),
+            e.reason.as_deref().unwrap_or(""),
+        );
+        let message = e.message.as_deref().unwrap_or("");
         out.push_str(&format!(
-            "  {:<8} {:<16} {:>5}s ago{count}  {}\n",
-            e.kind, e.reason, ago, e.message
+            "  {t:<8} {reason:<16} {:>5}s ago{count}  {message}\n",
+            (now - last).max(0)
         ));
     }
 }
 
-pub fn describe_text(r: &PodRecord) -> String {
-    let p = &r.pod;
+pub fn describe_text(p: &Pod, events: &[Event]) -> String {
     let st = p.status.clone().unwrap_or_default();
     let mut out = String::new();
     describe_header(p, &st, &mut out);
@@ -345,41 +329,76 @@ pub fn describe_text(r: &PodRecord) -> String {
     for c in st.conditions.iter().flatten() {
         out.push_str(&format!("  {:<16}{}\n", c.type_, c.status));
     }
-    describe_events(r, &mut out);
+    describe_events(events, &mut out);
     out
 }
 
 pub async fn describe(cmd: DescribeCommand) -> anyhow::Result<()> {
     let DescribeCommand::Pod(args) = cmd;
-    let body = client::get(
-        &args.at.endpoint,
-        &format!("/api/v1/pods/{}", args.name),
-        args.at.token().as_deref(),
-    )
-    .await?;
-    let record: PodRecord = serde_json::from_str(&body)?;
-    print!("{}", describe_text(&record));
+    let api = args.api.endpoint()?;
+    let ns = &args.api.namespace;
+    let body = api
+        .get(&format!("/api/v1/namespaces/{ns}/pods/{}", args.name))
+        .await?;
+    let pod: Pod = serde_json::from_str(&body)?;
+    let uid = pod.metadata.uid.clone().unwrap_or_default();
+    let events = api
+        .get(&format!(
+            "/api/v1/namespaces/{ns}/events?fieldSelector=involvedObject.name%3D{},involvedObject.uid%3D{uid}",
+            args.name
+        ))
+        .await?;
+    let list: Value = serde_json::from_str(&events)?;
+    let mut events: Vec<Event> = serde_json::from_value(list["items"].clone())?;
+    events.sort_by_key(|e| e.last_timestamp.as_ref().map(|t| t.0));
+    print!("{}", describe_text(&pod, &events));
     Ok(())
 }
 
 pub async fn logs(args: LogsArgs) -> anyhow::Result<()> {
+    let api = args.api.endpoint()?;
     let mut path = format!(
-        "/api/v1/pods/{}/log?follow={}&previous={}",
-        args.pod, args.follow, args.previous
+        "/api/v1/namespaces/{}/pods/{}/log?follow={}&previous={}",
+        args.api.namespace, args.pod, args.follow, args.previous
     );
     if let Some(c) = &args.container {
         path.push_str(&format!("&container={c}"));
     }
     let mut stdout = std::io::stdout();
-    client::get_stream(
-        &args.at.endpoint,
-        &path,
-        args.at.token().as_deref(),
-        |bytes| {
-            let _ = stdout.write_all(bytes);
-            let _ = stdout.flush();
-        },
-    )
+    api.get_stream(&path, |bytes| {
+        let _ = stdout.write_all(bytes);
+        let _ = stdout.flush();
+    })
     .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tables_render_as_kubectl_prints_them() {
+        let t = json!({"columnDefinitions": [
+                {"name": "Name", "priority": 0}, {"name": "Ready", "priority": 0},
+                {"name": "IP", "priority": 1}],
+            "rows": [{"cells": ["web", "1/1", "10.88.0.2"],
+                      "object": {"metadata": {"namespace": "team"}}},
+                     {"cells": ["a-longer-name", "0/1", null],
+                      "object": {"metadata": {"namespace": "default"}}}]});
+        assert_eq!(
+            render_table(&t, false, false),
+            "NAME            READY\nweb             1/1\na-longer-name   0/1\n"
+        );
+        let wide = render_table(&t, true, true);
+        assert_eq!(
+            wide.lines().next().unwrap(),
+            "NAMESPACE   NAME            READY   IP"
+        );
+        assert!(
+            wide.contains("default     a-longer-name   0/1     <none>"),
+            "{wide}"
+        );
+    }
 }

@@ -10,7 +10,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
+use podvisor_core::pod::MIRROR_ANNOTATION;
 use podvisor_cri::{CriRuntime, Runtime};
+use podvisor_debug::client::Endpoint;
 
 pub struct Agent {
     pub node: String,
@@ -134,9 +136,18 @@ impl Agent {
         format!("{name}-{}", self.node)
     }
 
+    /// The agent's Kubernetes API, through the kubeconfig it wrote.
+    pub fn api(&self) -> Endpoint {
+        Endpoint::from_kubeconfig(&self.dir.join("state").join("kubeconfig"))
+            .expect("the agent wrote its kubeconfig")
+    }
+
+    /// Every pod of the default namespace, as the API serves them (static pods as their
+    /// mirrors).
     pub async fn pods(&self) -> Vec<Pod> {
-        let token = self.token();
-        let body = podvisor_debug::client::get(&self.endpoint, "/api/v1/pods", Some(&token))
+        let body = self
+            .api()
+            .get("/api/v1/namespaces/default/pods")
             .await
             .expect("pod list");
         let v: serde_json::Value = serde_json::from_str(&body).unwrap();
@@ -149,6 +160,12 @@ impl Agent {
             .await
             .into_iter()
             .find(|p| p.metadata.name.as_deref() == Some(full.as_str()))
+    }
+
+    /// The UID the agent runs static pod `name` under (its mirror names it).
+    pub async fn static_uid(&self, name: &str) -> Option<String> {
+        let mirror = self.pod(name).await?;
+        mirror.metadata.annotations?.get(MIRROR_ANNOTATION).cloned()
     }
 
     /// Waits until pod `name` satisfies `check`, returning it.
@@ -176,16 +193,16 @@ impl Agent {
     }
 
     pub async fn logs(&self, name: &str, container: &str) -> String {
-        podvisor_debug::client::get(
-            &self.endpoint,
-            &format!("/api/v1/pods/{}/log?container={container}", self.name(name)),
-            Some(&self.token()),
-        )
-        .await
-        .unwrap_or_default()
+        self.api()
+            .get(&format!(
+                "/api/v1/namespaces/default/pods/{}/log?container={container}",
+                self.name(name)
+            ))
+            .await
+            .unwrap_or_default()
     }
 
-    /// The agent's API token (what the pod routes of the debug endpoint require).
+    /// The agent's API token (what the debug endpoint's manifest errors require).
     pub fn token(&self) -> String {
         std::fs::read_to_string(self.dir.join("state").join("pki").join("token"))
             .expect("the agent wrote its token")

@@ -16,6 +16,9 @@ use crate::uid::PodUid;
 
 /// Where a pod came from; anything but `api` is a static pod (the kubelet's rule).
 pub const CONFIG_SOURCE_ANNOTATION: &str = "kubernetes.io/config.source";
+/// A mirror pod (the API's read-only copy of a static pod) carries this annotation, whose
+/// value is the static pod's UID.
+pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 /// The namespace of a pod that does not name one.
 pub const DEFAULT_NAMESPACE: &str = "default";
 

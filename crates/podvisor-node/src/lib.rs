@@ -21,5 +21,4 @@ pub mod status;
 /// The sync loop's name for pods from the store.
 pub const SOURCE: &str = "api";
 
-/// The annotation that marks a mirror pod, with the static pod's UID as its value.
-pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
+pub use podvisor_core::pod::MIRROR_ANNOTATION;

@@ -197,11 +197,14 @@ impl Handler<PublishedStatus> for StatusWriter {
                 self.start(uid, ctx);
             }
             PublishedStatus::Event { pod, event } => self.record(&pod, event),
-            PublishedStatus::Gone { uid } => {
+            PublishedStatus::Gone { uid, pod } => {
                 self.pending.remove(&uid);
                 self.mirror_uids.remove(&uid);
                 self.retry_after.remove(&uid);
-                if let Some(pod) = self.statics.remove(&uid) {
+                // Known from a status since this start, or (a static pod removed while
+                // the agent was down) from the status manager's last record of it.
+                let known = self.statics.remove(&uid);
+                if let Some(pod) = known.or(pod.filter(|p| p.is_static())) {
                     let store = self.store.clone();
                     ctx.spawn(
                         async move { write::remove_mirror(&store, &pod).await }.into_actor(self),

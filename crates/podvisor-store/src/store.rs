@@ -16,6 +16,8 @@ use crate::object::{Change, ChangeType, Resource, StoredObject};
 use crate::page::{ListPage, decode_token, encode_token};
 use crate::selector::Selector;
 
+mod expiry;
+
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
     /// The redb file.
@@ -278,23 +280,6 @@ impl Store {
         Ok((kept, changes))
     }
 
-    /// Removes Events last seen before `cutoff_ms` (milliseconds since the epoch), at most
-    /// `max` in one transaction, as kube-apiserver's event TTL does.
-    pub fn expire_events(&mut self, cutoff_ms: u64, max: usize) -> Result<Vec<Change>, StoreError> {
-        let writes: Vec<Write> = self
-            .objects
-            .range(format!("{}/", Kind::Event.as_str())..)
-            .take_while(|(k, _)| k.starts_with("Event/"))
-            .filter(|(_, o)| event_time_ms(&o.value()).is_some_and(|t| t < cutoff_ms))
-            .take(max)
-            .map(|(_, o)| Write::Remove(o.clone()))
-            .collect();
-        if writes.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.commit(writes, WriteOptions::default())
-    }
-
     /// What deleting `owner` does to the objects it owns.
     fn dependents(&self, owner: &StoredObject, how: Propagation) -> Vec<Write> {
         let mut out = Vec::new();
@@ -386,19 +371,6 @@ impl Store {
         self.window.extend(changes.iter().cloned());
         self.window.drain(..drop);
     }
-}
-
-/// When an Event last happened: `lastTimestamp`, `eventTime`, or its creation.
-fn event_time_ms(v: &Value) -> Option<u64> {
-    let at = [
-        &v["lastTimestamp"],
-        &v["eventTime"],
-        &v["metadata"]["creationTimestamp"],
-    ]
-    .into_iter()
-    .find_map(|t| t.as_str())?;
-    let t: k8s_openapi::jiff::Timestamp = at.parse().ok()?;
-    u64::try_from(t.as_millisecond()).ok()
 }
 
 fn kind_str(v: &Value) -> Option<Kind> {

@@ -13,6 +13,7 @@ use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use super::{ApiState, Params, read};
 use crate::status::ApiError;
 use crate::target::Target;
+use podvisor_core::pod::MIRROR_ANNOTATION;
 
 /// One container instance's log file.
 struct LogTarget {
@@ -73,11 +74,16 @@ fn log_target(state: &ApiState, pod: &Pod, p: &Params) -> Result<LogTarget, ApiE
         )));
     }
     let m = &pod.metadata;
+    // A mirror pod's logs are its static pod's, kept under the static pod's UID.
+    let mirror_of = m
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(MIRROR_ANNOTATION));
     let dir = format!(
         "{}_{}_{}",
         m.namespace.as_deref().unwrap_or("default"),
         m.name.as_deref().unwrap_or_default(),
-        m.uid.as_deref().unwrap_or_default()
+        mirror_of.or(m.uid.as_ref()).map_or("", String::as_str)
     );
     let path = state
         .pod_log_dir

@@ -12,6 +12,7 @@ use super::{ApiState, Params, body, read};
 use crate::admission;
 use crate::status::ApiError;
 use crate::target::Target;
+use podvisor_core::pod::MIRROR_ANNOTATION;
 
 /// A patch retried this many times when the object changed between read and write.
 const PATCH_ATTEMPTS: usize = 5;
@@ -223,9 +224,6 @@ pub(super) async fn delete(
     }
     Ok(r)
 }
-
-/// The annotation of a mirror pod (the node agent's read-only copy of a static pod).
-const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 
 pub(super) async fn delete_collection(
     state: &ApiState,

@@ -63,9 +63,9 @@ pub enum PublishedStatus {
     },
     /// An event was recorded for the pod.
     Event { pod: Arc<Pod>, event: PodEvent },
-    Gone {
-        uid: PodUid,
-    },
+    /// Gone for good; with the pod as last known, when it was (a static pod's mirror
+    /// names it).
+    Gone { uid: PodUid, pod: Option<Arc<Pod>> },
 }
 
 /// The pod is gone for good: forget it and its file.
@@ -82,7 +82,7 @@ pub struct ForgetPod {
 #[rtype(result = "()")]
 pub struct RetainPods(pub HashSet<PodUid>);
 
-/// Every known pod, sorted by namespace and name.
+/// Every pod the status manager knows, with its status and events (for tests and tools).
 #[derive(Message)]
 #[rtype(result = "Vec<PodRecord>")]
 pub struct ListPods;
@@ -92,31 +92,6 @@ pub struct ListPods;
 #[derive(Message)]
 #[rtype(result = "HashMap<PodUid, Phase>")]
 pub struct TerminalPhases(pub Vec<PodUid>);
-
-/// One pod, by name in a namespace (any namespace if none is given) or by its UID.
-#[derive(Message)]
-#[rtype(result = "Option<PodRecord>")]
-pub struct GetPod {
-    pub namespace: Option<String>,
-    /// A name, or a UID.
-    pub name: String,
-}
-
-impl GetPod {
-    /// `name`, `namespace/name` or a UID.
-    pub fn parse(query: &str) -> Self {
-        match query.split_once('/') {
-            Some((ns, name)) => Self {
-                namespace: Some(ns.to_string()),
-                name: name.to_string(),
-            },
-            None => Self {
-                namespace: None,
-                name: query.to_string(),
-            },
-        }
-    }
-}
 
 /// Why a container is not running, as the kubelet says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -26,8 +26,8 @@ use persist::Disk;
 
 use crate::protocol::cache::StatusChanged;
 use crate::protocol::status::{
-    EventType, ForgetPod, GetPod, ListPods, PodEvent, PodRecord, PodRejected, PodSynced,
-    PodTerminated, PublishedStatus, RecordEvent, RetainPods, TerminalPhases,
+    EventType, ForgetPod, ListPods, PodEvent, PodRecord, PodRejected, PodSynced, PodTerminated,
+    PublishedStatus, RecordEvent, RetainPods, TerminalPhases,
 };
 use podvisor_actors::Recipient;
 
@@ -173,11 +173,15 @@ impl StatusManager {
     fn forget(&mut self, uid: &PodUid, ctx: &mut Context<Self>) {
         self.inputs.remove(uid);
         self.runtime.remove(uid);
-        if self.records.remove(uid).is_some() {
+        let record = self.records.remove(uid);
+        if record.is_some() {
             self.changed(uid, ctx);
         }
         if let Some(sink) = &self.sink {
-            sink.do_send(PublishedStatus::Gone { uid: uid.clone() });
+            sink.do_send(PublishedStatus::Gone {
+                uid: uid.clone(),
+                pod: record.map(|r| r.pod),
+            });
         }
     }
 }
@@ -363,23 +367,5 @@ impl Handler<TerminalPhases> for StatusManager {
             })
             .collect::<HashMap<_, _>>();
         MessageResult(phases)
-    }
-}
-
-impl Handler<GetPod> for StatusManager {
-    type Result = MessageResult<GetPod>;
-    fn handle(&mut self, q: GetPod, _: &mut Context<Self>) -> Self::Result {
-        if q.namespace.is_none()
-            && let Some(r) = self.records.get(q.name.as_str())
-        {
-            return MessageResult(Some(r.clone()));
-        }
-        let found = self.records.values().find(|r| {
-            r.pod.name() == q.name
-                && q.namespace
-                    .as_deref()
-                    .is_none_or(|n| r.pod.namespace() == n)
-        });
-        MessageResult(found.cloned())
     }
 }
