@@ -359,3 +359,38 @@ async fn podvisor_get_describe_and_logs_read_the_api() {
     let (log, _) = podvisor(&["logs", &name]);
     assert_eq!(log, "said hello\n");
 }
+
+/// `kubectl delete --force --grace-period=0`: the object goes at once and the agent stops
+/// the pod at once, not after the pod's own (long) grace period.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forced_delete_stops_the_pod_at_once() {
+    let agent = Agent::start("kubectl-force").await;
+    let k = Kubectl::for_agent(&agent);
+    let yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: stubborn}\nspec:\n  terminationGracePeriodSeconds: 120\n  containers:\n  - {name: main, image: localhost/podvisor/busybox:test, command: [/bin/sh, -c, 'trap \"\" TERM; while true; do sleep 0.2; done']}\n";
+    k.apply(yaml);
+    wait_for("stubborn Running", Duration::from_secs(60), || {
+        k.jsonpath(&["pod", "stubborn"], "{.status.phase}") == "Running"
+    })
+    .await;
+    let t0 = Instant::now();
+    let r = k.run(&["delete", "pod", "stubborn", "--grace-period=0", "--force"]);
+    assert!(r.ok, "{}", r.stderr);
+    assert!(k.ok(&["get", "pods", "-o", "name"]).trim().is_empty());
+    loop {
+        let running = agent
+            .runtime_pods()
+            .await
+            .iter()
+            .flat_map(|p| p.containers.clone())
+            .any(|c| c.state == podvisor_cri::ContainerState::Running);
+        if !running {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "the container ignores SIGTERM and has 120 s of grace: only a forced stop ends it this soon\n{}",
+            agent.log_tail(30)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

@@ -68,6 +68,23 @@ impl PodSet {
         }
     }
 
+    /// A pod deleted at once (grace 0, `--force`): its last state, marked deleted, replaces
+    /// the one held, so the snapshot sent before it goes tells the pod workers to stop it
+    /// now rather than with its own grace period. Whether there was such a pod.
+    pub fn tombstone(&mut self, o: &StoredObject) -> bool {
+        let key = (o.namespace.clone(), o.name.clone());
+        let Some(p) = desired(o).filter(|p| p.metadata.deletion_timestamp.is_some()) else {
+            return false;
+        };
+        match self.pods.get_mut(&key) {
+            Some(held) if held.uid() == p.uid() => {
+                *held = p;
+                true
+            }
+            _ => false,
+        }
+    }
+
     pub fn snapshot(&self) -> Vec<SharedPod> {
         self.pods.values().cloned().collect()
     }
@@ -78,5 +95,41 @@ impl PodSet {
 
     pub fn is_empty(&self) -> bool {
         self.pods.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use podvisor_core::{Kind, PodExt};
+    use serde_json::json;
+
+    fn stored(uid: &str, deleted: bool) -> StoredObject {
+        let mut v = json!({"metadata": {"name": "p", "namespace": "default", "uid": uid},
+            "spec": {"nodeName": "n1", "terminationGracePeriodSeconds": 60,
+                     "containers": [{"name": "c", "image": "busybox"}]}});
+        if deleted {
+            v["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z".into();
+            v["metadata"]["deletionGracePeriodSeconds"] = 0.into();
+        }
+        StoredObject::from_value(Kind::Pod, &v)
+    }
+
+    #[test]
+    fn a_forced_delete_is_seen_marked_before_the_pod_goes() {
+        let mut set = PodSet::default();
+        assert!(set.apply(ChangeType::Added, &stored("u1", false), 5));
+        let gone = stored("u1", true);
+        assert!(set.tombstone(&gone));
+        let marked = set.snapshot();
+        assert_eq!(marked.len(), 1);
+        assert_eq!(marked[0].metadata.deletion_grace_period_seconds, Some(0));
+        assert!(marked[0].deletion_grace_period().is_some());
+        assert!(set.apply(ChangeType::Deleted, &gone, 6));
+        assert!(set.is_empty());
+        assert!(
+            !set.tombstone(&stored("u2", true)),
+            "another incarnation's deletion marks nothing"
+        );
     }
 }

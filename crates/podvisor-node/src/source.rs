@@ -14,7 +14,7 @@ use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
 use podvisor_core::Kind;
 use podvisor_kubelet::protocol::sources::{Rescan, SourcePods};
 use podvisor_store::actor::{List, Watch, WatchEvent};
-use podvisor_store::{FieldSelector, ListPage, Selector, StoreError};
+use podvisor_store::{ChangeType, FieldSelector, ListPage, Selector, StoreError};
 use serde::Serialize;
 use tokio::sync::mpsc;
 use tracing::{info, warn};
@@ -170,6 +170,9 @@ impl Handler<Watched> for ApiPodSource {
         match msg {
             Watched::Event(g, _) | Watched::Ended(g) if g != self.generation => {}
             Watched::Event(_, WatchEvent::Change(c)) => {
+                if c.kind == ChangeType::Deleted && self.pods.tombstone(&c.object) {
+                    self.send_snapshot();
+                }
                 if self.pods.apply(c.kind, &c.object, c.revision) {
                     self.mark(ctx);
                 }

@@ -60,8 +60,9 @@ impl DeleteOptions {
 
 /// What one delete request does to the object.
 pub(crate) enum DeleteStep {
-    /// Gone now.
-    Remove,
+    /// Gone now, with this last state (a pod's marked deleted with grace 0, as
+    /// kube-apiserver's DELETED event shows it, so the node agent stops it at once).
+    Remove(Value),
     /// Kept, marked for deletion (grace period or finalizers).
     Mark(Value),
     /// Already marked with a grace period no longer than this request's.
@@ -136,13 +137,18 @@ pub(crate) fn plan(
             return Ok(DeleteStep::Unchanged);
         }
     }
-    if grace == 0 && !has_finalizers(&v) {
-        return Ok(DeleteStep::Remove);
-    }
     let at = podvisor_core::time::now_nanos().saturating_add(grace.saturating_mul(1_000_000_000));
-    v["metadata"]["deletionTimestamp"] = podvisor_core::time::from_nanos(at)
+    let marked_at = podvisor_core::time::from_nanos(at)
         .and_then(|t| serde_json::to_value(t).ok())
         .unwrap_or_else(meta::now);
+    if grace == 0 && !has_finalizers(&v) {
+        if res.kind == Kind::Pod {
+            v["metadata"]["deletionTimestamp"] = marked_at;
+            v["metadata"]["deletionGracePeriodSeconds"] = 0.into();
+        }
+        return Ok(DeleteStep::Remove(v));
+    }
+    v["metadata"]["deletionTimestamp"] = marked_at;
     v["metadata"]["deletionGracePeriodSeconds"] = grace.into();
     Ok(DeleteStep::Mark(v))
 }

@@ -155,6 +155,13 @@ impl StoredObject {
         }
     }
 
+    /// An object as the store would hold `value` (for tests and tools; the store itself
+    /// builds them from the bytes it writes).
+    pub fn from_value(kind: Kind, value: &Value) -> Self {
+        let json = serde_json::to_vec(value).unwrap_or_default();
+        Self::new(kind, value, Bytes::from(json))
+    }
+
     /// An empty object of `kind`: asks which fields a field selector may name.
     pub fn probe(kind: Kind) -> Self {
         Self::new(kind, &Value::Null, Bytes::new())

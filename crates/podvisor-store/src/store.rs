@@ -36,7 +36,8 @@ pub struct WriteOptions {
 /// One write inside a transaction.
 enum Write {
     Put(ChangeType, Value),
-    Remove(Arc<StoredObject>),
+    /// Gone, with its last state as watchers see it.
+    Remove(Kind, Value),
 }
 
 pub struct Store {
@@ -243,7 +244,7 @@ impl Store {
         }
         let new = meta::prepare_update(res, &old.value(), body, status_only)?;
         let write = if delete::removable_after_update(res, &new) {
-            Write::Remove(old)
+            Write::Remove(res.kind, new)
         } else {
             Write::Put(ChangeType::Modified, new)
         };
@@ -262,9 +263,9 @@ impl Store {
         let mut writes = match delete::plan(res, &old, opts)? {
             DeleteStep::Unchanged => return Ok((Some(old), Vec::new())),
             DeleteStep::Mark(v) => vec![Write::Put(ChangeType::Modified, v)],
-            DeleteStep::Remove => vec![Write::Remove(old.clone())],
+            DeleteStep::Remove(v) => vec![Write::Remove(res.kind, v)],
         };
-        if matches!(writes[0], Write::Remove(_)) {
+        if matches!(writes[0], Write::Remove(..)) {
             writes.extend(self.dependents(&old, opts.propagation));
         }
         let changes = self.commit(
@@ -298,7 +299,7 @@ impl Store {
                     let res = Resource::of(o.kind);
                     match delete::plan(&res, o, &DeleteOptions::default()) {
                         Ok(DeleteStep::Mark(v)) => out.push(Write::Put(ChangeType::Modified, v)),
-                        Ok(DeleteStep::Remove) => out.push(Write::Remove(o.clone())),
+                        Ok(DeleteStep::Remove(v)) => out.push(Write::Remove(o.kind, v)),
                         _ => {}
                     }
                 }
@@ -324,7 +325,7 @@ impl Store {
                     let kind = kind_str(&v);
                     (t, v, kind)
                 }
-                Write::Remove(o) => (ChangeType::Deleted, o.value(), Some(o.kind)),
+                Write::Remove(k, v) => (ChangeType::Deleted, v, Some(k)),
             };
             let obj_kind = obj_kind.ok_or_else(|| {
                 StoreError::BadRequest("the object names no kind podvisor serves".into())

@@ -174,6 +174,18 @@ fn pods_are_deleted_gracefully_and_finalizers_hold_removal() {
     assert!(gone.is_none());
     assert_eq!(changes[0].kind, ChangeType::Deleted);
     assert!(s.get(Kind::Pod, "default", "a").is_err());
+    // A pod deleted at once (--force --grace-period=0) goes with its last state marked
+    // deleted with grace 0, which is what tells the node agent to stop it at once.
+    create(&mut s, pod("forced"));
+    let now = DeleteOptions {
+        grace_seconds: Some(0),
+        ..Default::default()
+    };
+    let (_, changes) = s.delete(&pods(), "default", "forced", &now).unwrap();
+    let last = changes[0].object.value();
+    assert_eq!(changes[0].kind, ChangeType::Deleted);
+    assert_eq!(last["metadata"]["deletionGracePeriodSeconds"], 0);
+    assert!(last["metadata"]["deletionTimestamp"].is_string());
 
     let mut held = pod("held");
     held["metadata"]["finalizers"] = json!(["example.com/hold"]);
@@ -189,6 +201,11 @@ fn pods_are_deleted_gracefully_and_finalizers_hold_removal() {
         changes[0].kind,
         ChangeType::Deleted,
         "the last finalizer removed: gone"
+    );
+    assert_eq!(
+        changes[0].object.value()["metadata"]["finalizers"],
+        json!([]),
+        "its last state is the update that removed it"
     );
 }
 

@@ -168,11 +168,16 @@ impl PodManager {
 }
 
 /// The pod as the pod workers must see it once its config is gone: deleted now, with its
-/// own grace period.
+/// own grace period, or the shorter one its deletion already asked for (a forced API
+/// delete says 0).
 pub(crate) fn deleted(p: &SharedPod) -> SharedPod {
-    let grace = p.spec_grace_period().seconds();
+    let own = p.spec_grace_period().seconds();
+    let asked = p.metadata.deletion_grace_period_seconds;
+    let grace = asked.map_or(own, |a| a.clamp(0, own));
     p.edited(|p| {
-        p.metadata.deletion_timestamp = Some(podvisor_core::time::now());
+        p.metadata
+            .deletion_timestamp
+            .get_or_insert_with(podvisor_core::time::now);
         p.metadata.deletion_grace_period_seconds = Some(grace);
     })
 }
@@ -240,6 +245,18 @@ mod tests {
         let d = deleted(&a);
         assert!(d.metadata.deletion_timestamp.is_some());
         assert_eq!(d.metadata.deletion_grace_period_seconds, Some(30));
+        let forced = a.edited(|p| p.metadata.deletion_grace_period_seconds = Some(0));
+        assert_eq!(
+            deleted(&forced).metadata.deletion_grace_period_seconds,
+            Some(0),
+            "a forced delete keeps its zero"
+        );
+        let longer = a.edited(|p| p.metadata.deletion_grace_period_seconds = Some(600));
+        assert_eq!(
+            deleted(&longer).metadata.deletion_grace_period_seconds,
+            Some(30),
+            "never longer than the pod's own"
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ impl Store {
             .take_while(|(k, _)| k.starts_with("Event/"))
             .filter(|(_, o)| event_time_ms(&o.value()).is_some_and(|t| t < cutoff_ms))
             .take(max)
-            .map(|(_, o)| Write::Remove(o.clone()))
+            .map(|(_, o)| Write::Remove(Kind::Event, o.value()))
             .collect();
         if writes.is_empty() {
             return Ok(Vec::new());
