@@ -1,9 +1,8 @@
 //! What every object goes through before the store sees it: parsed as its k8s-openapi
-//! type (unknown fields dropped, wrong types refused), defaulted, and validated. Pods use
+//! type (unknown fields dropped, wrong types refused), defaulted (`defaults`), and validated. Pods use
 //! the same `validate_pod` as the manifest directory: one validation path for both.
 
-use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Node, Pod, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Node, Pod};
 use podvisor_core::Kind;
 use podvisor_core::validation::{FieldError, FieldErrors, FieldPath, names, validate_pod};
 use podvisor_store::Resource;
@@ -11,6 +10,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::defaults;
 use crate::status::ApiError;
 
 /// What admission needs to know of the node.
@@ -69,13 +69,16 @@ fn check_strict(strict: bool, input: &Value, typed: &Value) -> Result<(), ApiErr
     }
 }
 
+/// Parses `v` as its kind's type, fills in the defaults, and answers both forms.
 fn typed<T: DeserializeOwned + Serialize>(
     res: &Resource,
     v: &Value,
+    defaults: impl FnOnce(&mut T),
 ) -> Result<(T, Value), ApiError> {
-    let t: T = serde_json::from_value(v.clone()).map_err(|e| {
+    let mut t: T = serde_json::from_value(v.clone()).map_err(|e| {
         ApiError::bad_request(format!("the {} could not be decoded: {e}", res.singular))
     })?;
+    defaults(&mut t);
     let back = serde_json::to_value(&t).map_err(|e| ApiError::bad_request(e.to_string()))?;
     Ok((t, back))
 }
@@ -124,7 +127,7 @@ fn check_pod(res: &Resource, v: &mut Value, node: &NodeInfo) -> Result<(), ApiEr
     {
         spec.insert("nodeName".into(), node.node_name.clone().into());
     }
-    let (mut pod, back): (Pod, Value) = typed(res, v)?;
+    let (mut pod, back): (Pod, Value) = typed(res, v, defaults::pod)?;
     pod.metadata.name = Some(name_of(v));
     validate_pod(&pod).map_err(|e| ApiError::invalid("Pod", "", &name_of(v), &e))?;
     *v = back;
@@ -145,12 +148,12 @@ pub fn admit(res: &Resource, v: &mut Value, node: &NodeInfo, strict: bool) -> Re
 fn admit_typed(res: &Resource, v: &mut Value, node: &NodeInfo) -> Result<(), ApiError> {
     *v = match res.kind {
         Kind::Pod => return check_pod(res, v, node),
-        Kind::Node => typed::<Node>(res, v)?.1,
-        Kind::Namespace => typed::<Namespace>(res, v)?.1,
-        Kind::ConfigMap => typed::<ConfigMap>(res, v)?.1,
-        Kind::Secret => typed::<Secret>(res, v)?.1,
-        Kind::Event => typed::<Event>(res, v)?.1,
-        Kind::ReplicaSet => typed::<ReplicaSet>(res, v)?.1,
+        Kind::Node => typed::<Node>(res, v, |_| {})?.1,
+        Kind::Namespace => typed::<Namespace>(res, v, |_| {})?.1,
+        Kind::ConfigMap => typed::<ConfigMap>(res, v, |_| {})?.1,
+        Kind::Secret => typed(res, v, defaults::secret)?.1,
+        Kind::Event => typed::<Event>(res, v, |_| {})?.1,
+        Kind::ReplicaSet => typed(res, v, defaults::replica_set)?.1,
     };
     Ok(())
 }

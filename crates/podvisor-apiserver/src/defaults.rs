@@ -1,0 +1,199 @@
+//! Server-side defaulting, as kube-apiserver's scheme defaults and its
+//! `DefaultTolerationSeconds` admission plugin fill in what a client left out: what
+//! `kubectl get -o yaml` shows and what the node agent and the controllers rely on being
+//! set (a pod's restart policy and grace period, a ReplicaSet's replica count).
+//!
+//! Applied to API objects only: static pods from the manifest directory are run as
+//! written, so that a new version of podvisor never changes their container hashes.
+
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::{Container, Pod, PodSecurityContext, PodSpec, Secret, Toleration};
+
+/// How long a pod stays on a node that is not ready or unreachable (kube-apiserver's
+/// `--default-not-ready-toleration-seconds` and `--default-unreachable-toleration-seconds`).
+pub const DEFAULT_TOLERATION_SECONDS: i64 = 300;
+
+fn set<T>(field: &mut Option<T>, value: impl FnOnce() -> T) {
+    if field.is_none() {
+        *field = Some(value());
+    }
+}
+
+/// `Always` for an image without a tag or with `:latest` (and no digest), else
+/// `IfNotPresent`, as kube-apiserver decides.
+fn pull_policy(image: &str) -> &'static str {
+    if image.contains('@') {
+        return "IfNotPresent";
+    }
+    let last = image.rsplit('/').next().unwrap_or(image);
+    match last.split_once(':') {
+        Some((_, "latest")) | None => "Always",
+        Some(_) => "IfNotPresent",
+    }
+}
+
+fn container(c: &mut Container) {
+    let image = c.image.clone().unwrap_or_default();
+    set(&mut c.image_pull_policy, || pull_policy(&image).to_string());
+    set(&mut c.termination_message_path, || {
+        "/dev/termination-log".into()
+    });
+    set(&mut c.termination_message_policy, || "File".into());
+    set(&mut c.resources, Default::default);
+    for p in c.ports.iter_mut().flatten() {
+        set(&mut p.protocol, || "TCP".into());
+    }
+    for e in c.env.iter_mut().flatten() {
+        if let Some(f) = e.value_from.as_mut().and_then(|v| v.field_ref.as_mut()) {
+            set(&mut f.api_version, || "v1".into());
+        }
+    }
+}
+
+/// A pod spec's defaults (also a ReplicaSet template's).
+pub fn pod_spec(s: &mut PodSpec) {
+    set(&mut s.restart_policy, || "Always".into());
+    set(&mut s.termination_grace_period_seconds, || 30);
+    set(&mut s.dns_policy, || "ClusterFirst".into());
+    set(&mut s.scheduler_name, || "default-scheduler".into());
+    set(&mut s.security_context, PodSecurityContext::default);
+    set(&mut s.enable_service_links, || true);
+    for c in s.init_containers.iter_mut().flatten() {
+        container(c);
+    }
+    for c in &mut s.containers {
+        container(c);
+    }
+}
+
+/// Whether one of `tolerations` already tolerates the NoExecute taint `key`.
+fn tolerates(tolerations: &[Toleration], key: &str) -> bool {
+    tolerations.iter().any(|t| {
+        let key_ok = t.key.as_deref().is_none_or(str::is_empty) || t.key.as_deref() == Some(key);
+        let effect_ok = t
+            .effect
+            .as_deref()
+            .is_none_or(|e| e.is_empty() || e == "NoExecute");
+        key_ok && effect_ok
+    })
+}
+
+/// A new pod's defaults, with the not-ready and unreachable tolerations
+/// (`DefaultTolerationSeconds`) unless it has its own.
+pub fn pod(p: &mut Pod) {
+    let Some(spec) = p.spec.as_mut() else {
+        return;
+    };
+    pod_spec(spec);
+    set(&mut spec.priority, || 0);
+    let tolerations = spec.tolerations.get_or_insert_with(Vec::new);
+    for key in [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ] {
+        if !tolerates(tolerations, key) {
+            tolerations.push(Toleration {
+                key: Some(key.into()),
+                operator: Some("Exists".into()),
+                effect: Some("NoExecute".into()),
+                toleration_seconds: Some(DEFAULT_TOLERATION_SECONDS),
+                ..Toleration::default()
+            });
+        }
+    }
+}
+
+pub fn replica_set(rs: &mut ReplicaSet) {
+    let Some(spec) = rs.spec.as_mut() else {
+        return;
+    };
+    set(&mut spec.replicas, || 1);
+    set(&mut spec.min_ready_seconds, || 0);
+    if let Some(pod) = spec.template.as_mut().and_then(|t| t.spec.as_mut()) {
+        pod_spec(pod);
+    }
+}
+
+pub fn secret(s: &mut Secret) {
+    set(&mut s.type_, || "Opaque".into());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_pod_gets_what_kube_apiserver_would_fill_in() {
+        let mut p: Pod = serde_json::from_value(json!({"spec": {"containers": [
+            {"name": "a", "image": "busybox", "ports": [{"containerPort": 80}]},
+            {"name": "b", "image": "registry.local:5000/app:1.2"},
+            {"name": "c", "image": "app@sha256:0123"}]}}))
+        .unwrap();
+        pod(&mut p);
+        let v = serde_json::to_value(&p).unwrap();
+        let spec = &v["spec"];
+        assert_eq!(spec["restartPolicy"], "Always");
+        assert_eq!(spec["terminationGracePeriodSeconds"], 30);
+        assert_eq!(spec["dnsPolicy"], "ClusterFirst");
+        let policies: Vec<&str> = (0..3)
+            .map(|i| spec["containers"][i]["imagePullPolicy"].as_str().unwrap())
+            .collect();
+        assert_eq!(policies, ["Always", "IfNotPresent", "IfNotPresent"]);
+        assert_eq!(spec["containers"][0]["ports"][0]["protocol"], "TCP");
+        assert_eq!(spec["containers"][0]["terminationMessagePolicy"], "File");
+        let keys: Vec<&str> = spec["tolerations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["key"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "node.kubernetes.io/not-ready",
+                "node.kubernetes.io/unreachable"
+            ]
+        );
+        assert_eq!(spec["tolerations"][0]["tolerationSeconds"], 300);
+    }
+
+    #[test]
+    fn what_a_client_set_stays_and_own_tolerations_win() {
+        let mut p: Pod = serde_json::from_value(json!({"spec": {
+            "restartPolicy": "Never", "terminationGracePeriodSeconds": 5,
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [{"name": "a", "image": "busybox:latest", "imagePullPolicy": "Never"}]}}))
+        .unwrap();
+        pod(&mut p);
+        let spec = p.spec.unwrap();
+        assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
+        assert_eq!(spec.termination_grace_period_seconds, Some(5));
+        assert_eq!(
+            spec.containers[0].image_pull_policy.as_deref(),
+            Some("Never")
+        );
+        assert_eq!(
+            spec.tolerations.unwrap().len(),
+            1,
+            "Exists with no key tolerates both"
+        );
+    }
+
+    #[test]
+    fn a_replica_set_runs_one_replica_unless_told() {
+        let mut rs: ReplicaSet = serde_json::from_value(json!({"spec": {
+            "selector": {"matchLabels": {"a": "b"}},
+            "template": {"spec": {"containers": [{"name": "c", "image": "x:1"}]}}}}))
+        .unwrap();
+        replica_set(&mut rs);
+        let spec = rs.spec.unwrap();
+        assert_eq!(spec.replicas, Some(1));
+        let template = spec.template.unwrap().spec.unwrap();
+        assert_eq!(template.restart_policy.as_deref(), Some("Always"));
+        assert!(
+            template.tolerations.is_none(),
+            "tolerations are admission's, for pods"
+        );
+    }
+}
