@@ -2,10 +2,11 @@
 package, keep-alive HTTPS), side by side in one run:
   - create / get / list latency with 1,000 stored pods (bound to another node, so nothing
     runs), RSS of the agent before and after storing them;
-  - 50 concurrent watchers: time from a create's answer to each watcher's event;
+  - 50 concurrent watchers: time from a create request to each watcher's event;
   - create → Running through the API against the manifest directory path (10 pods each).
 
-Usage (an agent running with its own state dir and manifest dir):
+Run it with crates/podvisor-bench/api-bench, which starts an agent of its own; by hand
+(an agent running with its own state dir and manifest dir):
   python3 crates/podvisor-bench/api-bench.py <state_dir> <manifest_dir> <agent pid> <node name>
 """
 

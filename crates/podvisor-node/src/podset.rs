@@ -19,9 +19,14 @@ pub struct PodSet {
 }
 
 /// The pod as the kubelet takes it, or `None` for what it must not run (a mirror pod, an
-/// object it cannot read).
+/// object it cannot read). Without what changes on every status write (the status, which
+/// is the agent's own, and the resourceVersion): a status written back is no change to the
+/// desired pod, so it neither sends a snapshot nor syncs the pod again.
 fn desired(o: &StoredObject) -> Option<SharedPod> {
     let mut pod: Pod = o.typed()?;
+    pod.status = None;
+    pod.metadata.resource_version = None;
+    pod.metadata.managed_fields = None;
     let ann = pod
         .metadata
         .annotations
@@ -113,6 +118,25 @@ mod tests {
             v["metadata"]["deletionGracePeriodSeconds"] = 0.into();
         }
         StoredObject::from_value(Kind::Pod, &v)
+    }
+
+    #[test]
+    fn a_status_written_back_is_no_change() {
+        let mut set = PodSet::default();
+        let mut v: serde_json::Value = stored("u1", false).typed().unwrap();
+        assert!(set.apply(
+            ChangeType::Added,
+            &StoredObject::from_value(Kind::Pod, &v),
+            5
+        ));
+        v["status"] = json!({"phase": "Running"});
+        v["metadata"]["resourceVersion"] = "6".into();
+        let written = StoredObject::from_value(Kind::Pod, &v);
+        assert!(!set.apply(ChangeType::Modified, &written, 6));
+        v["metadata"]["labels"] = json!({"a": "b"});
+        let relabelled = StoredObject::from_value(Kind::Pod, &v);
+        assert!(set.apply(ChangeType::Modified, &relabelled, 7));
+        assert_eq!(set.revision, 7);
     }
 
     #[test]
