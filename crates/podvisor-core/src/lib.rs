@@ -9,11 +9,13 @@
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 pub mod event;
+pub mod fit;
 pub mod grace;
 pub mod key;
 pub mod phase;
 pub mod pod;
 pub mod quantity;
+pub mod taints;
 pub mod time;
 pub mod uid;
 pub mod validation;

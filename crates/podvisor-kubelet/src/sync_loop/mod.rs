@@ -8,7 +8,6 @@
 //! sends one on every rescan); until every expected source has been heard from, it kills
 //! nothing, so a restart alone never stops a pod.
 
-pub mod admission;
 pub mod gc;
 mod housekeeping;
 mod pods;
@@ -25,8 +24,8 @@ use podvisor_cri::Runtime;
 use serde::Serialize;
 use tracing::{info, warn};
 
-pub use admission::Allocatable;
 use pods::{Change, PodManager, deleted};
+pub use podvisor_core::fit::Allocatable;
 
 use crate::kuberuntime::config::NodeConfig;
 use crate::protocol::cache::DeleteStatus;

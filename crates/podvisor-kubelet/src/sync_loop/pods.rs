@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use k8s_openapi::api::core::v1::Pod;
 use podvisor_core::{PodExt, PodUid, SharedPod};
 
-use super::admission::{Allocatable, Rejection, admit};
+use podvisor_core::fit::{Allocatable, Rejection, admit};
 
 /// What a source's new snapshot means for one pod.
 #[derive(Debug, Clone, PartialEq)]

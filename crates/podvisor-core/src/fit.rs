@@ -1,9 +1,11 @@
 //! Whether a pod fits on the node (the kubelet's predicate admission, for the resources
 //! podvisor accounts): pod count, and CPU and memory requests against what the node
-//! allows.
+//! allows. Shared by the kubelet's admission (every pod it runs) and the API's (a pod
+//! created for this node is refused at once when it cannot fit).
 
 use k8s_openapi::api::core::v1::{Container, Pod};
-use podvisor_core::{PodExt, quantity};
+
+use crate::{PodExt, quantity};
 
 /// What the node offers to pods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,7 +18,7 @@ pub struct Allocatable {
 /// Why a pod was turned away: the kubelet's reasons (`OutOfpods`, `OutOfcpu`,
 /// `OutOfmemory`) and a message saying how much was asked and how much was left.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Rejection {
+pub struct Rejection {
     pub reason: &'static str,
     pub message: String,
 }
@@ -41,7 +43,7 @@ fn request(
 
 /// A pod's effective request: its containers' sum, or its largest init container if that
 /// is more (init containers run one at a time, before the others).
-pub(crate) fn pod_request(pod: &Pod, resource: &str) -> i64 {
+pub fn pod_request(pod: &Pod, resource: &str) -> i64 {
     let parse = if resource == "cpu" {
         quantity::parse_milli
     } else {
@@ -62,7 +64,8 @@ pub(crate) fn pod_request(pod: &Pod, resource: &str) -> i64 {
     apps.max(init)
 }
 
-pub(crate) fn admit(pod: &Pod, active: &[&Pod], node: &Allocatable) -> Result<(), Rejection> {
+/// Whether `pod` fits beside the `active` pods.
+pub fn admit(pod: &Pod, active: &[&Pod], node: &Allocatable) -> Result<(), Rejection> {
     if active.len() + 1 > node.pods {
         return Err(Rejection {
             reason: "OutOfpods",
