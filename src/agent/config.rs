@@ -30,6 +30,7 @@ pub struct AgentConfig {
     #[serde(deserialize_with = "duration")]
     pub housekeeping_period: Duration,
     pub allocatable: Allocatable,
+    pub node: NodeSection,
     pub pleg: Pleg,
     pub supervisor: Supervisor,
     pub debug: Debug,
@@ -73,6 +74,16 @@ pub struct Allocatable {
     pub memory: Option<String>,
 }
 
+/// `[node]`: what the Node object starts with.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NodeSection {
+    /// Taints the node registers with (`key=value:Effect`), like the kubelet's
+    /// `--register-with-taints`: applied when the Node object is created, never re-added
+    /// after `kubectl taint ... key-` removed them.
+    pub taints: Vec<String>,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Debug {
@@ -109,6 +120,7 @@ impl Default for AgentConfig {
             manifest_rescan_period: Duration::from_secs(20),
             housekeeping_period: Duration::from_secs(2),
             allocatable: Allocatable::default(),
+            node: NodeSection::default(),
             pleg: Pleg::default(),
             supervisor: Supervisor::default(),
             debug: Debug::default(),
@@ -280,6 +292,12 @@ impl AgentConfig {
                 }
                 Ok(())
             };
+        for t in &self.node.taints {
+            podvisor_core::taints::parse(t).map_err(|message| ConfigError::Value {
+                key: "node.taints",
+                message,
+            })?;
+        }
         quantity("allocatable.cpu", &self.allocatable.cpu, true)?;
         quantity("allocatable.memory", &self.allocatable.memory, false)?;
         if self.allocatable.pods == 0 {
@@ -406,6 +424,12 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .starts_with("invalid setting supervisor.restart_backoff")
+        );
+        let c = AgentConfig::parse("[node]\ntaints = [\"gpu=yes:NoExecute\", \"bad\"]").unwrap();
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.starts_with("invalid setting node.taints") && e.contains("\"bad\""),
+            "{e}"
         );
         let c = AgentConfig::parse("state_dir = \"relative/dir\"").unwrap();
         assert!(

@@ -6,6 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use anyhow::Context as _;
 use podvisor_actors::{ActorRef, ChildSpec, Recipient};
+use podvisor_apiserver::nodefit::NodeFit;
 use podvisor_apiserver::{ApiConfig, ApiServer, ApiState, NodeInfo};
 use podvisor_kubelet::pleg::PlegHealth;
 use podvisor_kubelet::protocol::sources::SourcePods;
@@ -14,7 +15,7 @@ use podvisor_machinery::events::{EventRecorder, Reporter};
 use podvisor_node::node::{NodeFacts, NodeRegistrar};
 use podvisor_node::source::ApiPodSource;
 use podvisor_node::status::{StatusWriter, StoreHandles};
-use podvisor_store::{StoreActor, StoreConfig};
+use podvisor_store::{Admission, StoreActor, StoreConfig};
 
 use super::AgentConfig;
 
@@ -45,10 +46,13 @@ impl Kube {
             window: cfg.api.watch_window,
         };
         let queue = cfg.api.watcher_queue;
-        let (store, store_spec) = ChildSpec::of(move || StoreActor::new(store_cfg.clone(), queue))
-            .arbiter(actix::Arbiter::new().handle())
-            .capacity(1 << 14)
-            .build();
+        let fit: Arc<dyn Admission> = Arc::new(NodeFit::new(node_name));
+        let (store, store_spec) = ChildSpec::of(move || {
+            StoreActor::new(store_cfg.clone(), queue).with_admission(vec![fit.clone()])
+        })
+        .arbiter(actix::Arbiter::new().handle())
+        .capacity(1 << 14)
+        .build();
         let (events, events_spec) = recorder(&store, "kubelet", node_name);
         let h = handles(&store);
         let (writer, writer_spec) =
@@ -134,6 +138,13 @@ pub fn facts(
         allocatable_memory_bytes: alloc.memory_bytes,
         runtime_version,
         agent_version: concat!("v1.33.0-podvisor-", env!("CARGO_PKG_VERSION")).to_string(),
+        // Validated with the config.
+        taints: cfg
+            .node
+            .taints
+            .iter()
+            .filter_map(|t| podvisor_core::taints::parse(t).ok())
+            .collect(),
     }
 }
 

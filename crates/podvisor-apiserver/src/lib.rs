@@ -17,6 +17,7 @@ pub mod admission;
 pub mod defaults;
 mod discovery;
 mod handlers;
+pub mod nodefit;
 mod openapi;
 mod proto;
 mod server;

@@ -155,6 +155,22 @@ impl From<StoreError> for ApiError {
                 ApiError::new(409, "Conflict", msg).named(resource, &name)
             }
             StoreError::Invalid(errors) => ApiError::invalid("object", "", "", &errors),
+            StoreError::Forbidden {
+                resource,
+                name,
+                cause,
+                message,
+            } => {
+                let mut e = ApiError::new(403, "Forbidden", msg).named(resource, &name);
+                if let Some(d) = e.details.as_mut() {
+                    d.causes = Some(vec![StatusCause {
+                        reason: Some(cause.to_string()),
+                        message: Some(message),
+                        field: None,
+                    }]);
+                }
+                e
+            }
             StoreError::BadRequest(_) => ApiError::bad_request(msg),
             StoreError::TooLarge { .. } => ApiError::new(413, "RequestEntityTooLarge", msg),
             StoreError::Gone { .. } => ApiError::new(410, "Expired", msg),

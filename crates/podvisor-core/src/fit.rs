@@ -64,8 +64,24 @@ pub fn pod_request(pod: &Pod, resource: &str) -> i64 {
     apps.max(init)
 }
 
-/// Whether `pod` fits beside the `active` pods.
-pub fn admit(pod: &Pod, active: &[&Pod], node: &Allocatable) -> Result<(), Rejection> {
+/// What a pod asks of the node.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Requests {
+    pub cpu_milli: i64,
+    pub memory_bytes: i64,
+}
+
+impl Requests {
+    pub fn of(pod: &Pod) -> Self {
+        Self {
+            cpu_milli: pod_request(pod, "cpu"),
+            memory_bytes: pod_request(pod, "memory"),
+        }
+    }
+}
+
+/// Whether a pod asking `wanted` fits beside the `active` pods' requests.
+pub fn fits(wanted: Requests, active: &[Requests], node: &Allocatable) -> Result<(), Rejection> {
     if active.len() + 1 > node.pods {
         return Err(Rejection {
             reason: "OutOfpods",
@@ -76,15 +92,19 @@ pub fn admit(pod: &Pod, active: &[&Pod], node: &Allocatable) -> Result<(), Rejec
             ),
         });
     }
-    for (resource, reason, capacity) in [
-        ("cpu", "OutOfcpu", node.cpu_milli),
-        ("memory", "OutOfmemory", node.memory_bytes),
+    let cpu = |r: &Requests| r.cpu_milli;
+    let memory = |r: &Requests| r.memory_bytes;
+    for (resource, reason, capacity, of) in [
+        (
+            "cpu",
+            "OutOfcpu",
+            node.cpu_milli,
+            &cpu as &dyn Fn(&Requests) -> i64,
+        ),
+        ("memory", "OutOfmemory", node.memory_bytes, &memory),
     ] {
-        let wanted = pod_request(pod, resource);
-        let used: i64 = active
-            .iter()
-            .map(|p| pod_request(p, resource))
-            .fold(0, i64::saturating_add);
+        let wanted = of(&wanted);
+        let used = active.iter().map(of).fold(0, i64::saturating_add);
         if wanted > 0 && used.saturating_add(wanted) > capacity {
             return Err(Rejection {
                 reason,
@@ -95,6 +115,12 @@ pub fn admit(pod: &Pod, active: &[&Pod], node: &Allocatable) -> Result<(), Rejec
         }
     }
     Ok(())
+}
+
+/// Whether `pod` fits beside the `active` pods.
+pub fn admit(pod: &Pod, active: &[&Pod], node: &Allocatable) -> Result<(), Rejection> {
+    let used: Vec<Requests> = active.iter().map(|p| Requests::of(p)).collect();
+    fits(Requests::of(pod), &used, node)
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tracing::{error, info};
 
+use crate::admission::Admission;
 use crate::delete::DeleteOptions;
 use crate::error::StoreError;
 use crate::object::{Change, Resource, StoredObject};
@@ -114,6 +115,7 @@ pub struct StoreActor {
     cut_off: u64,
     /// Events older than this are deleted (kube-apiserver's `--event-ttl`).
     event_ttl: Duration,
+    admission: Vec<Arc<dyn Admission>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -141,7 +143,14 @@ impl StoreActor {
             capacity: watcher_capacity.max(16),
             cut_off: 0,
             event_ttl: EVENT_TTL,
+            admission: Vec::new(),
         }
+    }
+
+    /// Checks every create must pass (run inside the write, see [`Admission`]).
+    pub fn with_admission(mut self, checks: Vec<Arc<dyn Admission>>) -> Self {
+        self.admission = checks;
+        self
     }
 
     pub fn with_event_ttl(mut self, ttl: Duration) -> Self {
@@ -287,8 +296,9 @@ impl StoreActor {
     fn try_open(&mut self) {
         self.store = None;
         match Store::open(&self.config) {
-            Ok(s) => {
+            Ok(mut s) => {
                 info!(path = %self.config.path.display(), objects = s.len(), revision = s.revision(), "store open");
+                s.set_admission(self.admission.clone());
                 self.store = Some(s);
             }
             Err(e) => {

@@ -23,6 +23,15 @@ pub enum StoreError {
     },
     #[error("{0}")]
     Invalid(FieldErrors),
+    /// Refused by an admission check: `cause` is the check's reason (`TaintToleration`,
+    /// `OutOfpods`...).
+    #[error("{resource} {name:?} is forbidden: {cause}: {message}")]
+    Forbidden {
+        resource: &'static str,
+        name: String,
+        cause: &'static str,
+        message: String,
+    },
     #[error("{0}")]
     BadRequest(String),
     #[error("object is {size} bytes; the limit is {limit}")]

@@ -18,6 +18,7 @@
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 pub mod actor;
+pub mod admission;
 mod db;
 mod delete;
 pub mod error;
@@ -28,6 +29,7 @@ pub mod selector;
 mod store;
 
 pub use actor::StoreActor;
+pub use admission::Admission;
 pub use delete::{DeleteOptions, Propagation};
 pub use error::StoreError;
 pub use object::{Change, ChangeType, Resource, StoredObject};

@@ -124,7 +124,38 @@ pub(crate) fn prepare_create(
         meta.insert("generation".into(), 1.into());
     }
     reset_status(res, v);
+    stamp_taints(res, v, None);
     Ok(())
+}
+
+/// A node's NoExecute taints carry `timeAdded`: kept from the stored taint of the same key,
+/// value and effect, else the time it first appears (unless the client gave one). The
+/// taint eviction scheduler counts tolerations from it, so a restart never restarts a
+/// countdown.
+fn stamp_taints(res: &Resource, new: &mut Value, old: Option<&Value>) {
+    if res.kind != podvisor_core::Kind::Node {
+        return;
+    }
+    let identity = |t: &Value| (t["key"].clone(), t["value"].clone(), t["effect"].clone());
+    let before: Vec<&Value> = old
+        .and_then(|o| o["spec"]["taints"].as_array())
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
+    let Some(taints) = new["spec"]["taints"].as_array_mut() else {
+        return;
+    };
+    for t in taints.iter_mut().filter(|t| t["effect"] == "NoExecute") {
+        let kept = before
+            .iter()
+            .find(|o| identity(o) == identity(t))
+            .map(|o| o["timeAdded"].clone())
+            .filter(|a| a.is_string());
+        match kept {
+            Some(at) => t["timeAdded"] = at,
+            None if t["timeAdded"].is_string() => {}
+            None => t["timeAdded"] = now(),
+        }
+    }
 }
 
 /// Status is the server's to set: what a create asks for is replaced by the kind's first.
@@ -170,6 +201,7 @@ pub(crate) fn prepare_update(
     if res.has_status {
         new["status"] = old.get("status").cloned().unwrap_or(Value::Null);
     }
+    stamp_taints(res, &mut new, Some(old));
     if res.has_spec && old.get("spec") != new.get("spec") {
         let generation = old_meta["generation"].as_i64().unwrap_or(0) + 1;
         new["metadata"]["generation"] = generation.into();

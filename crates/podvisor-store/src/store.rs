@@ -8,6 +8,7 @@ use bytes::Bytes;
 use podvisor_core::Kind;
 use serde_json::{Value, json};
 
+use crate::admission::Admission;
 use crate::db::{Batch, Db};
 use crate::delete::{self, DeleteOptions, DeleteStep, Propagation};
 use crate::error::StoreError;
@@ -42,6 +43,7 @@ enum Write {
 
 pub struct Store {
     db: Db,
+    admission: Vec<Arc<dyn Admission>>,
     objects: BTreeMap<String, Arc<StoredObject>>,
     window: VecDeque<Change>,
     window_len: usize,
@@ -71,6 +73,7 @@ impl Store {
         let (db, loaded) = Db::open(&cfg.path)?;
         let mut store = Store {
             db,
+            admission: Vec::new(),
             objects: BTreeMap::new(),
             window: VecDeque::new(),
             window_len: cfg.window.max(1),
@@ -108,6 +111,11 @@ impl Store {
             }
         }
         Ok(())
+    }
+
+    /// Checks every create from now on must pass.
+    pub fn set_admission(&mut self, checks: Vec<Arc<dyn Admission>>) {
+        self.admission = checks;
     }
 
     pub fn revision(&self) -> u64 {
@@ -218,6 +226,9 @@ impl Store {
                 resource: res.qualified(),
                 name,
             });
+        }
+        for check in &self.admission {
+            check.admit(self, res, &body)?;
         }
         self.commit(vec![Write::Put(ChangeType::Added, body)], opts)
     }

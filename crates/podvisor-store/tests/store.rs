@@ -363,3 +363,53 @@ fn events_expire_after_their_ttl_and_nothing_else_does() {
         .unwrap();
     assert!(d2.is_empty(), "nothing more to expire, nothing written");
 }
+
+#[test]
+fn no_execute_taints_get_the_time_they_appeared_and_keep_it() {
+    let d = dir("taints");
+    let mut s = open(&d, 100);
+    let nodes = Resource::of(Kind::Node);
+    let node = |taints: Value| json!({"metadata": {"name": "n1"}, "spec": {"taints": taints}});
+    let created = s
+        .create(
+            &nodes,
+            node(
+                json!([{"key": "a", "effect": "NoExecute"}, {"key": "b", "effect": "NoSchedule"}]),
+            ),
+            None,
+            W,
+        )
+        .unwrap()[0]
+        .object
+        .value();
+    let a_added = created["spec"]["taints"][0]["timeAdded"].clone();
+    assert!(a_added.is_string(), "{created}");
+    assert!(
+        created["spec"]["taints"][1].get("timeAdded").is_none(),
+        "only NoExecute"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    // A client that sends the taint back without its time (or with another) keeps it; a
+    // new taint gets its own.
+    let next = node(json!([
+        {"key": "a", "effect": "NoExecute", "timeAdded": "2001-01-01T00:00:00Z"},
+        {"key": "c", "value": "1", "effect": "NoExecute"}]));
+    let v = s.update(&nodes, next, false, W).unwrap()[0].object.value();
+    assert_eq!(v["spec"]["taints"][0]["timeAdded"], a_added);
+    let c_added = v["spec"]["taints"][1]["timeAdded"].clone();
+    assert!(c_added.is_string() && c_added != a_added);
+    // Removed and added again: a new taint, a new time.
+    s.update(&nodes, node(json!([])), false, W).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let again = s
+        .update(
+            &nodes,
+            node(json!([{"key": "a", "effect": "NoExecute"}])),
+            false,
+            W,
+        )
+        .unwrap()[0]
+        .object
+        .value();
+    assert_ne!(again["spec"]["taints"][0]["timeAdded"], a_added);
+}

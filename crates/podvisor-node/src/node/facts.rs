@@ -13,6 +13,8 @@ pub struct NodeFacts {
     pub allocatable_memory_bytes: i64,
     pub runtime_version: String,
     pub agent_version: String,
+    /// What the node registers with (`[node] taints`).
+    pub taints: Vec<k8s_openapi::api::core::v1::Taint>,
 }
 
 fn read(path: &str) -> String {
@@ -54,7 +56,7 @@ impl NodeFacts {
                 "kubernetes.io/os": std::env::consts::OS,
                 "kubernetes.io/arch": arch(),
             }},
-            "spec": {},
+            "spec": {"taints": self.taints},
         })
     }
 

@@ -56,7 +56,7 @@ async fn write_status(
             return Ok(None);
         }
         let mut body = current.value();
-        let status = serde_json::to_value(&pod.status).unwrap_or(Value::Null);
+        let status = merged(&pod.status, &body["status"]);
         if body["status"] == status {
             return Ok(Some(current));
         }
@@ -79,6 +79,41 @@ async fn write_status(
         }
     }
     Err(StoreError::Db("the pod kept changing".into()))
+}
+
+/// The conditions the kubelet computes; the others (`DisruptionTarget` from the taint
+/// eviction scheduler, a controller's own) are kept from the stored status, as the
+/// kubelet's status manager keeps them.
+const KUBELET_CONDITIONS: [&str; 5] = [
+    "PodScheduled",
+    "Ready",
+    "Initialized",
+    "ContainersReady",
+    "PodReadyToStartContainers",
+];
+
+/// The node's status for the pod, with the stored conditions it does not own.
+fn merged(ours: &Option<k8s_openapi::api::core::v1::PodStatus>, stored: &Value) -> Value {
+    let mut status = serde_json::to_value(ours).unwrap_or(Value::Null);
+    let theirs: Vec<Value> = stored["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| {
+            let t = c["type"].as_str().unwrap_or_default();
+            !KUBELET_CONDITIONS.contains(&t)
+        })
+        .cloned()
+        .collect();
+    if theirs.is_empty() || !status.is_object() {
+        return status;
+    }
+    let conditions = status["conditions"].as_array_mut();
+    match conditions {
+        Some(c) => c.extend(theirs),
+        None => status["conditions"] = Value::Array(theirs),
+    }
+    status
 }
 
 async fn delete(store: &StoreHandles, ns: &str, name: &str, uid: &str) -> Result<(), StoreError> {
@@ -210,5 +245,29 @@ pub(super) async fn remove_mirror(store: &StoreHandles, pod: &Pod) {
         && let Err(e) = delete(store, pod.namespace(), pod.name(), &current.uid).await
     {
         warn!(pod = pod.name(), error = %e, "mirror pod not removed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conditions_the_kubelet_does_not_own_survive_its_writes() {
+        let ours: k8s_openapi::api::core::v1::PodStatus = serde_json::from_value(json!({
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True"}]}))
+        .unwrap();
+        let stored = json!({"phase": "Running", "conditions": [
+            {"type": "Ready", "status": "False"},
+            {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager"}]});
+        let v = merged(&Some(ours), &stored);
+        let types: Vec<(&str, &str)> = v["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["type"].as_str().unwrap(), c["status"].as_str().unwrap()))
+            .collect();
+        assert_eq!(types, [("Ready", "True"), ("DisruptionTarget", "True")]);
     }
 }

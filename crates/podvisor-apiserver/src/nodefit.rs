@@ -1,0 +1,164 @@
+//! Node-fit admission: this agent schedules for itself, so a pod created for this node is
+//! checked at once, as kube-scheduler's filters and the kubelet's admission would check it,
+//! and refused with its reason when it cannot run here (403 Forbidden, the reason as the
+//! cause), instead of being stored and then failed:
+//!
+//! - a NoExecute or NoSchedule taint of the node that the pod does not tolerate
+//!   (`TaintToleration`);
+//! - a cordoned node (`spec.unschedulable`) unless the pod tolerates
+//!   `node.kubernetes.io/unschedulable:NoSchedule` (`NodeUnschedulable`);
+//! - the node's allocatable pods, CPU or memory, against the pods already bound to it and
+//!   not finished (`OutOfpods`, `OutOfcpu`, `OutOfmemory`).
+//!
+//! It runs inside the store's write ([`podvisor_store::Admission`]), so two creates cannot
+//! both take the last slot. Mirror pods (the node's own static pods) and pods for other
+//! nodes pass. Until the node has registered there is nothing to check against; the
+//! kubelet's own admission still turns away what does not fit.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use k8s_openapi::api::core::v1::{Node, Pod, Taint};
+use podvisor_core::fit::{self, Allocatable, Requests};
+use podvisor_core::pod::MIRROR_ANNOTATION;
+use podvisor_core::taints::{self, NO_EXECUTE, NO_SCHEDULE, UNSCHEDULABLE_KEY};
+use podvisor_core::{Kind, Phase, quantity};
+use podvisor_store::{
+    Admission, FieldSelector, Resource, Selector, Store, StoreError, StoredObject,
+};
+use serde_json::Value;
+
+pub struct NodeFit {
+    node: String,
+    /// Each bound pod's requests, by UID and revision: a pod is parsed once, not at every
+    /// create.
+    requests: Mutex<HashMap<String, (u64, Requests)>>,
+}
+
+fn refuse(name: &str, cause: &'static str, message: String) -> StoreError {
+    StoreError::Forbidden {
+        resource: "pods",
+        name: name.to_string(),
+        cause,
+        message,
+    }
+}
+
+fn allocatable(node: &Node) -> Option<Allocatable> {
+    let a = node.status.as_ref()?.allocatable.as_ref()?;
+    let get = |k: &str| a.get(k).map(|q| q.0.as_str());
+    Some(Allocatable {
+        pods: get("pods")?.parse().ok()?,
+        cpu_milli: quantity::parse_milli(get("cpu")?).ok()?,
+        memory_bytes: quantity::parse_units(get("memory")?).ok()?,
+    })
+}
+
+/// Taints and cordon: the scheduler's TaintToleration and NodeUnschedulable filters.
+fn check_taints(node: &Node, pod: &Pod, name: &str) -> Result<(), StoreError> {
+    let spec = node.spec.clone().unwrap_or_default();
+    let tolerations = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.tolerations.clone())
+        .unwrap_or_default();
+    let node_taints = spec.taints.unwrap_or_default();
+    if let Some(t) = taints::untolerated(&node_taints, &tolerations, &[NO_EXECUTE, NO_SCHEDULE]) {
+        let message = format!(
+            "node {} has the taint {{{}}} that the pod does not tolerate",
+            node.metadata.name.as_deref().unwrap_or(""),
+            taints::describe(t)
+        );
+        return Err(refuse(name, "TaintToleration", message));
+    }
+    let cordon = Taint {
+        key: UNSCHEDULABLE_KEY.into(),
+        effect: NO_SCHEDULE.into(),
+        ..Taint::default()
+    };
+    if spec.unschedulable == Some(true) && taints::used_toleration(&tolerations, &cordon).is_none()
+    {
+        let message = format!(
+            "node {} is unschedulable (cordoned)",
+            node.metadata.name.as_deref().unwrap_or("")
+        );
+        return Err(refuse(name, "NodeUnschedulable", message));
+    }
+    Ok(())
+}
+
+fn finished(o: &StoredObject) -> bool {
+    o.field("status.phase")
+        .and_then(|p| p.parse::<Phase>().ok())
+        .is_some_and(Phase::is_terminal)
+}
+
+impl NodeFit {
+    pub fn new(node: &str) -> Self {
+        Self {
+            node: node.to_string(),
+            requests: Mutex::default(),
+        }
+    }
+
+    /// The requests of the pods bound to this node that still hold resources.
+    fn bound(&self, store: &Store) -> Vec<Requests> {
+        let mut sel = Selector::all(Kind::Pod);
+        sel.fields = FieldSelector::equals("spec.nodeName", &self.node);
+        let Ok(page) = store.list(&sel, None, None) else {
+            return Vec::new();
+        };
+        let mut cache = self.requests.lock().unwrap_or_else(|e| e.into_inner());
+        let mut seen = HashMap::with_capacity(page.items.len());
+        let out = page
+            .items
+            .iter()
+            .filter(|o| !finished(o))
+            .map(|o| {
+                let cached = cache.get(&*o.uid).filter(|c| c.0 == o.revision).copied();
+                let entry = cached
+                    .unwrap_or_else(|| (o.revision, Requests::of(&o.typed().unwrap_or_default())));
+                seen.insert(o.uid.to_string(), entry);
+                entry.1
+            })
+            .collect();
+        *cache = seen;
+        out
+    }
+
+    fn check_resources(
+        &self,
+        store: &Store,
+        node: &Node,
+        pod: &Pod,
+        name: &str,
+    ) -> Result<(), StoreError> {
+        let Some(alloc) = allocatable(node) else {
+            return Ok(());
+        };
+        fit::fits(Requests::of(pod), &self.bound(store), &alloc)
+            .map_err(|r| refuse(name, r.reason, r.message))
+    }
+}
+
+impl Admission for NodeFit {
+    fn admit(&self, store: &Store, res: &Resource, object: &Value) -> Result<(), StoreError> {
+        let bound_here = object["spec"]["nodeName"].as_str() == Some(self.node.as_str());
+        let mirror = object["metadata"]["annotations"][MIRROR_ANNOTATION].is_string();
+        if res.kind != Kind::Pod || !bound_here || mirror {
+            return Ok(());
+        }
+        let Ok(node) = store.get(Kind::Node, "", &self.node) else {
+            return Ok(());
+        };
+        let (Some(node), Ok(pod)) = (
+            node.typed::<Node>(),
+            serde_json::from_value::<Pod>(object.clone()),
+        ) else {
+            return Ok(());
+        };
+        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        check_taints(&node, &pod, name)?;
+        self.check_resources(store, &node, &pod, name)
+    }
+}
