@@ -8,10 +8,12 @@ use anyhow::Context as _;
 use podvisor_actors::{ActorRef, ChildSpec, Recipient};
 use podvisor_apiserver::nodefit::NodeFit;
 use podvisor_apiserver::{ApiConfig, ApiServer, ApiState, NodeInfo};
+use podvisor_controllers::taint_eviction::{self, TaintEviction};
 use podvisor_kubelet::pleg::PlegHealth;
 use podvisor_kubelet::protocol::sources::SourcePods;
 use podvisor_kubelet::sync_loop::{Allocatable, SyncLoop};
 use podvisor_machinery::events::{EventRecorder, Reporter};
+use podvisor_machinery::reflector::Source;
 use podvisor_node::node::{NodeFacts, NodeRegistrar};
 use podvisor_node::source::ApiPodSource;
 use podvisor_node::status::{StatusWriter, StoreHandles};
@@ -28,6 +30,7 @@ pub struct Kube {
     pub writer: ActorRef<StatusWriter>,
     specs: Vec<ChildSpec>,
     sink: LateSink,
+    node: String,
 }
 
 fn handles(store: &ActorRef<StoreActor>) -> StoreHandles {
@@ -72,11 +75,13 @@ impl Kube {
             writer,
             specs: vec![store_spec, events_spec, writer_spec, source_spec],
             sink,
+            node: node_name.to_string(),
         }
     }
 
-    /// Every child in start order: the store, the event recorder and the status writer before the kubelet's
-    /// actors, the API pod source and the node registrar after them.
+    /// Every child in start order: the store, the event recorder and the status writer
+    /// before the kubelet's actors; the API pod source, the node registrar and the
+    /// controllers after them.
     pub fn children(
         self,
         kubelet: Vec<ChildSpec>,
@@ -102,8 +107,30 @@ impl Kube {
         out.extend(kubelet);
         out.extend(specs);
         out.push(node_spec);
+        out.extend(controllers(&self.store, &self.node));
         out
     }
+}
+
+/// The controllers on the store, each with its event recorder.
+fn controllers(store: &ActorRef<StoreActor>, node_name: &str) -> Vec<ChildSpec> {
+    let (events, events_spec) = recorder(store, "taint-eviction-controller", node_name);
+    let (s, node) = (store.clone(), node_name.to_string());
+    let (_, taints_spec) = ChildSpec::of(move || {
+        let source = Source {
+            list: s.recipient(),
+            watch: s.recipient(),
+        };
+        let handles = taint_eviction::StoreHandles {
+            get: s.recipient(),
+            update: s.recipient(),
+            delete: s.recipient(),
+        };
+        TaintEviction::new(node.clone(), source, handles, events.recipient())
+    })
+    .capacity(1 << 12)
+    .build();
+    vec![events_spec, taints_spec]
 }
 
 /// An event recorder reporting as `component` on this node.

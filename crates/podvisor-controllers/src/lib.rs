@@ -1,0 +1,11 @@
+//! podvisor's controllers: actors that watch the store and act on it, level-driven (each
+//! looks at the current objects and closes the gap, so a restarted one rebuilds from the
+//! store and loses nothing).
+//!
+//! - [`taint_eviction`]: the NoExecute taint eviction scheduler for this node.
+
+// Functions stay short in production code (clippy.toml sets the limit); tests may run long.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
+pub mod clock;
+pub mod taint_eviction;

@@ -1,0 +1,297 @@
+//! The taint eviction scheduler actor (kind `taint-eviction`): Kubernetes' NoExecute taint
+//! manager for this node, without its timer bugs.
+//!
+//! It watches this node's Node object and the pods bound to it (two reflectors), and keeps
+//! for each pod the moment it must go (`deadline.rs`), in one delay queue
+//! (`scheduler.rs`): nothing runs while nothing is due. Every change of the node's taints
+//! or of a pod's tolerations recomputes the deadlines it touches, so a deadline moves
+//! earlier or later with them, and a countdown is cancelled once nothing needs it.
+//! Deadlines count from each taint's `timeAdded` (stamped by the store when the taint
+//! appeared), so a restarted scheduler, after a crash or an agent restart, computes the
+//! same deadline and never restarts a countdown.
+//!
+//! When a pod's time comes the eviction (`evict.rs`) takes a last look at the store's
+//! current node and pod, then sets the pod's `DisruptionTarget` condition and deletes it
+//! gracefully; the node agent stops it with its grace period. An Event says so
+//! (`TaintManagerEviction`), and another when a countdown is cancelled. A failed eviction
+//! is tried again with backoff, never dropped. Static pods (their mirrors) are never
+//! evicted: the file is the truth; the scheduler says once that it would have.
+//!
+//! Messages: none of its own; it handles its reflectors' [`Reflected`] deliveries.
+
+mod deadline;
+mod evict;
+mod scheduler;
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use actix::prelude::*;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use podvisor_actors::due;
+use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
+use podvisor_core::{EventType, Kind, ObjectKey, PodUid};
+use podvisor_machinery::events::RecordEvent;
+use podvisor_machinery::reflector::{Reflected, Reflector, Source, Update};
+use podvisor_store::{ChangeType, FieldSelector, Selector, StoreError, StoredObject};
+use serde::Serialize;
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+pub use deadline::{Deadline, TimedTaint, deadline as pod_deadline};
+pub use evict::{Outcome, StoreHandles};
+pub use scheduler::{Due, PodView, Scheduler};
+
+use crate::clock::WallClock;
+
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+const RETRY_MAX: Duration = Duration::from_secs(30);
+
+pub struct TaintEviction {
+    node: String,
+    node_view: Reflector,
+    pods_view: Reflector,
+    scheduler: Scheduler,
+    store: StoreHandles,
+    events: Recipient<RecordEvent>,
+    in_flight: HashSet<ObjectKey>,
+    retry_after: HashMap<ObjectKey, Duration>,
+    evicted: u64,
+    failed: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaintEvictionSummary {
+    /// Pods with a countdown (or a retry) pending.
+    pub pending: usize,
+    /// Milliseconds until the soonest of them.
+    pub next_in_ms: Option<u64>,
+    pub in_flight: usize,
+    pub evicted: u64,
+    pub failed: u64,
+}
+
+impl TaintEviction {
+    pub fn new(
+        node: String,
+        source: Source,
+        store: StoreHandles,
+        events: Recipient<RecordEvent>,
+    ) -> Self {
+        let mut node_sel = Selector::all(Kind::Node);
+        node_sel.fields = FieldSelector::equals("metadata.name", &node);
+        let mut pods_sel = Selector::all(Kind::Pod);
+        pods_sel.fields = FieldSelector::equals("spec.nodeName", &node);
+        Self {
+            node_view: Reflector::new("node", node_sel, source.clone()),
+            pods_view: Reflector::new("pods", pods_sel, source),
+            node,
+            scheduler: Scheduler::new(WallClock::system()),
+            store,
+            events,
+            in_flight: HashSet::new(),
+            retry_after: HashMap::new(),
+            evicted: 0,
+            failed: 0,
+        }
+    }
+
+    fn record(
+        &self,
+        key: &ObjectKey,
+        uid: Option<&PodUid>,
+        type_: EventType,
+        reason: &str,
+        message: String,
+    ) {
+        let mut object = key.clone();
+        object.uid = uid.map(|u| podvisor_core::Uid::from(u.as_str()));
+        self.events.do_send(RecordEvent {
+            object,
+            type_,
+            reason: reason.into(),
+            message,
+        });
+    }
+
+    fn cancelled(&self, keys: Vec<ObjectKey>) {
+        for key in keys {
+            let uid = self.scheduler.pod(&key).map(|p| p.uid.clone());
+            info!(pod = %key, "taint eviction cancelled");
+            let message = format!(
+                "Cancelling deletion of Pod {}/{}",
+                key.namespace.as_deref().unwrap_or(""),
+                key.name
+            );
+            self.record(
+                &key,
+                uid.as_ref(),
+                EventType::Normal,
+                "TaintManagerEviction",
+                message,
+            );
+        }
+    }
+
+    fn on_node(&mut self, update: Update) {
+        let node: Option<Node> = match update {
+            Update::Reset(items) => items.first().and_then(|o| o.typed()),
+            Update::Change(c) if c.kind == ChangeType::Deleted => None,
+            Update::Change(c) => c.object.typed(),
+        };
+        let cancelled = self.scheduler.set_node(node.as_ref());
+        self.cancelled(cancelled);
+    }
+
+    fn on_pods(&mut self, update: Update) {
+        let view = |o: &StoredObject| o.typed::<Pod>().as_ref().and_then(PodView::of);
+        let cancelled = match update {
+            Update::Reset(items) => self
+                .scheduler
+                .reset_pods(items.iter().filter_map(|o| view(o)).collect()),
+            Update::Change(c) if c.kind == ChangeType::Deleted => {
+                let key = ObjectKey::pod(&c.object.namespace, &c.object.name);
+                self.scheduler.remove_pod(&key);
+                self.retry_after.remove(&key);
+                Vec::new()
+            }
+            Update::Change(c) => match view(&c.object) {
+                Some((key, v)) => {
+                    let was = self.scheduler.set_pod(key.clone(), v);
+                    if was { vec![key] } else { Vec::new() }
+                }
+                None => Vec::new(),
+            },
+        };
+        self.cancelled(cancelled);
+    }
+
+    /// A timer fired.
+    fn on_due(&mut self, key: ObjectKey, _: Instant, ctx: &mut Context<Self>) {
+        if self.in_flight.contains(&key) {
+            return;
+        }
+        match self.scheduler.fired(key) {
+            None => {}
+            Some(Due::WouldEvictStatic { key, uid, cause }) => {
+                warn!(pod = %key, taint = %cause, "a static pod does not tolerate a NoExecute taint; not evicted (its manifest file is the truth)");
+                let message = format!(
+                    "Not deleting static Pod {}: it does not tolerate the taint {cause}, but its manifest file is the truth",
+                    key.name
+                );
+                self.record(
+                    &key,
+                    Some(&uid),
+                    EventType::Warning,
+                    "TaintManagerEviction",
+                    message,
+                );
+            }
+            Some(Due::Evict { key, uid, cause }) => self.evict(key, uid, cause, ctx),
+        }
+    }
+
+    fn evict(&mut self, key: ObjectKey, uid: PodUid, cause: String, ctx: &mut Context<Self>) {
+        self.in_flight.insert(key.clone());
+        let work = evict::evict(
+            self.store.clone(),
+            self.node.clone(),
+            key.clone(),
+            uid.clone(),
+            *self.scheduler.clock(),
+        );
+        ctx.spawn(work.into_actor(self).map(move |r, act, _| {
+            act.in_flight.remove(&key);
+            act.evicted_or_not(key, uid, cause, r);
+        }));
+    }
+
+    fn evicted_or_not(
+        &mut self,
+        key: ObjectKey,
+        uid: PodUid,
+        cause: String,
+        r: Result<Outcome, StoreError>,
+    ) {
+        match r {
+            Ok(Outcome::Evicted) => {
+                self.evicted += 1;
+                self.retry_after.remove(&key);
+                info!(pod = %key, pod_uid = %uid, taint = %cause, "pod evicted for a NoExecute taint");
+                let message = format!(
+                    "Marking for deletion Pod {}/{}",
+                    key.namespace.as_deref().unwrap_or(""),
+                    key.name
+                );
+                self.record(
+                    &key,
+                    Some(&uid),
+                    EventType::Normal,
+                    "TaintManagerEviction",
+                    message,
+                );
+            }
+            Ok(Outcome::Gone | Outcome::AlreadyDeleting | Outcome::NotDue(None)) => {}
+            Ok(Outcome::NotDue(Some(ms))) => self.scheduler.schedule_at(key, ms),
+            Err(e) => {
+                self.failed += 1;
+                let delay = self
+                    .retry_after
+                    .get(&key)
+                    .map_or(RETRY_FIRST, |d| (*d * 2).min(RETRY_MAX));
+                warn!(pod = %key, error = %e, retry_in = ?delay, "eviction failed; trying again");
+                self.retry_after.insert(key.clone(), delay);
+                self.scheduler.retry(key, delay);
+            }
+        }
+    }
+}
+
+impl Actor for TaintEviction {
+    type Context = Context<Self>;
+}
+
+impl SupervisedActor for TaintEviction {
+    const KIND: &'static str = "taint-eviction";
+    type Summary = TaintEvictionSummary;
+
+    /// Nothing survives a restart but the store: list the node and the pods again and
+    /// recompute every deadline from the taints' `timeAdded`.
+    fn rebuild(&mut self, ctx: &mut Context<Self>, _: &StartInfo<Self>) {
+        self.scheduler = Scheduler::new(WallClock::system());
+        self.node_view.start(ctx);
+        self.pods_view.start(ctx);
+        due::drive(ctx, |a: &mut Self| a.scheduler.queue(), Self::on_due);
+    }
+
+    fn summary(&self) -> TaintEvictionSummary {
+        let now = Instant::now();
+        TaintEvictionSummary {
+            pending: self.scheduler.pending(),
+            next_in_ms: self.scheduler.next_deadline().map(|at| {
+                u64::try_from(at.saturating_duration_since(now).as_millis()).unwrap_or(u64::MAX)
+            }),
+            in_flight: self.in_flight.len(),
+            evicted: self.evicted,
+            failed: self.failed,
+        }
+    }
+}
+
+impl Handler<Reflected> for TaintEviction {
+    type Result = ();
+    fn handle(&mut self, msg: Reflected, ctx: &mut Context<Self>) {
+        match msg.id {
+            "node" => {
+                if let Some(u) = self.node_view.accept(msg, ctx) {
+                    self.on_node(u);
+                }
+            }
+            _ => {
+                if let Some(u) = self.pods_view.accept(msg, ctx) {
+                    self.on_pods(u);
+                }
+            }
+        }
+    }
+}

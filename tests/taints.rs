@@ -1,0 +1,270 @@
+//! The taint eviction scheduler and node-fit admission on a real agent against containerd,
+//! driven with kubectl: NoExecute taints evict on time (counted from the taint's
+//! `timeAdded`, across an agent SIGKILL too), with SIGTERM first; a deadline follows a
+//! toleration change; a removed taint evicts nothing; forever-tolerating and static pods
+//! stay; untolerating pods, a cordon and capacity refuse new pods; drain empties the node.
+
+mod common;
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::agent::Agent;
+use common::kubectl::Kubectl;
+
+/// Seconds since the epoch, with the fraction.
+fn now_s() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// A pod that writes when it got SIGTERM, tolerating `gpu:NoExecute` for `seconds`
+/// (`-` for forever, empty for not at all).
+fn pod(name: &str, out: &std::path::Path, seconds: &str) -> String {
+    let toleration = match seconds {
+        "" => String::new(),
+        "-" => "{key: gpu, operator: Exists, effect: NoExecute}".into(),
+        s => format!("{{key: gpu, operator: Exists, effect: NoExecute, tolerationSeconds: {s}}}"),
+    };
+    pod_with(name, out, &toleration)
+}
+
+fn pod_with(name: &str, out: &std::path::Path, tolerations: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  terminationGracePeriodSeconds: 5
+  tolerations: [{tolerations}]
+  volumes: [{{name: out, hostPath: {{path: {out}}}}}]
+  containers:
+  - name: main
+    image: localhost/podvisor/busybox:test
+    volumeMounts: [{{name: out, mountPath: /out}}]
+    command: ["/bin/sh", "-c", "trap 'touch /out/{name}.term; exit 0' TERM; while true; do sleep 0.1; done"]
+"#,
+        out = out.display()
+    )
+}
+
+/// The time (s since the epoch) the node's taint `key` was added, as the store stamped it.
+fn taint_added(k: &Kubectl, node: &str, key: &str) -> f64 {
+    let at = k.jsonpath(
+        &["node", node],
+        &format!("{{.spec.taints[?(@.key==\"{key}\")].timeAdded}}"),
+    );
+    let t: k8s_openapi::jiff::Timestamp = at.trim().parse().expect("timeAdded is set");
+    t.as_millisecond() as f64 / 1000.0
+}
+
+/// Polls until pod `name` is marked for deletion (or gone); when that was.
+async fn marked_at(k: &Kubectl, name: &str, limit: Duration) -> Option<f64> {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        let r = k.run(&[
+            "get",
+            "pod",
+            name,
+            "-o",
+            "jsonpath={.metadata.deletionTimestamp}",
+        ]);
+        if !r.ok || !r.stdout.trim().is_empty() {
+            return Some(now_s());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    None
+}
+
+async fn running(k: &Kubectl, names: &[&str]) {
+    let t0 = Instant::now();
+    for n in names {
+        while k.jsonpath(&["pod", n], "{.status.phase}") != "Running" {
+            assert!(t0.elapsed() < Duration::from_secs(60), "{n} never ran");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+fn gone_with_term(agent: &Agent, k: &Kubectl, name: &str) -> bool {
+    let term = agent.out_dir().join(format!("{name}.term")).exists();
+    term && !k.run(&["get", "pod", name]).ok
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_execute_taints_evict_on_time_and_follow_toleration_changes() {
+    let agent = Agent::start("taint-times").await;
+    let k = Kubectl::for_agent(&agent);
+    let out = agent.out_dir();
+    for (name, secs) in [
+        ("t30", "30"),
+        ("t60to10", "60"),
+        ("forever", "-"),
+        ("plain", ""),
+    ] {
+        k.apply(&pod(name, &out, secs));
+    }
+    let static_pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: stat}\nspec:\n  containers:\n  - {name: main, image: localhost/podvisor/busybox:test, command: [/bin/sh, -c, 'while true; do sleep 1; done']}\n";
+    agent.write("stat.yaml", static_pod);
+    let stat = agent.name("stat");
+    running(&k, &["t30", "t60to10", "forever", "plain", &stat]).await;
+
+    k.ok(&["taint", "nodes", &agent.node, "gpu=yes:NoExecute"]);
+    let added = taint_added(&k, &agent.node, "gpu");
+    let plain = marked_at(&k, "plain", Duration::from_secs(5)).await;
+    assert!(
+        plain.is_some_and(|t| t - added < 2.0),
+        "untolerated: at once"
+    );
+    // At 5 s the 60 s toleration becomes 10 s: due 10 s after the taint.
+    tokio::time::sleep(Duration::from_secs_f64((added + 5.0 - now_s()).max(0.0))).await;
+    let patch = r#"{"spec":{"tolerations":[{"key":"gpu","operator":"Exists","effect":"NoExecute","tolerationSeconds":10}]}}"#;
+    k.ok(&["patch", "pod", "t60to10", "-p", patch]);
+    let at = marked_at(&k, "t60to10", Duration::from_secs(20))
+        .await
+        .expect("evicted");
+    assert!(
+        (at - added - 10.0).abs() <= 1.0,
+        "t60to10 evicted {:.1} s after the taint",
+        at - added
+    );
+    let at = marked_at(&k, "t30", Duration::from_secs(40))
+        .await
+        .expect("evicted");
+    assert!(
+        (at - added - 30.0).abs() <= 1.0,
+        "t30 evicted {:.1} s after the taint",
+        at - added
+    );
+    common::eventually(
+        "t30 gone after SIGTERM",
+        Duration::from_secs(15),
+        || async { gone_with_term(&agent, &k, "t30").then_some(()) },
+    )
+    .await;
+    let yaml = k.ok(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=t30",
+        "-o",
+        "yaml",
+    ]);
+    assert!(
+        yaml.contains("Marking for deletion Pod default/t30"),
+        "{yaml}"
+    );
+
+    // Forever stays; so does the static pod (it tolerates every NoExecute taint, as the
+    // kubelet makes static pods do, and is never evicted anyway).
+    assert_eq!(
+        k.jsonpath(&["pod", "forever"], "{.status.phase}"),
+        "Running"
+    );
+    assert_eq!(k.jsonpath(&["pod", &stat], "{.status.phase}"), "Running");
+    let about = k.ok(&[
+        "get",
+        "events",
+        "--field-selector",
+        &format!("involvedObject.name={stat}"),
+    ]);
+    assert!(!about.contains("TaintManagerEviction"), "{about}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_taint_removed_in_time_evicts_nothing_and_a_restart_keeps_the_countdown() {
+    let mut agent = Agent::start("taint-restart").await;
+    let k = Kubectl::for_agent(&agent);
+    let out = agent.out_dir();
+    // `kept` counts down on `gpu` and tolerates `flaky` for ever; `restarted` the other way.
+    let kept = "{key: gpu, operator: Exists, effect: NoExecute, tolerationSeconds: 30}, {key: flaky, operator: Exists, effect: NoExecute}";
+    let restarted = "{key: gpu, operator: Exists, effect: NoExecute}, {key: flaky, operator: Exists, effect: NoExecute, tolerationSeconds: 30}";
+    k.apply(&pod_with("kept", &out, kept));
+    k.apply(&pod_with("restarted", &out, restarted));
+    running(&k, &["kept", "restarted"]).await;
+    k.ok(&["taint", "nodes", &agent.node, "gpu=yes:NoExecute"]);
+    k.ok(&["taint", "nodes", &agent.node, "flaky=1:NoExecute"]);
+    let flaky = taint_added(&k, &agent.node, "flaky");
+    tokio::time::sleep(Duration::from_secs_f64((flaky + 15.0 - now_s()).max(0.0))).await;
+    // At 15 s `gpu` goes while `flaky` stays (tolerated for ever by `kept`: its countdown is
+    // cancelled, kubernetes#90794), and the agent is SIGKILLed and started again.
+    k.ok(&["taint", "nodes", &agent.node, "gpu-"]);
+    agent.kill9();
+    agent.restart().await;
+    let at = marked_at(&k, "restarted", Duration::from_secs(40))
+        .await
+        .expect("evicted");
+    assert!(
+        (at - flaky - 30.0).abs() <= 1.0,
+        "evicted {:.1} s after its taint: the countdown must not restart with the agent",
+        at - flaky
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        k.jsonpath(&["pod", "kept"], "{.status.phase}"),
+        "Running",
+        "{}",
+        agent.log_tail(30)
+    );
+    assert!(
+        k.jsonpath(&["pod", "kept"], "{.metadata.deletionTimestamp}")
+            .is_empty()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn taints_and_cordon_refuse_new_pods_and_drain_empties_the_node() {
+    let agent = Agent::start("taint-admit").await;
+    let k = Kubectl::for_agent(&agent);
+    let out = agent.out_dir();
+    k.apply(&pod("early", &out, "-"));
+    running(&k, &["early"]).await;
+    k.ok(&["taint", "nodes", &agent.node, "gpu=yes:NoExecute"]);
+    let r = k.run_with(&["apply", "-f", "-"], &pod("late", &out, ""));
+    assert!(
+        !r.ok && r.stderr.contains("TaintToleration") && r.stderr.contains("Forbidden"),
+        "{}",
+        r.stderr
+    );
+    k.apply(&pod("tolerant", &out, "-"));
+    k.ok(&["taint", "nodes", &agent.node, "gpu-"]);
+
+    k.ok(&["cordon", &agent.node]);
+    let r = k.run_with(&["apply", "-f", "-"], &pod("refused", &out, ""));
+    assert!(
+        !r.ok && r.stderr.contains("NodeUnschedulable"),
+        "{}",
+        r.stderr
+    );
+    k.ok(&["uncordon", &agent.node]);
+    k.apply(&pod("admitted", &out, ""));
+    running(&k, &["tolerant", "admitted"]).await;
+
+    let static_pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: stat}\nspec:\n  containers:\n  - {name: main, image: localhost/podvisor/busybox:test, command: [/bin/sh, -c, 'while true; do sleep 1; done']}\n";
+    agent.write("stat.yaml", static_pod);
+    let stat = agent.name("stat");
+    running(&k, &[&stat]).await;
+    let r = k.run(&[
+        "drain",
+        &agent.node,
+        "--force",
+        "--timeout=60s",
+        "--delete-emptydir-data",
+    ]);
+    assert!(r.ok, "{}\n{}", r.stdout, r.stderr);
+    let left = k.ok(&["get", "pods", "-o", "name"]);
+    assert_eq!(
+        left.trim(),
+        format!("pod/{stat}"),
+        "only the static pod's mirror stays"
+    );
+    assert!(k.jsonpath(&["node", &agent.node], "{.spec.unschedulable}") == "true");
+    for name in ["early", "tolerant", "admitted"] {
+        assert!(
+            out.join(format!("{name}.term")).exists(),
+            "{name} got SIGTERM"
+        );
+    }
+}
