@@ -66,7 +66,11 @@ impl Kube {
         let (late, node, s) = (sink.clone(), node_name.to_string(), store.clone());
         let (source, source_spec) = ChildSpec::of(move || {
             let sink = late.get().expect("wired before start").clone();
-            ApiPodSource::new(node.clone(), s.recipient(), s.recipient(), sink)
+            let source = Source {
+                list: s.recipient(),
+                watch: s.recipient(),
+            };
+            ApiPodSource::new(node.clone(), source, sink)
         })
         .build();
         Kube {

@@ -6,8 +6,12 @@
 //! too old (410) it lists again; when the store cannot answer it retries every second.
 //!
 //! An actor with reflectors handles [`Reflected`] and passes each to the reflector its `id`
-//! names ([`Reflector::accept`]); what comes back is what to apply. A reflector restarted
-//! (`start` again, or the actor restarted) ignores what its earlier runs still deliver.
+//! names ([`Reflector::accept`]); what comes back is what to apply. Every delivery goes
+//! through the actor's own mailbox (its `StartInfo::me`), so the debug endpoint counts
+//! them, and a full mailbox slows the watch down instead of losing anything (the store cuts
+//! off a watcher that falls too far behind, and the reflector resumes). The work runs in
+//! the actor's context, so it ends with the instance; a reflector restarted (`start` again,
+//! or the actor restarted) ignores what its earlier runs still deliver.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,6 +66,8 @@ pub struct Reflector {
     id: &'static str,
     selector: Selector,
     source: Source,
+    /// The actor's own mailbox, set by `start`.
+    me: Option<Recipient<Reflected>>,
     generation: u64,
     /// The newest revision seen: a watch resumes after it.
     pub revision: u64,
@@ -75,34 +81,48 @@ impl Reflector {
             id,
             selector,
             source,
+            me: None,
             generation: 0,
             revision: 0,
             synced: false,
         }
     }
 
-    /// Lists, then watches, into the actor's context.
-    pub fn start<A>(&mut self, ctx: &mut Context<A>)
+    /// Lists, then watches, delivering to `me` (the actor's own mailbox).
+    pub fn start<A>(&mut self, ctx: &mut Context<A>, me: Recipient<Reflected>)
     where
         A: Actor<Context = Context<A>> + Handler<Reflected>,
     {
         self.generation += 1;
         self.synced = false;
+        self.me = Some(me);
         self.list(ctx);
     }
 
-    fn deliver(&self, event: Event) -> Reflected {
-        Reflected {
+    /// Sends `event` to the actor (after `after`), from inside its context.
+    fn deliver<A>(&self, ctx: &mut Context<A>, event: Event, after: Duration)
+    where
+        A: Actor<Context = Context<A>>,
+    {
+        let Some(me) = self.me.clone() else { return };
+        let msg = Reflected {
             id: self.id,
             generation: self.generation,
             event,
-        }
+        };
+        ctx.spawn(actix::fut::wrap_future::<_, A>(async move {
+            if !after.is_zero() {
+                tokio::time::sleep(after).await;
+            }
+            let _ = me.send(msg).await;
+        }));
     }
 
     fn list<A>(&self, ctx: &mut Context<A>)
     where
         A: Actor<Context = Context<A>> + Handler<Reflected>,
     {
+        let Some(me) = self.me.clone() else { return };
         let msg = List {
             selector: self.selector.clone(),
             limit: None,
@@ -110,9 +130,8 @@ impl Reflector {
         };
         let list = self.source.list.clone();
         let (id, generation) = (self.id, self.generation);
-        let work = actix::fut::wrap_future::<_, A>(async move { list.send(msg).await });
-        ctx.spawn(work.map(move |r, _, ctx: &mut Context<A>| {
-            let event = match r {
+        ctx.spawn(actix::fut::wrap_future::<_, A>(async move {
+            let event = match list.send(msg).await {
                 Ok(Ok(page)) => Event::Listed(page),
                 other => {
                     let error = other.err().map(|e| e.to_string());
@@ -121,20 +140,17 @@ impl Reflector {
                         ?error,
                         "cannot list from the store; retrying"
                     );
-                    let retry = Reflected {
-                        id,
-                        generation,
-                        event: Event::RetryList,
-                    };
-                    ctx.notify_later(retry, RETRY);
-                    return;
+                    tokio::time::sleep(RETRY).await;
+                    Event::RetryList
                 }
             };
-            ctx.notify(Reflected {
-                id,
-                generation,
-                event,
-            });
+            let _ = me
+                .send(Reflected {
+                    id,
+                    generation,
+                    event,
+                })
+                .await;
         }));
     }
 
@@ -142,34 +158,33 @@ impl Reflector {
     where
         A: Actor<Context = Context<A>> + Handler<Reflected>,
     {
+        let Some(me) = self.me.clone() else { return };
         let msg = Watch {
             selector: self.selector.clone(),
             from: Some(self.revision),
         };
         let watch = self.source.watch.clone();
         let (id, generation) = (self.id, self.generation);
-        let work = actix::fut::wrap_future::<_, A>(async move { watch.send(msg).await });
-        ctx.spawn(work.map(move |r, _, ctx: &mut Context<A>| match r {
-            Ok(Ok(rx)) => {
-                ctx.add_message_stream(follow(rx, id, generation));
-            }
-            Ok(Err(StoreError::Gone { .. })) => {
-                ctx.notify(Reflected {
-                    id,
-                    generation,
-                    event: Event::Relist,
-                });
-            }
-            other => {
-                let error = other.err().map(|e| e.to_string());
-                warn!(reflector = id, ?error, "cannot watch the store; retrying");
-                let retry = Reflected {
-                    id,
-                    generation,
-                    event: Event::RetryWatch,
-                };
-                ctx.notify_later(retry, RETRY);
-            }
+        let to = move |event| Reflected {
+            id,
+            generation,
+            event,
+        };
+        ctx.spawn(actix::fut::wrap_future::<_, A>(async move {
+            let end = match watch.send(msg).await {
+                Ok(Ok(rx)) => {
+                    follow(rx, &me, to).await;
+                    Event::Ended
+                }
+                Ok(Err(StoreError::Gone { .. })) => Event::Relist,
+                other => {
+                    let error = other.err().map(|e| e.to_string());
+                    warn!(reflector = id, ?error, "cannot watch the store; retrying");
+                    tokio::time::sleep(RETRY).await;
+                    Event::RetryWatch
+                }
+            };
+            let _ = me.send(to(end)).await;
         }));
     }
 
@@ -202,7 +217,7 @@ impl Reflector {
                     revision = self.revision,
                     "watch ended; resuming"
                 );
-                ctx.notify_later(self.deliver(Event::RetryWatch), RESUME);
+                self.deliver(ctx, Event::RetryWatch, RESUME);
                 None
             }
             Event::RetryWatch => {
@@ -217,27 +232,15 @@ impl Reflector {
     }
 }
 
-/// The watch's events, then its end.
-fn follow(
-    rx: mpsc::Receiver<WatchEvent>,
-    id: &'static str,
-    generation: u64,
-) -> impl futures_util::Stream<Item = Reflected> {
-    let events = futures_util::stream::unfold(rx, move |mut rx| async move {
-        let e = rx.recv().await?;
-        let msg = Reflected {
-            id,
-            generation,
-            event: Event::Watched(e),
-        };
-        Some((msg, rx))
-    });
-    let end = futures_util::stream::once(async move {
-        Reflected {
-            id,
-            generation,
-            event: Event::Ended,
+/// Forwards the watch's events to the actor until the watch ends (or the actor is gone).
+async fn follow(
+    mut rx: mpsc::Receiver<WatchEvent>,
+    me: &Recipient<Reflected>,
+    to: impl Fn(Event) -> Reflected,
+) {
+    while let Some(e) = rx.recv().await {
+        if me.send(to(Event::Watched(e))).await.is_err() {
+            return;
         }
-    });
-    futures_util::StreamExt::chain(events, end)
+    }
 }

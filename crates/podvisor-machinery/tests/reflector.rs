@@ -34,8 +34,8 @@ impl Actor for View {
 impl SupervisedActor for View {
     const KIND: &'static str = "view";
     type Summary = ();
-    fn rebuild(&mut self, ctx: &mut Context<Self>, _: &StartInfo<Self>) {
-        self.reflector.start(ctx);
+    fn rebuild(&mut self, ctx: &mut Context<Self>, start: &StartInfo<Self>) {
+        self.reflector.start(ctx, start.me.recipient());
     }
     fn summary(&self) {}
 }

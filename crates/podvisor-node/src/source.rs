@@ -1,8 +1,7 @@
-//! The API pod source actor: lists the pods bound to this node, sends the sync loop the
-//! full set, then follows a watch from the list's revision and sends the set again after
-//! each batch of changes (coalesced: one snapshot per turn of the actor, however many
-//! changes arrived). When the watch ends (the store restarted, or cut it off) it resumes
-//! from the last revision; when that is too old (410), it lists again.
+//! The API pod source actor: the pods bound to this node, from a reflector on the store
+//! (list, then watch from the list's revision; resumed when the watch ends, listed again
+//! on 410), sent to the sync loop as full sets: after the list, and after each batch of
+//! changes (coalesced: one snapshot per turn of the actor, however many changes arrived).
 //!
 //! Restart: nothing is kept; the store is the truth. It lists and watches again, and a
 //! restarted sync loop asks it (`Rescan`) for the set.
@@ -13,28 +12,20 @@ use actix::prelude::*;
 use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
 use podvisor_core::Kind;
 use podvisor_kubelet::protocol::sources::{Rescan, SourcePods};
-use podvisor_store::actor::{List, Watch, WatchEvent};
-use podvisor_store::{ChangeType, FieldSelector, ListPage, Selector, StoreError};
+use podvisor_machinery::reflector::{Reflected, Reflector, Source, Update};
+use podvisor_store::{ChangeType, FieldSelector, Selector};
 use serde::Serialize;
-use tokio::sync::mpsc;
-use tracing::{info, warn};
+use tracing::info;
 
 use crate::SOURCE;
 use crate::podset::PodSet;
 
-/// How long to wait before trying the store again after a failure.
-const RETRY: Duration = Duration::from_secs(1);
-
 pub struct ApiPodSource {
-    node: String,
-    list: Recipient<List>,
-    watch: Recipient<Watch>,
+    pods_view: Reflector,
     sink: Recipient<SourcePods>,
     pods: PodSet,
     /// A snapshot is due at the end of this turn.
     dirty: bool,
-    /// Bumped per watch, so events of an abandoned watch are ignored.
-    generation: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -43,36 +34,16 @@ pub struct ApiPodSourceSummary {
     pub revision: u64,
 }
 
-/// One event of the current watch, or its end.
-#[derive(Message)]
-#[rtype(result = "()")]
-enum Watched {
-    Event(u64, WatchEvent),
-    Ended(u64),
-}
-
 impl ApiPodSource {
-    pub fn new(
-        node: String,
-        list: Recipient<List>,
-        watch: Recipient<Watch>,
-        sink: Recipient<SourcePods>,
-    ) -> Self {
+    pub fn new(node: String, source: Source, sink: Recipient<SourcePods>) -> Self {
+        let mut selector = Selector::all(Kind::Pod);
+        selector.fields = FieldSelector::equals("spec.nodeName", &node);
         Self {
-            node,
-            list,
-            watch,
+            pods_view: Reflector::new("pods", selector, source),
             sink,
             pods: PodSet::default(),
             dirty: false,
-            generation: 0,
         }
-    }
-
-    fn selector(&self) -> Selector {
-        let mut s = Selector::all(Kind::Pod);
-        s.fields = FieldSelector::equals("spec.nodeName", &self.node);
-        s
     }
 
     fn send_snapshot(&mut self) {
@@ -90,57 +61,23 @@ impl ApiPodSource {
         }
     }
 
-    fn relist(&mut self, ctx: &mut Context<Self>) {
-        let msg = List {
-            selector: self.selector(),
-            limit: None,
-            continue_token: None,
-        };
-        let list = self.list.clone();
-        ctx.spawn(async move { list.send(msg).await }.into_actor(self).map(|r, act, ctx| match r {
-            Ok(Ok(page)) => act.listed(page, ctx),
-            other => {
-                warn!(error = ?other.err().map(|e| e.to_string()), "cannot list pods from the store; retrying");
-                ctx.run_later(RETRY, |act, ctx| act.relist(ctx));
+    fn apply(&mut self, update: Update, ctx: &mut Context<Self>) {
+        let revision = self.pods_view.revision;
+        match update {
+            Update::Reset(items) => {
+                self.pods.reset(&items, revision);
+                info!(pods = self.pods.len(), revision, "pods from the store");
+                self.send_snapshot();
             }
-        }));
-    }
-
-    fn listed(&mut self, page: ListPage, ctx: &mut Context<Self>) {
-        self.pods.reset(&page.items, page.revision);
-        info!(
-            pods = self.pods.len(),
-            revision = page.revision,
-            "pods from the store"
-        );
-        self.send_snapshot();
-        self.rewatch(ctx);
-    }
-
-    fn rewatch(&mut self, ctx: &mut Context<Self>) {
-        self.generation += 1;
-        let generation = self.generation;
-        let msg = Watch {
-            selector: self.selector(),
-            from: Some(self.pods.revision),
-        };
-        let watch = self.watch.clone();
-        ctx.spawn(async move { watch.send(msg).await }.into_actor(self).map(move |r, act, ctx| match r {
-            Ok(Ok(rx)) => act.follow(rx, generation, ctx),
-            Ok(Err(StoreError::Gone { .. })) => act.relist(ctx),
-            other => {
-                warn!(error = ?other.err().map(|e| e.to_string()), "cannot watch pods; retrying");
-                ctx.run_later(RETRY, |act, ctx| act.rewatch(ctx));
+            Update::Change(c) => {
+                if c.kind == ChangeType::Deleted && self.pods.tombstone(&c.object) {
+                    self.send_snapshot();
+                }
+                if self.pods.apply(c.kind, &c.object, c.revision) {
+                    self.mark(ctx);
+                }
             }
-        }));
-    }
-
-    fn follow(&mut self, rx: mpsc::Receiver<WatchEvent>, generation: u64, ctx: &mut Context<Self>) {
-        let events = futures_util::stream::unfold(rx, move |mut rx| async move {
-            rx.recv().await.map(|e| (Watched::Event(generation, e), rx))
-        });
-        let end = futures_util::stream::once(async move { Watched::Ended(generation) });
-        ctx.add_message_stream(futures_util::StreamExt::chain(events, end));
+        }
     }
 }
 
@@ -152,38 +89,23 @@ impl SupervisedActor for ApiPodSource {
     const KIND: &'static str = "api-pod-source";
     type Summary = ApiPodSourceSummary;
 
-    fn rebuild(&mut self, ctx: &mut Context<Self>, _: &StartInfo<Self>) {
-        self.relist(ctx);
+    fn rebuild(&mut self, ctx: &mut Context<Self>, start: &StartInfo<Self>) {
+        self.pods_view.start(ctx, start.me.recipient());
     }
 
     fn summary(&self) -> ApiPodSourceSummary {
         ApiPodSourceSummary {
             pods: self.pods.len(),
-            revision: self.pods.revision,
+            revision: self.pods_view.revision,
         }
     }
 }
 
-impl Handler<Watched> for ApiPodSource {
+impl Handler<Reflected> for ApiPodSource {
     type Result = ();
-    fn handle(&mut self, msg: Watched, ctx: &mut Context<Self>) {
-        match msg {
-            Watched::Event(g, _) | Watched::Ended(g) if g != self.generation => {}
-            Watched::Event(_, WatchEvent::Change(c)) => {
-                if c.kind == ChangeType::Deleted && self.pods.tombstone(&c.object) {
-                    self.send_snapshot();
-                }
-                if self.pods.apply(c.kind, &c.object, c.revision) {
-                    self.mark(ctx);
-                }
-            }
-            Watched::Event(_, WatchEvent::Bookmark(rev)) => {
-                self.pods.revision = self.pods.revision.max(rev)
-            }
-            Watched::Ended(_) => {
-                info!(revision = self.pods.revision, "pod watch ended; resuming");
-                ctx.run_later(Duration::from_millis(100), |act, ctx| act.rewatch(ctx));
-            }
+    fn handle(&mut self, msg: Reflected, ctx: &mut Context<Self>) {
+        if let Some(update) = self.pods_view.accept(msg, ctx) {
+            self.apply(update, ctx);
         }
     }
 }

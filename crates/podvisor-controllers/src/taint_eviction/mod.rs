@@ -257,10 +257,10 @@ impl SupervisedActor for TaintEviction {
 
     /// Nothing survives a restart but the store: list the node and the pods again and
     /// recompute every deadline from the taints' `timeAdded`.
-    fn rebuild(&mut self, ctx: &mut Context<Self>, _: &StartInfo<Self>) {
+    fn rebuild(&mut self, ctx: &mut Context<Self>, start: &StartInfo<Self>) {
         self.scheduler = Scheduler::new(WallClock::system());
-        self.node_view.start(ctx);
-        self.pods_view.start(ctx);
+        self.node_view.start(ctx, start.me.recipient());
+        self.pods_view.start(ctx, start.me.recipient());
         due::drive(ctx, |a: &mut Self| a.scheduler.queue(), Self::on_due);
     }
 
