@@ -23,12 +23,13 @@ mod deadline;
 mod evict;
 mod scheduler;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
 use actix::prelude::*;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use podvisor_actors::due;
+use podvisor_actors::histogram::{Histogram, LatencySummary};
 use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
 use podvisor_core::{EventType, Kind, ObjectKey, PodUid};
 use podvisor_machinery::events::RecordEvent;
@@ -46,6 +47,10 @@ use crate::clock::WallClock;
 
 const RETRY_FIRST: Duration = Duration::from_secs(1);
 const RETRY_MAX: Duration = Duration::from_secs(30);
+/// Evictions under way at once; more wait their turn in order. Each is four store round
+/// trips, two of them durable writes: a thousand at once would all finish late, a few at
+/// a time finish in deadline order.
+const MAX_IN_FLIGHT: usize = 8;
 
 pub struct TaintEviction {
     node: String,
@@ -55,7 +60,13 @@ pub struct TaintEviction {
     store: StoreHandles,
     events: Recipient<RecordEvent>,
     in_flight: HashSet<ObjectKey>,
+    /// Due, waiting for a place among those in flight.
+    backlog: VecDeque<(ObjectKey, PodUid, String)>,
+    /// Evicted, not yet seen deleting through the watch: not evicted again meanwhile.
+    evicted_uids: HashMap<ObjectKey, PodUid>,
     retry_after: HashMap<ObjectKey, Duration>,
+    /// How late each eviction's timer fired after its deadline.
+    lateness: Histogram,
     evicted: u64,
     failed: u64,
 }
@@ -64,11 +75,15 @@ pub struct TaintEviction {
 pub struct TaintEvictionSummary {
     /// Pods with a countdown (or a retry) pending.
     pub pending: usize,
+    /// Due, waiting for a place among the evictions in flight.
+    pub backlog: usize,
     /// Milliseconds until the soonest of them.
     pub next_in_ms: Option<u64>,
     pub in_flight: usize,
     pub evicted: u64,
     pub failed: u64,
+    /// How late the timers of evictions fired after their deadlines.
+    pub lateness: LatencySummary,
 }
 
 impl TaintEviction {
@@ -90,7 +105,10 @@ impl TaintEviction {
             store,
             events,
             in_flight: HashSet::new(),
+            backlog: VecDeque::new(),
+            evicted_uids: HashMap::new(),
             retry_after: HashMap::new(),
+            lateness: Histogram::default(),
             evicted: 0,
             failed: 0,
         }
@@ -153,10 +171,14 @@ impl TaintEviction {
                 let key = ObjectKey::pod(&c.object.namespace, &c.object.name);
                 self.scheduler.remove_pod(&key);
                 self.retry_after.remove(&key);
+                self.evicted_uids.remove(&key);
                 Vec::new()
             }
             Update::Change(c) => match view(&c.object) {
                 Some((key, v)) => {
+                    if v.deleting || self.evicted_uids.get(&key).is_some_and(|u| *u != v.uid) {
+                        self.evicted_uids.remove(&key);
+                    }
                     let was = self.scheduler.set_pod(key.clone(), v);
                     if was { vec![key] } else { Vec::new() }
                 }
@@ -167,10 +189,13 @@ impl TaintEviction {
     }
 
     /// A timer fired.
-    fn on_due(&mut self, key: ObjectKey, _: Instant, ctx: &mut Context<Self>) {
-        if self.in_flight.contains(&key) {
+    fn on_due(&mut self, key: ObjectKey, at: Instant, ctx: &mut Context<Self>) {
+        let evicted = self.evicted_uids.get(&key);
+        let done = evicted.is_some_and(|u| self.scheduler.pod(&key).is_some_and(|p| p.uid == *u));
+        if self.in_flight.contains(&key) || done {
             return;
         }
+        let late = Instant::now().saturating_duration_since(at);
         match self.scheduler.fired(key) {
             None => {}
             Some(Due::WouldEvictStatic { key, uid, cause }) => {
@@ -187,11 +212,18 @@ impl TaintEviction {
                     message,
                 );
             }
-            Some(Due::Evict { key, uid, cause }) => self.evict(key, uid, cause, ctx),
+            Some(Due::Evict { key, uid, cause }) => {
+                self.lateness.record(late);
+                self.evict(key, uid, cause, ctx);
+            }
         }
     }
 
     fn evict(&mut self, key: ObjectKey, uid: PodUid, cause: String, ctx: &mut Context<Self>) {
+        if self.in_flight.len() >= MAX_IN_FLIGHT {
+            self.backlog.push_back((key, uid, cause));
+            return;
+        }
         self.in_flight.insert(key.clone());
         let work = evict::evict(
             self.store.clone(),
@@ -200,9 +232,12 @@ impl TaintEviction {
             uid.clone(),
             *self.scheduler.clock(),
         );
-        ctx.spawn(work.into_actor(self).map(move |r, act, _| {
+        ctx.spawn(work.into_actor(self).map(move |r, act, ctx| {
             act.in_flight.remove(&key);
             act.evicted_or_not(key, uid, cause, r);
+            if let Some((key, uid, cause)) = act.backlog.pop_front() {
+                act.evict(key, uid, cause, ctx);
+            }
         }));
     }
 
@@ -217,6 +252,7 @@ impl TaintEviction {
             Ok(Outcome::Evicted) => {
                 self.evicted += 1;
                 self.retry_after.remove(&key);
+                self.evicted_uids.insert(key.clone(), uid.clone());
                 info!(pod = %key, pod_uid = %uid, taint = %cause, "pod evicted for a NoExecute taint");
                 let message = format!(
                     "Marking for deletion Pod {}/{}",
@@ -272,8 +308,10 @@ impl SupervisedActor for TaintEviction {
                 u64::try_from(at.saturating_duration_since(now).as_millis()).unwrap_or(u64::MAX)
             }),
             in_flight: self.in_flight.len(),
+            backlog: self.backlog.len(),
             evicted: self.evicted,
             failed: self.failed,
+            lateness: self.lateness.snapshot().summary(),
         }
     }
 }
