@@ -3,6 +3,11 @@
 //!
 //! - [`reflector`]: list, then watch from the list's revision, into an actor's context,
 //!   resuming and relisting as the store requires.
+//! - [`cache`]: an informer's typed local cache with a secondary index; applying an update
+//!   answers what changed, old and new.
+//! - [`workqueue`]: client-go's work queue (deduplicated keys, one sync per key at a time,
+//!   delayed adds) with its default controller rate limiter.
+//! - [`expectations`]: what a controller wrote and has not seen come back yet.
 //! - [`events`]: the event recorder. Anyone who has something to say about an object sends
 //!   it a [`events::RecordEvent`]; it deduplicates repeats into one Event whose `count`
 //!   grows, drops bursts beyond a per-object allowance, and writes Events to the store,
@@ -11,5 +16,8 @@
 // Functions stay short in production code (clippy.toml sets the limit); tests may run long.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
+pub mod cache;
 pub mod events;
+pub mod expectations;
 pub mod reflector;
+pub mod workqueue;

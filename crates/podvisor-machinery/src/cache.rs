@@ -1,0 +1,202 @@
+//! An informer's local cache (client-go's indexer, kube-runtime's reflector store): the
+//! typed objects a reflector delivers, by key, with one optional secondary index (the
+//! ReplicaSet controller indexes pods by their controller's UID). Applying an update
+//! answers what changed, old and new, which is what a controller's event handlers need;
+//! a relist (`Reset`) answers the difference with what was held.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use podvisor_core::{Kind, ObjectKey};
+use podvisor_store::{ChangeType, StoredObject};
+use serde::de::DeserializeOwned;
+
+use crate::reflector::Update;
+
+/// One object's change: `None` for absent (added: `old` is `None`; deleted: `new` is).
+#[derive(Debug)]
+pub struct Delta<T> {
+    pub key: ObjectKey,
+    pub old: Option<Arc<T>>,
+    pub new: Option<Arc<T>>,
+}
+
+type Index<T> = fn(&T) -> Option<String>;
+
+pub struct Cache<T> {
+    kind: Kind,
+    objects: BTreeMap<ObjectKey, Arc<T>>,
+    index: Option<Index<T>>,
+    by_index: HashMap<String, HashSet<ObjectKey>>,
+}
+
+impl<T: DeserializeOwned> Cache<T> {
+    pub fn new(kind: Kind) -> Self {
+        Self {
+            kind,
+            objects: BTreeMap::new(),
+            index: None,
+            by_index: HashMap::new(),
+        }
+    }
+
+    /// Also indexes every object by `index` (one value per object, or none).
+    pub fn with_index(mut self, index: Index<T>) -> Self {
+        self.index = Some(index);
+        self
+    }
+
+    fn key(&self, o: &StoredObject) -> ObjectKey {
+        let ns = self.kind.namespaced().then_some(o.namespace.as_str());
+        ObjectKey::new(self.kind, ns, &o.name).with_uid(o.uid.clone())
+    }
+
+    fn put(&mut self, key: ObjectKey, new: Option<Arc<T>>) -> Delta<T> {
+        let old = match &new {
+            Some(v) => self.objects.insert(key.clone(), v.clone()),
+            None => self.objects.remove(&key),
+        };
+        if let Some(f) = self.index {
+            if let Some(i) = old.as_deref().and_then(f)
+                && let Some(set) = self.by_index.get_mut(&i)
+            {
+                set.remove(&key);
+                if set.is_empty() {
+                    self.by_index.remove(&i);
+                }
+            }
+            if let Some(i) = new.as_deref().and_then(f) {
+                self.by_index.entry(i).or_default().insert(key.clone());
+            }
+        }
+        Delta { key, old, new }
+    }
+
+    /// Applies what a reflector delivered; answers every change.
+    pub fn apply(&mut self, update: Update) -> Vec<Delta<T>> {
+        match update {
+            Update::Change(c) => {
+                let key = self.key(&c.object);
+                let new = match c.kind {
+                    ChangeType::Deleted => None,
+                    _ => c.object.typed::<T>().map(Arc::new),
+                };
+                vec![self.put(key, new)]
+            }
+            Update::Reset(items) => {
+                let fresh: Vec<(ObjectKey, Option<Arc<T>>)> = items
+                    .iter()
+                    .map(|o| (self.key(o), o.typed::<T>().map(Arc::new)))
+                    .collect();
+                let keep: HashSet<&ObjectKey> = fresh.iter().map(|(k, _)| k).collect();
+                let gone: Vec<ObjectKey> = self
+                    .objects
+                    .keys()
+                    .filter(|k| !keep.contains(k))
+                    .cloned()
+                    .collect();
+                let mut out: Vec<Delta<T>> = gone.into_iter().map(|k| self.put(k, None)).collect();
+                out.extend(fresh.into_iter().map(|(k, v)| self.put(k, v)));
+                out
+            }
+        }
+    }
+
+    pub fn get(&self, key: &ObjectKey) -> Option<&Arc<T>> {
+        self.objects.get(key)
+    }
+
+    /// Every object of `namespace`, in name order.
+    pub fn in_namespace<'a>(&'a self, namespace: &str) -> impl Iterator<Item = &'a Arc<T>> + 'a {
+        let start = ObjectKey::new(self.kind, Some(namespace), "");
+        let ns = namespace.to_string();
+        self.objects
+            .range(start..)
+            .take_while(move |(k, _)| k.namespace.as_deref() == Some(ns.as_str()))
+            .map(|(_, v)| v)
+    }
+
+    /// The objects whose index value is `value`.
+    pub fn indexed<'a>(&'a self, value: &str) -> impl Iterator<Item = &'a Arc<T>> + 'a {
+        self.by_index
+            .get(value)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| self.objects.get(k))
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &Arc<T>> {
+        self.objects.values()
+    }
+
+    pub fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use podvisor_store::Change;
+    use serde_json::{Value, json};
+
+    fn obj(ns: &str, name: &str, owner: &str) -> Arc<StoredObject> {
+        let v = json!({"metadata": {"name": name, "namespace": ns, "uid": format!("u-{name}"),
+            "labels": {"owner": owner}}});
+        Arc::new(StoredObject::from_value(Kind::ConfigMap, &v))
+    }
+
+    fn owner(v: &Value) -> Option<String> {
+        v["metadata"]["labels"]["owner"]
+            .as_str()
+            .map(str::to_string)
+    }
+
+    fn change(kind: ChangeType, o: Arc<StoredObject>) -> Update {
+        Update::Change(Change {
+            revision: 1,
+            kind,
+            object: o,
+        })
+    }
+
+    #[test]
+    fn changes_and_relists_answer_old_and_new_and_keep_the_index() {
+        let mut c: Cache<Value> = Cache::new(Kind::ConfigMap).with_index(owner);
+        let d = c.apply(Update::Reset(vec![
+            obj("a", "x", "o1"),
+            obj("a", "y", "o1"),
+            obj("b", "z", "o2"),
+        ]));
+        assert_eq!(d.len(), 3);
+        assert_eq!(c.indexed("o1").count(), 2);
+        let d = c.apply(change(ChangeType::Modified, obj("a", "y", "o2")));
+        assert!(d[0].old.is_some() && d[0].new.is_some());
+        assert_eq!(c.indexed("o1").count(), 1, "moved to another index value");
+        assert_eq!(c.indexed("o2").count(), 2);
+        let names: Vec<&str> = c
+            .in_namespace("a")
+            .map(|v| v["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["x", "y"]);
+        // A relist without z: z is deleted.
+        let d = c.apply(Update::Reset(vec![
+            obj("a", "x", "o1"),
+            obj("a", "y", "o2"),
+        ]));
+        let gone: Vec<&str> = d
+            .iter()
+            .filter(|d| d.new.is_none())
+            .map(|d| d.key.name.as_str())
+            .collect();
+        assert_eq!(gone, ["z"]);
+        assert_eq!(c.indexed("o2").count(), 1);
+        c.apply(change(ChangeType::Deleted, obj("a", "x", "o1")));
+        assert_eq!(c.indexed("o1").count(), 0);
+        assert_eq!(c.len(), 1);
+    }
+}
