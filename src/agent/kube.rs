@@ -7,7 +7,8 @@ use std::sync::{Arc, OnceLock};
 use anyhow::Context as _;
 use podvisor_actors::{ActorRef, ChildSpec, Recipient};
 use podvisor_apiserver::nodefit::NodeFit;
-use podvisor_apiserver::{ApiConfig, ApiServer, ApiState, NodeInfo};
+use podvisor_apiserver::{ApiConfig, ApiServer, ApiState, NodeInfo, ObjectAdmission};
+use podvisor_controllers::replicaset::{self, ReplicaSetController};
 use podvisor_controllers::taint_eviction::{self, TaintEviction};
 use podvisor_kubelet::pleg::PlegHealth;
 use podvisor_kubelet::protocol::sources::SourcePods;
@@ -49,9 +50,14 @@ impl Kube {
             window: cfg.api.watch_window,
         };
         let queue = cfg.api.watcher_queue;
-        let fit: Arc<dyn Admission> = Arc::new(NodeFit::new(node_name));
+        let admission: Vec<Arc<dyn Admission>> = vec![
+            Arc::new(ObjectAdmission::new(NodeInfo {
+                node_name: node_name.to_string(),
+            })),
+            Arc::new(NodeFit::new(node_name)),
+        ];
         let (store, store_spec) = ChildSpec::of(move || {
-            StoreActor::new(store_cfg.clone(), queue).with_admission(vec![fit.clone()])
+            StoreActor::new(store_cfg.clone(), queue).with_admission(admission.clone())
         })
         .arbiter(actix::Arbiter::new().handle())
         .capacity(1 << 14)
@@ -134,7 +140,24 @@ fn controllers(store: &ActorRef<StoreActor>, node_name: &str) -> Vec<ChildSpec> 
     })
     .capacity(1 << 12)
     .build();
-    vec![events_spec, taints_spec]
+    let (rs_events, rs_events_spec) = recorder(store, "replicaset-controller", node_name);
+    let s = store.clone();
+    let (_, rs_spec) = ChildSpec::of(move || {
+        let source = Source {
+            list: s.recipient(),
+            watch: s.recipient(),
+        };
+        let handles = replicaset::StoreHandles {
+            get: s.recipient(),
+            create: s.recipient(),
+            update: s.recipient(),
+            delete: s.recipient(),
+        };
+        ReplicaSetController::new(source, handles, rs_events.recipient())
+    })
+    .capacity(1 << 14)
+    .build();
+    vec![events_spec, taints_spec, rs_events_spec, rs_spec]
 }
 
 /// An event recorder reporting as `component` on this node.
@@ -179,11 +202,7 @@ pub fn facts(
     }
 }
 
-pub fn serve(
-    cfg: &AgentConfig,
-    node_name: &str,
-    store: ActorRef<StoreActor>,
-) -> anyhow::Result<ApiServer> {
+pub fn serve(cfg: &AgentConfig, store: ActorRef<StoreActor>) -> anyhow::Result<ApiServer> {
     let api = ApiConfig {
         address: cfg.api.address,
         pki_dir: cfg.state_dir.join("pki"),
@@ -191,9 +210,6 @@ pub fn serve(
     };
     let state = ApiState {
         store,
-        node: NodeInfo {
-            node_name: node_name.to_string(),
-        },
         pod_log_dir: cfg.pod_log_dir.clone(),
     };
     ApiServer::start(&api, state).context("cannot start the Kubernetes API")

@@ -171,7 +171,7 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
         let store = kube.store.clone();
         let children = kube.children(agent.children, &agent.sync_loop, facts, pleg);
         let root = start_root("root", supervision, registry.clone(), children, Escalation::exit_process);
-        let api_server = kube::serve(&cfg, &node_name, store)?;
+        let api_server = kube::serve(&cfg, store)?;
         let server = DebugServer::start_with(
             DebugConfig {
                 address: cfg.debug.address,

@@ -1,11 +1,15 @@
-//! What every object goes through before the store sees it: parsed as its k8s-openapi
-//! type (unknown fields dropped, wrong types refused), defaulted (`defaults`), and validated. Pods use
-//! the same `validate_pod` as the manifest directory: one validation path for both.
+//! What every object goes through before it is stored, whoever writes it (kubectl through
+//! the API, a controller, the node's own actors): parsed as its k8s-openapi type (wrong
+//! types refused, unknown fields dropped), defaulted (`defaults`), a pod bound to this node,
+//! and validated. Pods use the same `validate_pod` as the manifest directory: one
+//! validation path for both. [`ObjectAdmission`] runs inside the store's writes (the first
+//! of its admission checks, before node fit); `fieldValidation=Strict`, which is about the
+//! request, is checked by the API before ([`strict`]).
 
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Node, Pod};
 use podvisor_core::Kind;
 use podvisor_core::validation::{FieldError, FieldErrors, FieldPath, names, validate_pod};
-use podvisor_store::Resource;
+use podvisor_store::{Admission, Resource, Store, StoreError, StoredObject};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -47,13 +51,12 @@ fn unknown_fields(input: &Value, typed: &Value, path: &str, out: &mut Vec<String
 }
 
 /// `fieldValidation=Strict` (what kubectl sends): unknown fields are refused, as
-/// kube-apiserver does; otherwise they are dropped.
-fn check_strict(strict: bool, input: &Value, typed: &Value) -> Result<(), ApiError> {
-    if !strict {
-        return Ok(());
-    }
+/// kube-apiserver does; otherwise admission drops them.
+pub fn strict(res: &Resource, input: &Value) -> Result<(), ApiError> {
+    let mut typed_form = input.clone();
+    admit_typed(res, &mut typed_form, "")?;
     let mut unknown = Vec::new();
-    unknown_fields(input, typed, "", &mut unknown);
+    unknown_fields(input, &typed_form, "", &mut unknown);
     match unknown.as_slice() {
         [] => Ok(()),
         fields => {
@@ -74,13 +77,21 @@ fn typed<T: DeserializeOwned + Serialize>(
     res: &Resource,
     v: &Value,
     defaults: impl FnOnce(&mut T),
-) -> Result<(T, Value), ApiError> {
+) -> Result<(T, Value), StoreError> {
     let mut t: T = serde_json::from_value(v.clone()).map_err(|e| {
-        ApiError::bad_request(format!("the {} could not be decoded: {e}", res.singular))
+        StoreError::BadRequest(format!("the {} could not be decoded: {e}", res.singular))
     })?;
     defaults(&mut t);
-    let back = serde_json::to_value(&t).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let back = serde_json::to_value(&t).map_err(|e| StoreError::BadRequest(e.to_string()))?;
     Ok((t, back))
+}
+
+fn invalid(res: &Resource, name: &str, errors: FieldErrors) -> StoreError {
+    StoreError::Invalid {
+        kind: res.kind.as_str(),
+        name: name.to_string(),
+        errors,
+    }
 }
 
 fn name_of(v: &Value) -> String {
@@ -92,7 +103,7 @@ fn name_of(v: &Value) -> String {
     }
 }
 
-fn check_name(res: &Resource, v: &Value) -> Result<(), ApiError> {
+fn check_name(res: &Resource, v: &Value) -> Result<(), StoreError> {
     let name = name_of(v);
     let path = FieldPath::new("metadata").child("name");
     let err = if name.is_empty() {
@@ -106,46 +117,37 @@ fn check_name(res: &Resource, v: &Value) -> Result<(), ApiError> {
         names::subdomain(&path, &name)
     };
     match err {
-        Some(e) => Err(ApiError::invalid(
-            res.kind.as_str(),
-            res.group,
-            &name,
-            &FieldErrors(vec![e]),
-        )),
+        Some(e) => Err(invalid(res, &name, FieldErrors(vec![e]))),
         None => Ok(()),
     }
 }
 
-fn check_pod(res: &Resource, v: &mut Value, node: &NodeInfo) -> Result<(), ApiError> {
+fn check_pod(res: &Resource, v: &mut Value, node: &str) -> Result<(), StoreError> {
     let spec = v.get_mut("spec").and_then(Value::as_object_mut);
     if let Some(spec) = spec
+        && !node.is_empty()
         && spec
             .get("nodeName")
             .and_then(Value::as_str)
             .unwrap_or_default()
             .is_empty()
     {
-        spec.insert("nodeName".into(), node.node_name.clone().into());
+        spec.insert("nodeName".into(), node.into());
     }
     let (mut pod, back): (Pod, Value) = typed(res, v, defaults::pod)?;
     pod.metadata.name = Some(name_of(v));
-    validate_pod(&pod).map_err(|e| ApiError::invalid("Pod", "", &name_of(v), &e))?;
+    validate_pod(&pod).map_err(|e| invalid(res, &name_of(v), e))?;
     *v = back;
     Ok(())
 }
 
-/// Parses, defaults and validates an object about to be created or replaced.
-pub fn admit(res: &Resource, v: &mut Value, node: &NodeInfo, strict: bool) -> Result<(), ApiError> {
+/// Parses, defaults, binds (a pod without a node, to `node`) and validates.
+fn admit_typed(res: &Resource, v: &mut Value, node: &str) -> Result<(), StoreError> {
     if !v.is_object() {
-        return Err(ApiError::bad_request("the body is not a JSON object"));
+        return Err(StoreError::BadRequest(
+            "the body is not a JSON object".into(),
+        ));
     }
-    check_name(res, v)?;
-    let input = v.clone();
-    admit_typed(res, v, node)?;
-    check_strict(strict, &input, v)
-}
-
-fn admit_typed(res: &Resource, v: &mut Value, node: &NodeInfo) -> Result<(), ApiError> {
     *v = match res.kind {
         Kind::Pod => return check_pod(res, v, node),
         Kind::Node => typed::<Node>(res, v, |_| {})?.1,
@@ -153,9 +155,41 @@ fn admit_typed(res: &Resource, v: &mut Value, node: &NodeInfo) -> Result<(), Api
         Kind::ConfigMap => typed::<ConfigMap>(res, v, |_| {})?.1,
         Kind::Secret => typed(res, v, defaults::secret)?.1,
         Kind::Event => typed::<Event>(res, v, |_| {})?.1,
-        Kind::ReplicaSet => typed(res, v, defaults::replica_set)?.1,
+        Kind::ReplicaSet => {
+            let (rs, back) = typed(res, v, defaults::replica_set)?;
+            crate::validate::replica_set(&rs).map_err(|e| invalid(res, &name_of(v), e))?;
+            back
+        }
     };
     Ok(())
+}
+
+/// The first admission check of every write: see the module's documentation.
+pub struct ObjectAdmission {
+    node: NodeInfo,
+}
+
+impl ObjectAdmission {
+    pub fn new(node: NodeInfo) -> Self {
+        Self { node }
+    }
+}
+
+impl Admission for ObjectAdmission {
+    fn admit(
+        &self,
+        _: &Store,
+        res: &Resource,
+        object: &mut Value,
+        old: Option<&StoredObject>,
+    ) -> Result<(), StoreError> {
+        check_name(res, object)?;
+        admit_typed(res, object, &self.node.node_name)?;
+        match old {
+            Some(old) if res.kind == Kind::Pod => check_pod_update(&old.value(), object),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// The spec with what an update may change blanked out: pods may change only their
@@ -182,7 +216,7 @@ fn immutable_view(spec: &Value) -> Value {
 }
 
 /// Refuses a pod update that changes what Kubernetes does not let change.
-pub fn check_pod_update(old: &Value, new: &Value) -> Result<(), ApiError> {
+fn check_pod_update(old: &Value, new: &Value) -> Result<(), StoreError> {
     if immutable_view(&old["spec"]) == immutable_view(&new["spec"]) {
         return Ok(());
     }
@@ -191,5 +225,9 @@ pub fn check_pod_update(old: &Value, new: &Value) -> Result<(), ApiError> {
         "pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
     );
     let name = new["metadata"]["name"].as_str().unwrap_or_default();
-    Err(ApiError::invalid("Pod", "", name, &FieldErrors(vec![e])))
+    Err(StoreError::Invalid {
+        kind: "Pod",
+        name: name.to_string(),
+        errors: FieldErrors(vec![e]),
+    })
 }

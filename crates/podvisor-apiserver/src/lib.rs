@@ -26,7 +26,8 @@ pub mod status;
 mod table;
 mod target;
 pub mod tls;
+mod validate;
 
-pub use admission::NodeInfo;
+pub use admission::{NodeInfo, ObjectAdmission};
 pub use handlers::ApiState;
 pub use server::{ApiConfig, ApiServer, ApiServerError, MAX_BODY_BYTES};

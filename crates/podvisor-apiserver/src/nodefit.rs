@@ -142,7 +142,16 @@ impl NodeFit {
 }
 
 impl Admission for NodeFit {
-    fn admit(&self, store: &Store, res: &Resource, object: &Value) -> Result<(), StoreError> {
+    fn admit(
+        &self,
+        store: &Store,
+        res: &Resource,
+        object: &mut Value,
+        old: Option<&StoredObject>,
+    ) -> Result<(), StoreError> {
+        if old.is_some() {
+            return Ok(());
+        }
         let bound_here = object["spec"]["nodeName"].as_str() == Some(self.node.as_str());
         let mirror = object["metadata"]["annotations"][MIRROR_ANNOTATION].is_string();
         if res.kind != Kind::Pod || !bound_here || mirror {

@@ -154,7 +154,10 @@ impl From<StoreError> for ApiError {
             StoreError::Conflict { resource, name, .. } => {
                 ApiError::new(409, "Conflict", msg).named(resource, &name)
             }
-            StoreError::Invalid(errors) => ApiError::invalid("object", "", "", &errors),
+            StoreError::Invalid { kind, name, errors } => {
+                let group = if kind == "ReplicaSet" { "apps" } else { "" };
+                ApiError::invalid(kind, group, &name, &errors)
+            }
             StoreError::Forbidden {
                 resource,
                 name,

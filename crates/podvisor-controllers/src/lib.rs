@@ -3,9 +3,11 @@
 //! store and loses nothing).
 //!
 //! - [`taint_eviction`]: the NoExecute taint eviction scheduler for this node.
+//! - [`replicaset`]: the ReplicaSet controller, keeping declared replicas running here.
 
 // Functions stay short in production code (clippy.toml sets the limit); tests may run long.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 pub mod clock;
+pub mod replicaset;
 pub mod taint_eviction;

@@ -12,6 +12,7 @@ pub mod event;
 pub mod fit;
 pub mod grace;
 pub mod key;
+pub mod labels;
 pub mod phase;
 pub mod pod;
 pub mod quantity;

@@ -1,16 +1,25 @@
-//! Checks that run inside a create, with the store's contents in view and no other write in
-//! between: what admission needs when the answer depends on other objects and must not race
-//! them (a node's capacity when two pods are created for its last slot at once).
-//! The store runs them; what they check is the API's business (`podvisor-apiserver`).
+//! Admission: what every create and every replace goes through before it is stored, in
+//! order, whoever writes (the API for kubectl, a controller, the node's own actors), with
+//! the store's contents in view and no other write in between. A check may change the
+//! object (defaulting, binding a pod to the node) or refuse it (an invalid object, a pod the
+//! node cannot take); a later check sees what an earlier one made of it. What they check is
+//! the API's business (`podvisor-apiserver`); the store only runs them. Status writes and
+//! the store's own bookkeeping (deletion marks, dependents, expiry) are not admitted.
 
 use serde_json::Value;
 
 use crate::error::StoreError;
-use crate::object::Resource;
+use crate::object::{Resource, StoredObject};
 use crate::store::Store;
 
 pub trait Admission: Send + Sync {
-    /// Refuses `object` (about to be created, its server-set fields filled in) with a
-    /// [`StoreError::Forbidden`], or lets it through.
-    fn admit(&self, store: &Store, res: &Resource, object: &Value) -> Result<(), StoreError>;
+    /// Admits `object`, about to be created (`old` is `None`) or to replace `old`: changes
+    /// it, or refuses it with the reason.
+    fn admit(
+        &self,
+        store: &Store,
+        res: &Resource,
+        object: &mut Value,
+        old: Option<&StoredObject>,
+    ) -> Result<(), StoreError>;
 }

@@ -177,10 +177,3 @@ pub(crate) fn orphaned(v: &Value, owner_uid: &str) -> Option<Value> {
     out["metadata"]["ownerReferences"] = Value::Array(kept);
     Some(out)
 }
-
-/// Whether `v` names `owner_uid` as an owner.
-pub(crate) fn owned_by(v: &Value, owner_uid: &str) -> bool {
-    v["metadata"]["ownerReferences"]
-        .as_array()
-        .is_some_and(|refs| refs.iter().any(|r| r["uid"].as_str() == Some(owner_uid)))
-}

@@ -21,8 +21,13 @@ pub enum StoreError {
         name: String,
         reason: String,
     },
-    #[error("{0}")]
-    Invalid(FieldErrors),
+    /// The object breaks a rule: every problem with its field path.
+    #[error("{kind} {name:?} is invalid: {errors}")]
+    Invalid {
+        kind: &'static str,
+        name: String,
+        errors: FieldErrors,
+    },
     /// Refused by an admission check: `cause` is the check's reason (`TaintToleration`,
     /// `OutOfpods`...).
     #[error("{resource} {name:?} is forbidden: {cause}: {message}")]

@@ -17,11 +17,15 @@ pub(crate) fn now() -> Value {
 }
 
 fn invalid(path: &str, value: &str, detail: &str) -> StoreError {
-    StoreError::Invalid(FieldErrors(vec![FieldError::invalid(
-        &FieldPath::new(path),
-        value,
-        detail,
-    )]))
+    StoreError::Invalid {
+        kind: "object",
+        name: String::new(),
+        errors: FieldErrors(vec![FieldError::invalid(
+            &FieldPath::new(path),
+            value,
+            detail,
+        )]),
+    }
 }
 
 /// Five characters for a `generateName`, from a fresh UUID's randomness.
@@ -101,12 +105,14 @@ pub(crate) fn prepare_create(
     if name.is_empty() {
         let prefix = meta.get("generateName").and_then(Value::as_str);
         let Some(prefix) = prefix.filter(|p| !p.is_empty()) else {
-            return Err(StoreError::Invalid(FieldErrors(vec![
-                FieldError::required(
+            return Err(StoreError::Invalid {
+                kind: res.kind.as_str(),
+                name: String::new(),
+                errors: FieldErrors(vec![FieldError::required(
                     &FieldPath::new("metadata.name"),
                     "name or generateName is required",
-                ),
-            ])));
+                )]),
+            });
         };
         let name = format!("{prefix}{}", name_suffix());
         meta.insert("name".into(), name.into());

@@ -127,8 +127,36 @@ pub struct StoredObject {
     pub labels: Vec<(String, String)>,
     /// The fields a field selector can name, beyond `metadata.name`/`metadata.namespace`.
     pub fields: Vec<(&'static str, String)>,
+    /// Its `ownerReferences`, for garbage collection without parsing every object.
+    pub owners: Vec<OwnerRef>,
+    /// Whether it is marked for deletion and what still holds it.
+    pub deleting: bool,
+    pub finalizers: Vec<String>,
     /// The object as served, `resourceVersion` included.
     pub json: Bytes,
+}
+
+/// One of an object's `ownerReferences`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnerRef {
+    pub kind: String,
+    pub name: String,
+    pub uid: Uid,
+    pub block_owner_deletion: bool,
+}
+
+fn owner_refs(meta: &Value) -> Vec<OwnerRef> {
+    meta["ownerReferences"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| OwnerRef {
+            kind: r["kind"].as_str().unwrap_or_default().to_string(),
+            name: r["name"].as_str().unwrap_or_default().to_string(),
+            uid: Uid::from(r["uid"].as_str().unwrap_or_default()),
+            block_owner_deletion: r["blockOwnerDeletion"] == true,
+        })
+        .collect()
 }
 
 impl StoredObject {
@@ -151,8 +179,21 @@ impl StoredObject {
                 .unwrap_or(0),
             labels,
             fields: selectable_fields(kind, value),
+            owners: owner_refs(meta),
+            deleting: meta["deletionTimestamp"].is_string(),
+            finalizers: meta["finalizers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.as_str().map(str::to_string))
+                .collect(),
             json,
         }
+    }
+
+    /// Whether `uid` is one of its owners.
+    pub fn owned_by(&self, uid: &str) -> bool {
+        self.owners.iter().any(|o| *o.uid == *uid)
     }
 
     /// An object as the store would hold `value` (for tests and tools; the store itself

@@ -17,6 +17,7 @@ use crate::object::{Change, ChangeType, Resource, StoredObject};
 use crate::page::{ListPage, decode_token, encode_token};
 use crate::selector::Selector;
 
+mod dependents;
 mod expiry;
 
 #[derive(Debug, Clone)]
@@ -213,6 +214,10 @@ impl Store {
         ns: Option<&str>,
         opts: WriteOptions,
     ) -> Result<Vec<Change>, StoreError> {
+        meta::check_namespace(res, &mut body, ns)?;
+        for check in &self.admission {
+            check.admit(self, res, &mut body, None)?;
+        }
         meta::prepare_create(res, &mut body, ns)?;
         let (ns, name) = names(&body);
         if res.namespaced() && self.get(Kind::Namespace, "", &ns).is_err() {
@@ -226,9 +231,6 @@ impl Store {
                 resource: res.qualified(),
                 name,
             });
-        }
-        for check in &self.admission {
-            check.admit(self, res, &body)?;
         }
         self.commit(vec![Write::Put(ChangeType::Added, body)], opts)
     }
@@ -253,13 +255,22 @@ impl Store {
                 reason: "the object has been modified; please apply your changes to the latest version and try again".into(),
             });
         }
+        let mut body = body;
+        if !status_only {
+            for check in &self.admission {
+                check.admit(self, res, &mut body, Some(&old))?;
+            }
+        }
         let new = meta::prepare_update(res, &old.value(), body, status_only)?;
-        let write = if delete::removable_after_update(res, &new) {
-            Write::Remove(res.kind, new)
+        let mut writes = if delete::removable_after_update(res, &new) {
+            let mut w = self.delete_dependents(&old);
+            w.insert(0, Write::Remove(res.kind, new));
+            w
         } else {
-            Write::Put(ChangeType::Modified, new)
+            vec![Write::Put(ChangeType::Modified, new)]
         };
-        self.commit(vec![write], opts)
+        writes.extend(self.release_owners(&writes));
+        self.commit(writes, opts)
     }
 
     pub fn delete(
@@ -276,9 +287,17 @@ impl Store {
             DeleteStep::Mark(v) => vec![Write::Put(ChangeType::Modified, v)],
             DeleteStep::Remove(v) => vec![Write::Remove(res.kind, v)],
         };
-        if matches!(writes[0], Write::Remove(..)) {
-            writes.extend(self.dependents(&old, opts.propagation));
+        let removing = matches!(writes[0], Write::Remove(..));
+        match opts.propagation {
+            Propagation::Orphan => writes.extend(self.orphan_dependents(&old)),
+            Propagation::Foreground if self.has_dependents(&old) => {
+                writes[0] = Self::foreground_mark(&old);
+                writes.extend(self.delete_dependents(&old));
+            }
+            _ if removing => writes.extend(self.delete_dependents(&old)),
+            _ => {}
         }
+        writes.extend(self.release_owners(&writes));
         let changes = self.commit(
             writes,
             WriteOptions {
@@ -290,33 +309,6 @@ impl Store {
             .filter(|c| c.kind == ChangeType::Modified)
             .map(|c| c.object.clone());
         Ok((kept, changes))
-    }
-
-    /// What deleting `owner` does to the objects it owns.
-    fn dependents(&self, owner: &StoredObject, how: Propagation) -> Vec<Write> {
-        let mut out = Vec::new();
-        for o in self.objects.values() {
-            let v = o.value();
-            if !delete::owned_by(&v, &owner.uid) {
-                continue;
-            }
-            match how {
-                Propagation::Orphan => {
-                    if let Some(v) = delete::orphaned(&v, &owner.uid) {
-                        out.push(Write::Put(ChangeType::Modified, v));
-                    }
-                }
-                Propagation::Background | Propagation::Foreground => {
-                    let res = Resource::of(o.kind);
-                    match delete::plan(&res, o, &DeleteOptions::default()) {
-                        Ok(DeleteStep::Mark(v)) => out.push(Write::Put(ChangeType::Modified, v)),
-                        Ok(DeleteStep::Remove(v)) => out.push(Write::Remove(o.kind, v)),
-                        _ => {}
-                    }
-                }
-            }
-        }
-        out
     }
 
     /// Gives each write the next revision, commits them in one transaction, and only then

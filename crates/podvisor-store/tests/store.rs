@@ -263,6 +263,80 @@ fn deleting_an_owner_deletes_or_orphans_its_dependents() {
 }
 
 #[test]
+fn foreground_deletion_waits_for_the_dependents_that_block_it() {
+    let d = dir("foreground");
+    let mut s = open(&d, 100);
+    let rs = Resource::of(Kind::ReplicaSet);
+    let owner = s
+        .create(
+            &rs,
+            json!({"metadata": {"name": "rs"}, "spec": {}}),
+            Some("default"),
+            W,
+        )
+        .unwrap()[0]
+        .object
+        .clone();
+    for (name, blocks) in [("a", true), ("b", true), ("loose", false)] {
+        let mut p = pod(name);
+        p["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "name": "rs", "uid": &*owner.uid, "controller": true, "blockOwnerDeletion": blocks}]);
+        create(&mut s, p);
+    }
+    let foreground = DeleteOptions {
+        propagation: Propagation::Foreground,
+        ..Default::default()
+    };
+    let (kept, _) = s.delete(&rs, "default", "rs", &foreground).unwrap();
+    let kept = kept.expect("the owner waits").value();
+    assert!(kept["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(
+        kept["metadata"]["finalizers"],
+        json!(["foregroundDeletion"])
+    );
+    for name in ["a", "b", "loose"] {
+        let p = s.get(Kind::Pod, "default", name).unwrap().value();
+        assert!(
+            p["metadata"]["deletionTimestamp"].is_string(),
+            "{name} is being deleted (gracefully)"
+        );
+    }
+    // The node agent removes its pods as they stop; the owner goes with the last blocking one.
+    let remove = |s: &mut Store, name: &str| {
+        let uid = s.get(Kind::Pod, "default", name).unwrap().uid.to_string();
+        s.delete(&pods(), "default", name, &DeleteOptions::now_if_uid(&uid))
+            .unwrap()
+            .1
+    };
+    remove(&mut s, "a");
+    assert!(
+        s.get(Kind::ReplicaSet, "default", "rs").is_ok(),
+        "b still blocks"
+    );
+    remove(&mut s, "loose");
+    assert!(
+        s.get(Kind::ReplicaSet, "default", "rs").is_ok(),
+        "b still blocks"
+    );
+    let changes = remove(&mut s, "b");
+    assert!(
+        s.get(Kind::ReplicaSet, "default", "rs").is_err(),
+        "the last blocking dependent gone: so is the owner"
+    );
+    assert_eq!(changes.len(), 2, "one transaction: the pod and its owner");
+    // An owner without dependents goes at once.
+    s.create(
+        &rs,
+        json!({"metadata": {"name": "empty"}, "spec": {}}),
+        Some("default"),
+        W,
+    )
+    .unwrap();
+    let (kept, _) = s.delete(&rs, "default", "empty", &foreground).unwrap();
+    assert!(kept.is_none());
+}
+
+#[test]
 fn lists_page_with_limit_and_continue_and_select() {
     let d = dir("list");
     let mut s = open(&d, 100);

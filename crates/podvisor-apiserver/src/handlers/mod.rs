@@ -16,7 +16,6 @@ use podvisor_actors::ActorRef;
 use podvisor_store::StoreActor;
 use serde::Deserialize;
 
-use crate::admission::NodeInfo;
 use crate::status::ApiError;
 use crate::target::{self, Target};
 
@@ -24,7 +23,6 @@ use crate::target::{self, Target};
 #[derive(Clone)]
 pub struct ApiState {
     pub store: ActorRef<StoreActor>,
-    pub node: NodeInfo,
     /// Where container logs are (`<ns>_<name>_<uid>/<container>/<attempt>.log`).
     pub pod_log_dir: PathBuf,
 }

@@ -2,7 +2,6 @@
 
 use actix_web::web::Bytes;
 use actix_web::{HttpRequest, HttpResponse};
-use podvisor_core::Kind;
 use podvisor_store::actor::{Create, Delete, Deleted, List, Update};
 use podvisor_store::{DeleteOptions, Propagation, StoredObject, WriteOptions};
 use serde_json::{Value, json};
@@ -38,7 +37,9 @@ pub(super) async fn create(
     {
         meta.insert("namespace".into(), ns.clone().into());
     }
-    admission::admit(&t.resource, &mut v, &state.node, p.strict())?;
+    if p.strict() {
+        admission::strict(&t.resource, &v)?;
+    }
     let msg = Create {
         resource: t.resource,
         namespace: t.namespace.clone(),
@@ -57,7 +58,6 @@ pub(super) async fn create(
 async fn replace(
     state: &ApiState,
     t: &Target,
-    old: &StoredObject,
     mut new: Value,
     p: &Params,
 ) -> Result<Arc<StoredObject>, ApiError> {
@@ -73,11 +73,8 @@ async fn replace(
         new["metadata"]["namespace"] = ns.clone().into();
     }
     let status_only = t.subresource.as_deref() == Some("status");
-    if !status_only {
-        admission::admit(&t.resource, &mut new, &state.node, p.strict())?;
-        if t.resource.kind == Kind::Pod {
-            admission::check_pod_update(&old.value(), &new)?;
-        }
+    if !status_only && p.strict() {
+        admission::strict(&t.resource, &new)?;
     }
     let msg = Update {
         resource: t.resource,
@@ -100,8 +97,7 @@ pub(super) async fn update(
     t: Target,
 ) -> Result<HttpResponse, ApiError> {
     let new = body::parse(&body::content_type(req), &raw)?;
-    let old = read::fetch(state, &t).await?;
-    let o = replace(state, &t, &old, new, p).await?;
+    let o = replace(state, &t, new, p).await?;
     Ok(body::object(&o, false))
 }
 
@@ -144,7 +140,7 @@ pub(super) async fn patch(
         apply_patch(&ct, &mut v, &raw)?;
         // Against the version it was computed from: a write in between is retried.
         v["metadata"]["resourceVersion"] = old.revision.to_string().into();
-        match replace(state, &t, &old, v, p).await {
+        match replace(state, &t, v, p).await {
             Err(e) if e.reason == "Conflict" && attempt + 1 < PATCH_ATTEMPTS => attempt += 1,
             Err(e) => return Err(e),
             Ok(o) => return Ok(body::object(&o, false)),

@@ -1,0 +1,321 @@
+//! The ReplicaSet controller actor (kind `replicaset-controller`): keeps each ReplicaSet's
+//! declared number of pods running on this node, the way kube-controller-manager's does in
+//! a cluster, on the shared controller machinery:
+//!
+//! - two informers (reflectors into typed caches: ReplicaSets, and pods indexed by their
+//!   controller's UID) feed event handlers (`handlers.rs`) that say which ReplicaSets to
+//!   sync and which expectations a change meets;
+//! - a work queue of ReplicaSet keys (deduplicated, one sync per key at a time, failures
+//!   retried with client-go's rate limiter) drives up to four syncs at once;
+//! - a sync plans from the caches (`plan.rs`: adopt matching orphans, release pods that
+//!   stopped matching, create or delete the difference, the deletion order of `rank.rs`),
+//!   sets its expectations, and carries the plan out against the store (`sync.rs`: slow-start
+//!   creates, deletes, the status of `status.rs`), then records Events and retries on error.
+//!
+//! Messages: none of its own; it handles its reflectors' [`Reflected`] deliveries.
+//!
+//! Restart: nothing is kept. The caches are listed again, the queue starts with every
+//! ReplicaSet, and the expectations start empty: what a crashed instance created is in the
+//! store, so the new one counts it and creates nothing twice.
+
+mod handlers;
+mod plan;
+mod pods;
+mod rank;
+mod status;
+mod sync;
+
+use std::sync::Arc;
+
+use actix::prelude::*;
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::Pod;
+use podvisor_actors::due;
+use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
+use podvisor_core::{EventType, Kind, ObjectKey, PodUid};
+use podvisor_machinery::cache::Cache;
+use podvisor_machinery::events::RecordEvent;
+use podvisor_machinery::reflector::{Reflected, Reflector, Source};
+use podvisor_machinery::workqueue::WorkQueue;
+use podvisor_store::Selector;
+use serde::Serialize;
+use tokio::time::Instant;
+use tracing::{debug, warn};
+
+pub use handlers::{Enqueue, RsExpectations, on_pod, on_replica_set, owner};
+pub use plan::{BURST, Manage, Plan, batches, plan};
+pub use pods::{from_template, selector_string, selects};
+pub use rank::{DELETION_COST, compare as deletion_order, deletion_cost, to_delete};
+pub use status::{ManageError, compute as compute_status, next_availability};
+pub use sync::{Report, StoreHandles};
+
+/// Syncs under way at once (kube-controller-manager runs five workers).
+pub const WORKERS: usize = 4;
+
+/// A pod's controller UID: the pods cache's index.
+fn controller_uid(p: &Pod) -> Option<String> {
+    pods::controller_of(p).map(|r| r.uid.clone())
+}
+
+pub struct ReplicaSetController {
+    sets_view: Reflector,
+    pods_view: Reflector,
+    sets: Cache<ReplicaSet>,
+    pods: Cache<Pod>,
+    queue: WorkQueue<ObjectKey>,
+    expectations: RsExpectations,
+    store: StoreHandles,
+    events: Recipient<RecordEvent>,
+    syncing: usize,
+    created: u64,
+    deleted: u64,
+    failed_syncs: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReplicaSetControllerSummary {
+    pub replica_sets: usize,
+    pub pods: usize,
+    /// Keys waiting for a sync, being synced, due later, and retrying after a failure.
+    pub queued: usize,
+    pub in_flight: usize,
+    pub later: usize,
+    pub retrying: usize,
+    /// ReplicaSets whose creates or deletes have not all come back through the watch.
+    pub pending_expectations: usize,
+    pub created: u64,
+    pub deleted: u64,
+    pub failed_syncs: u64,
+}
+
+impl ReplicaSetController {
+    pub fn new(source: Source, store: StoreHandles, events: Recipient<RecordEvent>) -> Self {
+        Self {
+            sets_view: Reflector::new(
+                "replicasets",
+                Selector::all(Kind::ReplicaSet),
+                source.clone(),
+            ),
+            pods_view: Reflector::new("pods", Selector::all(Kind::Pod), source),
+            sets: Cache::new(Kind::ReplicaSet),
+            pods: Cache::new(Kind::Pod).with_index(controller_uid),
+            queue: WorkQueue::new(),
+            expectations: RsExpectations::new(),
+            store,
+            events,
+            syncing: 0,
+            created: 0,
+            deleted: 0,
+            failed_syncs: 0,
+        }
+    }
+
+    fn enqueue(&mut self, items: Vec<Enqueue>) {
+        for e in items {
+            self.queue.add_after(e.key, e.after);
+        }
+    }
+
+    fn on_delayed(&mut self, key: ObjectKey, _: Instant, ctx: &mut Context<Self>) {
+        self.queue.add(key);
+        self.work(ctx);
+    }
+
+    /// Starts syncs while there is room and work (once both caches are filled).
+    fn work(&mut self, ctx: &mut Context<Self>) {
+        if !self.sets_view.synced || !self.pods_view.synced {
+            return;
+        }
+        while self.syncing < WORKERS {
+            let Some(key) = self.queue.get() else { return };
+            self.sync(key, ctx);
+        }
+    }
+
+    fn sync(&mut self, key: ObjectKey, ctx: &mut Context<Self>) {
+        let Some(rs) = self.sets.get(&key).cloned() else {
+            self.expectations.forget(&key);
+            self.queue.forget(&key);
+            self.queue.done(&key);
+            return;
+        };
+        let may_manage = self.expectations.satisfied(&key);
+        let now = podvisor_core::time::now();
+        let ns = key.namespace.clone().unwrap_or_default();
+        let plan = plan::plan(
+            &rs,
+            self.pods.in_namespace(&ns),
+            may_manage,
+            now.0.as_nanosecond(),
+        );
+        match &plan.manage {
+            Manage::Create(n) => self.expectations.expect_creations(key.clone(), *n),
+            Manage::Delete(pods) => {
+                let uids = pods
+                    .iter()
+                    .map(|p| PodUid::from(p.metadata.uid.as_deref().unwrap_or("")));
+                self.expectations.expect_deletions(key.clone(), uids);
+            }
+            Manage::Nothing => {}
+        }
+        debug!(replicaset = %key, manage = ?plan.manage_summary(), "sync");
+        self.syncing += 1;
+        let work = sync::run(
+            self.store.clone(),
+            key.clone(),
+            rs,
+            plan,
+            now.0.as_millisecond(),
+        );
+        ctx.spawn(work.into_actor(self).map(move |report, act, ctx| {
+            act.syncing -= 1;
+            act.synced(&key, report);
+            act.queue.done(&key);
+            act.work(ctx);
+        }));
+    }
+
+    fn synced(&mut self, key: &ObjectKey, report: Report) {
+        for _ in 0..report.skipped {
+            self.expectations.creation_observed(key);
+        }
+        for uid in &report.failed_deletes {
+            self.expectations.deletion_observed(key, uid);
+        }
+        self.created += report.created.len() as u64;
+        self.deleted += report.deleted.len() as u64;
+        self.report_events(key, &report);
+        let failed = report
+            .manage_error
+            .as_ref()
+            .map(|e| e.message.clone())
+            .or(report.error);
+        match failed {
+            Some(why) => {
+                self.failed_syncs += 1;
+                let delay = self.queue.add_rate_limited(key.clone());
+                warn!(replicaset = %key, error = %why, retry_in = ?delay, "sync failed; trying again");
+            }
+            None => self.queue.forget(key),
+        }
+        if let Some(rs) = self.sets.get(key).cloned() {
+            let uid = rs.metadata.uid.clone().unwrap_or_default();
+            let owned: Vec<Arc<Pod>> = self
+                .pods
+                .indexed(&uid)
+                .filter(|p| pods::is_active(p))
+                .cloned()
+                .collect();
+            let now_ms = podvisor_core::time::now().0.as_millisecond();
+            if let Some(after) = status::next_availability(&rs, &owned, now_ms) {
+                self.queue.add_after(key.clone(), after);
+            }
+        }
+    }
+
+    fn report_events(&self, key: &ObjectKey, r: &Report) {
+        let uid = self.sets.get(key).and_then(|rs| rs.metadata.uid.clone());
+        let mut object = key.clone();
+        object.uid = uid.as_deref().map(podvisor_core::Uid::from);
+        let send = |type_, reason: &str, message: String| {
+            self.events.do_send(RecordEvent {
+                object: object.clone(),
+                type_,
+                reason: reason.into(),
+                message,
+            });
+        };
+        for name in &r.created {
+            send(
+                EventType::Normal,
+                "SuccessfulCreate",
+                format!("Created pod: {name}"),
+            );
+        }
+        for name in &r.deleted {
+            send(
+                EventType::Normal,
+                "SuccessfulDelete",
+                format!("Deleted pod: {name}"),
+            );
+        }
+        match &r.manage_error {
+            Some(e) if e.reason == "FailedCreate" => send(
+                EventType::Warning,
+                e.reason,
+                format!("Error creating: {}", e.message),
+            ),
+            Some(e) => send(
+                EventType::Warning,
+                e.reason,
+                format!("Error deleting: {}", e.message),
+            ),
+            None => {}
+        }
+    }
+}
+
+impl Plan {
+    /// `create 3`, `delete 2`, `-`: for logs.
+    pub fn manage_summary(&self) -> String {
+        match &self.manage {
+            Manage::Nothing => "-".into(),
+            Manage::Create(n) => format!("create {n}"),
+            Manage::Delete(p) => format!("delete {}", p.len()),
+        }
+    }
+}
+
+impl Actor for ReplicaSetController {
+    type Context = Context<Self>;
+}
+
+impl SupervisedActor for ReplicaSetController {
+    const KIND: &'static str = "replicaset-controller";
+    type Summary = ReplicaSetControllerSummary;
+
+    fn rebuild(&mut self, ctx: &mut Context<Self>, start: &StartInfo<Self>) {
+        self.sets_view.start(ctx, start.me.recipient());
+        self.pods_view.start(ctx, start.me.recipient());
+        due::drive(ctx, |a: &mut Self| a.queue.delayed(), Self::on_delayed);
+    }
+
+    fn summary(&self) -> ReplicaSetControllerSummary {
+        ReplicaSetControllerSummary {
+            replica_sets: self.sets.len(),
+            pods: self.pods.len(),
+            queued: self.queue.len(),
+            in_flight: self.queue.processing(),
+            later: self.queue.later(),
+            retrying: self.queue.retrying(),
+            pending_expectations: self.expectations.pending(),
+            created: self.created,
+            deleted: self.deleted,
+            failed_syncs: self.failed_syncs,
+        }
+    }
+}
+
+impl Handler<Reflected> for ReplicaSetController {
+    type Result = ();
+    fn handle(&mut self, msg: Reflected, ctx: &mut Context<Self>) {
+        if msg.id == "replicasets" {
+            if let Some(u) = self.sets_view.accept(msg, ctx) {
+                let deltas = self.sets.apply(u);
+                let keys: Vec<Enqueue> = deltas
+                    .iter()
+                    .flat_map(|d| on_replica_set(d, &mut self.expectations))
+                    .collect();
+                self.enqueue(keys);
+            }
+        } else if let Some(u) = self.pods_view.accept(msg, ctx) {
+            let deltas = self.pods.apply(u);
+            let keys: Vec<Enqueue> = deltas
+                .iter()
+                .flat_map(|d| on_pod(d, &self.sets, &mut self.expectations))
+                .collect();
+            self.enqueue(keys);
+        }
+        self.work(ctx);
+    }
+}
