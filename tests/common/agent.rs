@@ -33,6 +33,11 @@ fn free_port() -> u16 {
 impl Agent {
     /// Starts an agent named `node` (lowercase, unique per test) and waits until it is ready.
     pub async fn start(node: &str) -> Self {
+        Self::start_with(node, "").await
+    }
+
+    /// As `start`, with `extra` appended to its configuration (TOML sections).
+    pub async fn start_with(node: &str, extra: &str) -> Self {
         super::runtime().await; // fails with instructions if containerd is not up
         let node = format!("{node}-{}", std::process::id());
         let dir = std::env::temp_dir().join("podvisor-it").join(&node);
@@ -45,7 +50,7 @@ impl Agent {
         std::fs::write(
             &config,
             format!(
-                "node_name = \"{node}\"\nruntime_endpoint = \"{}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"{}\"\n[api]\naddress = \"127.0.0.1:{}\"\n[log]\nfilter = \"info,podvisor_kubelet=debug\"\n",
+                "node_name = \"{node}\"\nruntime_endpoint = \"{}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"{}\"\n[api]\naddress = \"127.0.0.1:{}\"\n[log]\nfilter = \"info,podvisor_kubelet=debug\"\n{extra}",
                 super::endpoint(),
                 dir.join("manifests").display(),
                 dir.join("state").display(),
