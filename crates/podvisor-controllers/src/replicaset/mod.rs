@@ -67,6 +67,7 @@ pub struct ReplicaSetController {
     store: StoreHandles,
     events: Recipient<RecordEvent>,
     syncing: usize,
+    syncs: u64,
     created: u64,
     deleted: u64,
     failed_syncs: u64,
@@ -83,6 +84,7 @@ pub struct ReplicaSetControllerSummary {
     pub retrying: usize,
     /// ReplicaSets whose creates or deletes have not all come back through the watch.
     pub pending_expectations: usize,
+    pub syncs: u64,
     pub created: u64,
     pub deleted: u64,
     pub failed_syncs: u64,
@@ -104,6 +106,7 @@ impl ReplicaSetController {
             store,
             events,
             syncing: 0,
+            syncs: 0,
             created: 0,
             deleted: 0,
             failed_syncs: 0,
@@ -160,6 +163,7 @@ impl ReplicaSetController {
         }
         debug!(replicaset = %key, manage = ?plan.manage_summary(), "sync");
         self.syncing += 1;
+        self.syncs += 1;
         let work = sync::run(
             self.store.clone(),
             key.clone(),
@@ -289,6 +293,7 @@ impl SupervisedActor for ReplicaSetController {
             later: self.queue.later(),
             retrying: self.queue.retrying(),
             pending_expectations: self.expectations.pending(),
+            syncs: self.syncs,
             created: self.created,
             deleted: self.deleted,
             failed_syncs: self.failed_syncs,
