@@ -394,3 +394,28 @@ async fn a_forced_delete_stops_the_pod_at_once() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// `kubectl run --restart=Never`: the pod runs once and shows Completed, and stays so after
+/// the agent cleaned its containers up (before, it went back to Pending/ContainerCreating).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_that_ran_once_stays_completed() {
+    let agent = Agent::start("kubectl-once").await;
+    let k = Kubectl::for_agent(&agent);
+    k.ok(&[
+        "run",
+        "once",
+        "--image=localhost/podvisor/busybox:test",
+        "--restart=Never",
+        "--",
+        "echo",
+        "done",
+    ]);
+    wait_for("once Succeeded", Duration::from_secs(60), || {
+        k.jsonpath(&["pod", "once"], "{.status.phase}") == "Succeeded"
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(k.jsonpath(&["pod", "once"], "{.status.phase}"), "Succeeded");
+    let table = k.ok(&["get", "pod", "once"]);
+    assert!(table.contains("Completed"), "{table}");
+}

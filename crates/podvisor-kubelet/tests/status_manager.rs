@@ -169,3 +169,40 @@ fn a_pod_shows_running_when_the_cache_says_so_without_another_sync() {
     });
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_finished_pod_stays_finished_when_its_containers_are_removed() {
+    let dir = std::env::temp_dir().join(format!("podvisor-sm-done-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    paused_system().block_on(async {
+        let sm = start(dir.clone());
+        let once = SharedPod::new(
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "web", "namespace": "default", "uid": UID},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "app", "image": "busybox"}]},
+            }))
+            .unwrap(),
+        )
+        .unwrap();
+        sm.do_send(PodSynced {
+            pod: once,
+            waiting: HashMap::new(),
+        });
+        let mut exited = (*runtime(ContainerState::Exited)).clone();
+        exited.containers[0].exit_code = 0;
+        sm.do_send(changed(Arc::new(exited), Instant::now()));
+        assert_eq!(phase(&sm).await, "Succeeded");
+        // The terminated pod is cleaned up: the runtime has nothing of it any more.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let gone = PodStatus {
+            sandboxes: vec![],
+            containers: vec![],
+            ..(*runtime(ContainerState::Exited)).clone()
+        };
+        sm.do_send(changed(Arc::new(gone), Instant::now()));
+        assert_eq!(phase(&sm).await, "Succeeded", "not Pending again");
+        let r = the_pod(&sm).await;
+        assert_eq!(app_state(&r)["terminated"]["exitCode"], 0, "its last container state stays");
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -97,6 +97,12 @@ impl StatusManager {
     fn set(&mut self, pod: &SharedPod, mut status: ApiPodStatus, ctx: &mut Context<Self>) -> bool {
         let uid = pod.uid().clone();
         let previous = self.records.get(&uid).and_then(|r| r.pod.status.as_ref());
+        if let Some(done) = previous.filter(|p| terminal(p) && !terminal(&status)) {
+            // A finished pod stays finished (the kubelet's rule): its containers are removed
+            // once it terminated, and a runtime status without them must not make it
+            // Pending again.
+            status = done.clone();
+        }
         keep_times(previous, &mut status);
         let (before, after) = (phase_and_ready(previous), phase_and_ready(Some(&status)));
         if before != after {
@@ -201,6 +207,14 @@ fn keep_times(previous: Option<&ApiPodStatus>, status: &mut ApiPodStatus) {
             .and_then(|o| o.last_transition_time.clone())
             .or_else(|| Some(podvisor_core::time::now()));
     }
+}
+
+fn terminal(status: &ApiPodStatus) -> bool {
+    status
+        .phase
+        .as_deref()
+        .and_then(|p| p.parse::<Phase>().ok())
+        .is_some_and(Phase::is_terminal)
 }
 
 fn phase_and_ready(status: Option<&ApiPodStatus>) -> (Option<&str>, bool) {
