@@ -161,6 +161,7 @@ mod tests {
             revision: 1,
             kind,
             object: o,
+            prev: None,
         })
     }
 

@@ -162,7 +162,7 @@ impl StoreActor {
     fn expire_events(&mut self) {
         let ttl = u64::try_from(self.event_ttl.as_millis()).unwrap_or(u64::MAX);
         let cutoff = podvisor_core::time::now_unix_ms().saturating_sub(ttl);
-        match self.write(|s| s.expire_events(cutoff, EXPIRY_BATCH)) {
+        match self.write(false, |s| s.expire_events(cutoff, EXPIRY_BATCH)) {
             Ok(gone) if !gone.is_empty() => info!(events = gone.len(), "expired events deleted"),
             Ok(_) => {}
             Err(e) => error!(error = %e, "cannot delete expired events"),
@@ -181,8 +181,8 @@ impl StoreActor {
         self.watchers.retain(|w| {
             changes
                 .iter()
-                .filter(|c| w.selector.matches(&c.object))
-                .all(|c| w.tx.try_send(WatchEvent::Change(c.clone())).is_ok())
+                .filter_map(|c| w.selector.view(c))
+                .all(|c| w.tx.try_send(WatchEvent::Change(c)).is_ok())
         });
         let dropped = before - self.watchers.len();
         if dropped > 0 {
@@ -204,12 +204,17 @@ impl StoreActor {
         });
     }
 
+    /// Runs a write and tells the watchers, unless it was a dry run (answered, never
+    /// stored: nobody may act on it).
     fn write(
         &mut self,
+        dry_run: bool,
         f: impl FnOnce(&mut Store) -> Result<Vec<Change>, StoreError>,
     ) -> Result<Vec<Change>, StoreError> {
         let changes = f(self.store()?)?;
-        self.fan_out(&changes);
+        if !dry_run {
+            self.fan_out(&changes);
+        }
         Ok(changes)
     }
 
@@ -230,6 +235,7 @@ impl StoreActor {
                             revision: o.revision,
                             kind: crate::object::ChangeType::Added,
                             object: o,
+                            prev: None,
                         })
                     })
                     .collect()
@@ -312,14 +318,19 @@ impl Handler<Create> for StoreActor {
     type Result = Result<Arc<StoredObject>, StoreError>;
     fn handle(&mut self, m: Create, _: &mut Context<Self>) -> Self::Result {
         let ns = m.namespace.as_deref();
-        one(self.write(|s| s.create(&m.resource, m.body, ns, m.opts))?)
+        one(self.write(m.opts.dry_run, |s| {
+            s.create(&m.resource, m.body, ns, m.opts)
+        })?)
     }
 }
 
 impl Handler<Update> for StoreActor {
     type Result = Result<Arc<StoredObject>, StoreError>;
     fn handle(&mut self, m: Update, _: &mut Context<Self>) -> Self::Result {
-        one(self.write(|s| s.update(&m.resource, m.body, m.status_only, m.opts))?)
+        let dry = m.opts.dry_run;
+        one(self.write(dry, |s| {
+            s.update(&m.resource, m.body, m.status_only, m.opts)
+        })?)
     }
 }
 
@@ -329,7 +340,9 @@ impl Handler<Delete> for StoreActor {
         let (kept, changes) = self
             .store()?
             .delete(&m.resource, &m.namespace, &m.name, &m.opts)?;
-        self.fan_out(&changes);
+        if !m.opts.dry_run {
+            self.fan_out(&changes);
+        }
         match kept {
             Some(o) => Ok(Deleted::Marked(o)),
             None => one(changes).map(Deleted::Gone),

@@ -69,7 +69,8 @@ impl Db {
             .map(|e| {
                 let (k, v) = e.map_err(StoreError::db)?;
                 let v = v.value();
-                Ok((k.value(), v.first().copied().unwrap_or(0), v[1..].to_vec()))
+                let body = v.get(1..).unwrap_or_default().to_vec();
+                Ok((k.value(), v.first().copied().unwrap_or(0), body))
             })
             .collect::<Result<_, StoreError>>()?;
         let meta = r.open_table(META).map_err(StoreError::db)?;

@@ -310,4 +310,7 @@ pub struct Change {
     pub revision: u64,
     pub kind: ChangeType,
     pub object: Arc<StoredObject>,
+    /// Its state before this change, when known: what tells a selecting watcher that an
+    /// object came into its selection or left it.
+    pub prev: Option<Arc<StoredObject>>,
 }

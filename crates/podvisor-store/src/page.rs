@@ -14,12 +14,27 @@ pub struct ListPage {
     pub continue_token: Option<String>,
 }
 
-/// Continue tokens are opaque to clients: the last key, hex-encoded.
-pub(crate) fn encode_token(k: &str) -> String {
-    k.bytes().map(|b| format!("{b:02x}")).collect()
+/// Continue tokens are opaque to clients: the first page's revision and the last key,
+/// hex-encoded. Every page of one list reports the first page's revision: the store keeps no
+/// old versions to serve a snapshot from, so a client that watches from that revision
+/// afterwards (as client-go's informers do) gets every change made while it paged, and ends
+/// up with the same view a snapshot would have given.
+pub(crate) fn encode_token(revision: u64, k: &str) -> String {
+    format!("{revision}/{k}")
+        .bytes()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
-pub(crate) fn decode_token(t: &str) -> Result<String, StoreError> {
+/// The revision and the last key a continue token carries.
+pub(crate) fn decode_token(t: &str) -> Result<(u64, String), StoreError> {
+    let bad = || StoreError::BadRequest(format!("invalid continue token {t:?}"));
+    let text = decode_hex(t)?;
+    let (rev, key) = text.split_once('/').ok_or_else(bad)?;
+    Ok((rev.parse().map_err(|_| bad())?, key.to_string()))
+}
+
+fn decode_hex(t: &str) -> Result<String, StoreError> {
     let bad = || StoreError::BadRequest(format!("invalid continue token {t:?}"));
     if !t.len().is_multiple_of(2) {
         return Err(bad());

@@ -4,7 +4,7 @@
 use podvisor_core::Kind;
 
 use crate::error::StoreError;
-use crate::object::StoredObject;
+use crate::object::{Change, ChangeType, StoredObject};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Requirement {
@@ -178,6 +178,28 @@ impl Selector {
             && self.namespace.as_ref().is_none_or(|ns| *ns == o.namespace)
             && self.fields.matches(o)
             && self.labels.matches(|k| o.label(k).map(str::to_string))
+    }
+
+    /// The change as a watcher with this selector sees it, as kube-apiserver words it: an
+    /// object that comes into the selection is ADDED, one that leaves it DELETED (with its
+    /// new state), one that stays MODIFIED; `None` when it was never in it.
+    pub fn view(&self, c: &Change) -> Option<Change> {
+        let was = match c.kind {
+            ChangeType::Added => false,
+            ChangeType::Deleted => self.matches(c.prev.as_deref().unwrap_or(&c.object)),
+            ChangeType::Modified => match &c.prev {
+                Some(p) => self.matches(p),
+                None => self.matches(&c.object),
+            },
+        };
+        let is = c.kind != ChangeType::Deleted && self.matches(&c.object);
+        let kind = match (was, is) {
+            (false, false) => return None,
+            (false, true) => ChangeType::Added,
+            (true, true) => ChangeType::Modified,
+            (true, false) => ChangeType::Deleted,
+        };
+        Some(Change { kind, ..c.clone() })
     }
 }
 

@@ -1,6 +1,6 @@
 //! The store: every object in memory for reads, every write committed to redb first.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -8,17 +8,27 @@ use bytes::Bytes;
 use podvisor_core::Kind;
 use serde_json::{Value, json};
 
+use tracing::warn;
+
 use crate::admission::Admission;
 use crate::db::{Batch, Db};
 use crate::delete::{self, DeleteOptions, DeleteStep, Propagation};
 use crate::error::StoreError;
 use crate::meta;
 use crate::object::{Change, ChangeType, Resource, StoredObject};
-use crate::page::{ListPage, decode_token, encode_token};
-use crate::selector::Selector;
 
 mod dependents;
 mod expiry;
+mod read;
+mod window;
+
+/// Namespaces that always exist (made at open, never deleted), as in a cluster.
+const SYSTEM_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// The most bytes of objects the change window keeps (beyond that the oldest changes go,
+/// and a watch from before them relists): a few large objects updated often must not pin
+/// gigabytes.
+pub const WINDOW_BYTES: usize = 64 << 20;
 
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
@@ -48,6 +58,8 @@ pub struct Store {
     objects: BTreeMap<String, Arc<StoredObject>>,
     window: VecDeque<Change>,
     window_len: usize,
+    /// The window's objects' bytes: it is bounded by these too, not only by its length.
+    window_bytes: usize,
     revision: u64,
 }
 
@@ -78,26 +90,39 @@ impl Store {
             objects: BTreeMap::new(),
             window: VecDeque::new(),
             window_len: cfg.window.max(1),
+            window_bytes: 0,
             revision: loaded.revision,
         };
         for json in loaded.objects {
+            let bytes = json.len();
             let Some(o) = kind_of(&json).and_then(|k| stored(k, json)) else {
+                warn!(bytes, "a stored object cannot be read; it is not served");
                 continue;
             };
             let k = key(o.kind, &o.namespace, &o.name);
             store.objects.insert(k, Arc::new(o));
         }
+        let mut last: HashMap<String, Arc<StoredObject>> = HashMap::new();
         for (revision, code, json) in loaded.log {
             let kind = ChangeType::from_code(code);
             let object = kind_of(&json).and_then(|k| stored(k, json));
-            if let (Some(kind), Some(o)) = (kind, object) {
-                let object = Arc::new(o);
-                store.window.push_back(Change {
+            let (Some(kind), Some(o)) = (kind, object) else {
+                warn!(
                     revision,
-                    kind,
-                    object,
-                });
-            }
+                    "a change in the store's log cannot be read; watches skip it"
+                );
+                continue;
+            };
+            let object = Arc::new(o);
+            let k = key(object.kind, &object.namespace, &object.name);
+            let prev = last.insert(k, object.clone());
+            store.window_bytes += object.json.len();
+            store.window.push_back(Change {
+                revision,
+                kind,
+                object,
+                prev,
+            });
         }
         store.ensure_namespaces()?;
         Ok(store)
@@ -105,7 +130,7 @@ impl Store {
 
     fn ensure_namespaces(&mut self) -> Result<(), StoreError> {
         let res = Resource::of(Kind::Namespace);
-        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        for ns in SYSTEM_NAMESPACES {
             if self.get(Kind::Namespace, "", ns).is_err() {
                 let body = json!({"metadata": {"name": ns}});
                 self.create(&res, body, None, WriteOptions::default())?;
@@ -147,64 +172,6 @@ impl Store {
                 resource: Resource::of(kind).qualified(),
                 name: name.to_string(),
             })
-    }
-
-    pub fn list(
-        &self,
-        sel: &Selector,
-        limit: Option<usize>,
-        continue_token: Option<&str>,
-    ) -> Result<ListPage, StoreError> {
-        let prefix = match &sel.namespace {
-            Some(ns) => format!("{}/{ns}/", sel.kind.as_str()),
-            None => format!("{}/", sel.kind.as_str()),
-        };
-        let after = match continue_token.filter(|t| !t.is_empty()) {
-            Some(t) => Some(decode_token(t)?),
-            None => None,
-        };
-        let start = after.clone().unwrap_or_else(|| prefix.clone());
-        let limit = limit.filter(|l| *l > 0).unwrap_or(usize::MAX);
-        let mut items = Vec::new();
-        let mut more = None;
-        for (k, o) in self.objects.range(start..) {
-            if !k.starts_with(&prefix) {
-                break;
-            }
-            if after.as_ref() == Some(k) || !sel.matches(o) {
-                continue;
-            }
-            if items.len() == limit {
-                more = items
-                    .last()
-                    .map(|o: &Arc<StoredObject>| encode_token(&key(o.kind, &o.namespace, &o.name)));
-                break;
-            }
-            items.push(o.clone());
-        }
-        Ok(ListPage {
-            items,
-            revision: self.revision,
-            continue_token: more,
-        })
-    }
-
-    /// Every change after `revision` that `sel` matches, in order; `Gone` when the window
-    /// no longer reaches back that far.
-    pub fn changes_since(&self, revision: u64, sel: &Selector) -> Result<Vec<Change>, StoreError> {
-        let oldest = self.oldest_resumable();
-        if revision < oldest {
-            return Err(StoreError::Gone {
-                asked: revision,
-                oldest,
-            });
-        }
-        Ok(self
-            .window
-            .iter()
-            .filter(|c| c.revision > revision && sel.matches(&c.object))
-            .cloned()
-            .collect())
     }
 
     pub fn create(
@@ -261,7 +228,14 @@ impl Store {
                 check.admit(self, res, &mut body, Some(&old))?;
             }
         }
-        let new = meta::prepare_update(res, &old.value(), body, status_only)?;
+        let mut new = meta::prepare_update(res, &old.value(), body, status_only)?;
+        if status_only {
+            // A status is admitted as part of the whole object: one that does not parse as
+            // its kind (a `startTime` that is no time) would make the object unreadable.
+            for check in &self.admission {
+                check.admit(self, res, &mut new, Some(&old))?;
+            }
+        }
         let mut writes = if delete::removable_after_update(res, &new) {
             let mut w = self.delete_dependents(&old);
             w.insert(0, Write::Remove(res.kind, new));
@@ -281,6 +255,14 @@ impl Store {
         opts: &DeleteOptions,
     ) -> Result<(Option<Arc<StoredObject>>, Vec<Change>), StoreError> {
         let ns = if res.namespaced() { ns } else { "" };
+        if res.kind == Kind::Namespace && SYSTEM_NAMESPACES.contains(&name) {
+            return Err(StoreError::Forbidden {
+                resource: "namespaces",
+                name: name.to_string(),
+                cause: "Forbidden",
+                message: "this namespace may not be deleted".into(),
+            });
+        }
         let old = self.get(res.kind, ns, name)?;
         let mut writes = match delete::plan(res, &old, opts)? {
             DeleteStep::Unchanged => return Ok((Some(old), Vec::new())),
@@ -336,6 +318,7 @@ impl Store {
             let json = meta::seal(&mut value, revision)?;
             let o = StoredObject::new(obj_kind, &value, Bytes::from(json.clone()));
             let k = key(o.kind, &o.namespace, &o.name);
+            let prev = self.objects.get(&k).cloned();
             match kind {
                 ChangeType::Deleted => batch.deletes.push(k),
                 _ => batch.puts.push((k, json.clone())),
@@ -345,12 +328,13 @@ impl Store {
                 revision,
                 kind,
                 object: Arc::new(o),
+                prev,
             });
         }
         if opts.dry_run {
             return Ok(changes);
         }
-        let drop = (self.window.len() + changes.len()).saturating_sub(self.window_len);
+        let drop = self.to_drop(&changes);
         batch.keep_from = self
             .window
             .iter()
@@ -362,18 +346,6 @@ impl Store {
         self.revision = revision;
         self.publish(&changes, drop);
         Ok(changes)
-    }
-
-    fn publish(&mut self, changes: &[Change], drop: usize) {
-        for c in changes {
-            let k = key(c.object.kind, &c.object.namespace, &c.object.name);
-            match c.kind {
-                ChangeType::Deleted => self.objects.remove(&k),
-                _ => self.objects.insert(k, c.object.clone()),
-            };
-        }
-        self.window.extend(changes.iter().cloned());
-        self.window.drain(..drop);
     }
 }
 

@@ -58,3 +58,33 @@ async fn a_watcher_that_stops_reading_is_cut_off_and_others_see_everything() {
         "the slow watcher got its allowance, then its stream ended"
     );
 }
+
+#[actix_rt::test]
+async fn a_dry_run_is_answered_and_nobody_is_told() {
+    let dir = std::env::temp_dir().join(format!("podvisor-store-dry-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cfg = StoreConfig {
+        path: dir.join("s.redb"),
+        window: 1000,
+    };
+    let store = ChildSpec::of(move || StoreActor::new(cfg.clone(), 16)).start_unsupervised();
+    let mut w = store
+        .send(Watch {
+            selector: Selector::all(Kind::ConfigMap),
+            from: None,
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    let mut dry = create("dry".into());
+    dry.opts.dry_run = true;
+    let answered = store.send(dry).await.unwrap().unwrap();
+    assert_eq!(answered.name, "dry");
+    store.send(create("real".into())).await.unwrap().unwrap();
+    match w.recv().await {
+        Some(WatchEvent::Change(c)) => {
+            assert_eq!(c.object.name, "real", "the dry run was never sent")
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -487,3 +487,89 @@ fn no_execute_taints_get_the_time_they_appeared_and_keep_it() {
         .value();
     assert_ne!(again["spec"]["taints"][0]["timeAdded"], a_added);
 }
+
+#[test]
+fn a_selecting_watch_sees_objects_come_and_go_with_their_labels() {
+    let d = dir("transitions");
+    let mut s = open(&d, 100);
+    let start = s.revision();
+    create(&mut s, pod("p"));
+    let mut v = s.get(Kind::Pod, "default", "p").unwrap().value();
+    v["metadata"]["labels"]["app"] = "db".into();
+    s.update(&pods(), v, false, W).unwrap();
+    let watching = |app: &str| {
+        let mut sel = Selector::all(Kind::Pod);
+        sel.labels = podvisor_store::LabelSelector::parse(&format!("app={app}")).unwrap();
+        s.changes_since(start, &sel)
+            .unwrap()
+            .iter()
+            .map(|c| c.kind)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        watching("web"),
+        [ChangeType::Added, ChangeType::Deleted],
+        "it left the selection"
+    );
+    assert_eq!(
+        watching("db"),
+        [ChangeType::Added],
+        "it came into the selection"
+    );
+}
+
+#[test]
+fn every_page_of_a_list_reports_the_first_pages_revision() {
+    let d = dir("pages");
+    let mut s = open(&d, 100);
+    for i in 0..5 {
+        create(&mut s, pod(&format!("p{i}")));
+    }
+    let sel = Selector::all(Kind::Pod);
+    let first = s.list(&sel, Some(2), None).unwrap();
+    create(&mut s, pod("late"));
+    let second = s
+        .list(&sel, Some(2), first.continue_token.as_deref())
+        .unwrap();
+    assert_eq!(
+        second.revision, first.revision,
+        "a watch from it replays what changed while paging"
+    );
+    assert!(s.revision() > first.revision);
+}
+
+#[test]
+fn the_system_namespaces_cannot_be_deleted() {
+    let d = dir("system-ns");
+    let mut s = open(&d, 100);
+    let r = s.delete(
+        &Resource::of(Kind::Namespace),
+        "",
+        "default",
+        &DeleteOptions::default(),
+    );
+    assert!(matches!(r, Err(StoreError::Forbidden { .. })), "{r:?}");
+    assert!(s.get(Kind::Namespace, "", "default").is_ok());
+}
+
+#[test]
+fn the_change_window_is_bounded_by_bytes_too() {
+    let d = dir("window-bytes");
+    let mut s = open(&d, 10_000);
+    let start = s.revision();
+    let big = "x".repeat(1 << 20);
+    let cms = Resource::of(Kind::ConfigMap);
+    for i in 0..80 {
+        let body = json!({"metadata": {"name": format!("cm{i}")}, "data": {"k": big}});
+        s.create(&cms, body, Some("default"), W).unwrap();
+    }
+    let r = s.changes_since(start, &Selector::all(Kind::ConfigMap));
+    assert!(
+        matches!(r, Err(StoreError::Gone { .. })),
+        "80 MiB of changes: the oldest went"
+    );
+    let kept = s
+        .changes_since(s.oldest_resumable(), &Selector::all(Kind::ConfigMap))
+        .unwrap();
+    assert!(kept.len() < 80 && kept.len() >= 60, "{} kept", kept.len());
+}
