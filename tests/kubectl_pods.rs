@@ -199,8 +199,25 @@ async fn kubectl_gets_clear_refusals() {
         "{}",
         r.stderr
     );
-    let r = k.run(&["delete", "namespace", "kube-system", "--dry-run=server"]);
+    let r = k.run(&["delete", "namespace", "kube-system"]);
+    assert!(!r.ok && r.stderr.contains("Forbidden"), "{}", r.stderr);
+    // A server-side dry run is answered and changes nothing, for the store and the node.
+    k.apply(&pod_yaml("dry", &agent.out_dir(), "front"));
+    wait_for("dry Running", Duration::from_secs(60), || {
+        k.jsonpath(&["pod", "dry"], "{.status.phase}") == "Running"
+    })
+    .await;
+    let r = k.run(&["delete", "pod", "dry", "--dry-run=server"]);
     assert!(r.ok, "{}", r.stderr);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        k.jsonpath(&["pod", "dry"], "{.metadata.deletionTimestamp}")
+            .is_empty()
+    );
+    assert!(
+        !agent.out_dir().join("dry.term").exists(),
+        "the pod got no SIGTERM from a dry run"
+    );
 }
 
 /// The Python `kubernetes` client: `$PODVISOR_PYTHON` (scripts/test sets the venv that

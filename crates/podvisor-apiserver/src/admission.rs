@@ -8,6 +8,7 @@
 
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Node, Pod};
 use podvisor_core::Kind;
+use podvisor_core::pod::MIRROR_ANNOTATION;
 use podvisor_core::validation::{FieldError, FieldErrors, FieldPath, names, validate_pod};
 use podvisor_store::{Admission, Resource, Store, StoreError, StoredObject};
 use serde::Serialize;
@@ -185,10 +186,21 @@ impl Admission for ObjectAdmission {
     ) -> Result<(), StoreError> {
         check_name(res, object)?;
         admit_typed(res, object, &self.node.node_name)?;
-        match old {
-            Some(old) if res.kind == Kind::Pod => check_pod_update(&old.value(), object),
-            _ => Ok(()),
+        let Some(old) = old else { return Ok(()) };
+        let old = old.value();
+        let name = object["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let errors = match res.kind {
+            Kind::Pod => pod_update_errors(&old, object),
+            Kind::ReplicaSet => immutable(&old, object, "selector"),
+            _ => Vec::new(),
+        };
+        if errors.is_empty() {
+            return Ok(());
         }
+        Err(invalid(res, &name, FieldErrors(errors)))
     }
 }
 
@@ -215,19 +227,60 @@ fn immutable_view(spec: &Value) -> Value {
     s
 }
 
-/// Refuses a pod update that changes what Kubernetes does not let change.
-fn check_pod_update(old: &Value, new: &Value) -> Result<(), StoreError> {
-    if immutable_view(&old["spec"]) == immutable_view(&new["spec"]) {
-        return Ok(());
+/// What a pod update may not change, as Kubernetes: the spec but images, tolerations
+/// (added, or their `tolerationSeconds` changed), `activeDeadlineSeconds` and the grace
+/// period; existing tolerations; the mirror annotation.
+fn pod_update_errors(old: &Value, new: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if immutable_view(&old["spec"]) != immutable_view(&new["spec"]) {
+        errors.push(FieldError::forbidden(
+            &FieldPath::new("spec"),
+            "pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
+        ));
     }
-    let e = FieldError::forbidden(
-        &FieldPath::new("spec"),
-        "pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
-    );
-    let name = new["metadata"]["name"].as_str().unwrap_or_default();
-    Err(StoreError::Invalid {
-        kind: "Pod",
-        name: name.to_string(),
-        errors: FieldErrors(vec![e]),
-    })
+    let without_seconds = |t: &Value| {
+        let mut t = t.clone();
+        if let Some(o) = t.as_object_mut() {
+            o.remove("tolerationSeconds");
+        }
+        t
+    };
+    let now: Vec<Value> = new["spec"]["tolerations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(without_seconds)
+        .collect();
+    let kept = old["spec"]["tolerations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .all(|t| now.contains(&without_seconds(t)));
+    if !kept {
+        errors.push(FieldError::forbidden(
+            &FieldPath::new("spec").child("tolerations"),
+            "existing toleration can not be modified except its tolerationSeconds",
+        ));
+    }
+    let mirror = |v: &Value| v["metadata"]["annotations"][MIRROR_ANNOTATION].clone();
+    if mirror(old) != mirror(new) {
+        let path = FieldPath::new("metadata")
+            .child("annotations")
+            .key(MIRROR_ANNOTATION);
+        errors.push(FieldError::forbidden(&path, "field is immutable"));
+    }
+    errors
+}
+
+/// `spec.<field>` must not change.
+fn immutable(old: &Value, new: &Value, field: &str) -> Vec<FieldError> {
+    if old["spec"][field] == new["spec"][field] {
+        return Vec::new();
+    }
+    let path = FieldPath::new("spec").child(field);
+    vec![FieldError::invalid(
+        &path,
+        &new["spec"][field].to_string(),
+        "field is immutable",
+    )]
 }

@@ -32,6 +32,7 @@ pub use actor::StoreActor;
 pub use admission::Admission;
 pub use delete::{DeleteOptions, Propagation};
 pub use error::StoreError;
+pub use meta::MAX_OBJECT_BYTES;
 pub use object::{Change, ChangeType, OwnerRef, Resource, StoredObject};
 pub use page::ListPage;
 pub use selector::{FieldSelector, LabelSelector, Selector};

@@ -115,8 +115,12 @@ pub fn decode_cri_log(data: &[u8]) -> (usize, Vec<u8>) {
     (consumed, out)
 }
 
+/// The last `lines` lines of `text` (all of it without a limit; none for 0).
 fn tail(text: Vec<u8>, lines: Option<usize>) -> Vec<u8> {
     let Some(n) = lines else { return text };
+    if n == 0 {
+        return Vec::new();
+    }
     let body = text.strip_suffix(b"\n").unwrap_or(&text);
     let starts: Vec<usize> = body
         .iter()
@@ -210,5 +214,9 @@ mod tests {
         assert_eq!(&data[used..], b"2026-11-22T10:00:00.4Z stdout F incompl");
         assert_eq!(super::tail(b"a\nb\nc\n".to_vec(), Some(2)), b"b\nc\n");
         assert_eq!(super::tail(b"a\nb\n".to_vec(), Some(5)), b"a\nb\n");
+        assert!(
+            super::tail(b"a\nb\n".to_vec(), Some(0)).is_empty(),
+            "--tail=0 panicked"
+        );
     }
 }

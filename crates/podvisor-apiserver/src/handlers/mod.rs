@@ -101,7 +101,7 @@ async fn route(
         (Method::PATCH, true, None | Some("status")) => write::patch(req, body, state, p, t).await,
         (Method::PUT | Method::PATCH, true, Some("scale")) => scale::set(req, body, state, t).await,
         (Method::DELETE, true, None) => write::delete(req, body, state, p, t).await,
-        (Method::DELETE, false, None) => write::delete_collection(state, p, t).await,
+        (Method::DELETE, false, None) => write::delete_collection(req, body, state, p, t).await,
         _ => Err(ApiError::method_not_allowed(req.path())),
     }
 }

@@ -101,6 +101,35 @@ pub(super) async fn update(
     Ok(body::object(&o, false))
 }
 
+/// JSON patches longer than this are refused (kube-apiserver's limit).
+const MAX_JSON_PATCH_OPS: usize = 10_000;
+
+/// A JSON patch, one operation at a time: `copy` can double the document at every step, so
+/// the size is checked after each one and a patch that grows it past twice the largest
+/// object is refused before it can exhaust memory.
+fn apply_json_patch(target: &mut Value, patch: Value) -> Result<(), ApiError> {
+    let ops: json_patch::Patch = serde_json::from_value(patch)
+        .map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?;
+    if ops.0.len() > MAX_JSON_PATCH_OPS {
+        let message = format!(
+            "the JSON patch has {} operations; the limit is {MAX_JSON_PATCH_OPS}",
+            ops.0.len()
+        );
+        return Err(ApiError::new(413, "RequestEntityTooLarge", message));
+    }
+    let limit = 2 * podvisor_store::MAX_OBJECT_BYTES;
+    for op in ops.0 {
+        let copies = matches!(op, json_patch::PatchOperation::Copy(_));
+        json_patch::patch(target, &json_patch::Patch(vec![op]))
+            .map_err(|e| ApiError::new(422, "Invalid", format!("the JSON patch failed: {e}")))?;
+        if copies && serde_json::to_vec(target).map_or(0, |b| b.len()) > limit {
+            let message = format!("the JSON patch makes the object larger than {limit} bytes");
+            return Err(ApiError::new(413, "RequestEntityTooLarge", message));
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn apply_patch(
     content_type: &str,
     target: &mut Value,
@@ -110,12 +139,7 @@ pub(super) fn apply_patch(
         .map_err(|e| ApiError::bad_request(format!("the patch is not valid JSON: {e}")))?;
     let ct = content_type.split(';').next().unwrap_or_default().trim();
     match ct {
-        "application/json-patch+json" => {
-            let ops: json_patch::Patch = serde_json::from_value(patch)
-                .map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?;
-            json_patch::patch(target, &ops)
-                .map_err(|e| ApiError::new(422, "Invalid", format!("the JSON patch failed: {e}")))
-        }
+        "application/json-patch+json" => apply_json_patch(target, patch),
         "application/merge-patch+json" => {
             json_patch::merge(target, &patch);
             Ok(())
@@ -123,6 +147,19 @@ pub(super) fn apply_patch(
         "application/strategic-merge-patch+json" => crate::smp::apply(target, &patch),
         other => Err(ApiError::unsupported_media(other)),
     }
+}
+
+/// The resourceVersion a patch names as its precondition, if any (a merge or strategic
+/// patch with `metadata.resourceVersion`, or a JSON patch that sets or tests it).
+fn patch_precondition(raw: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(raw).ok()?;
+    if let Some(rv) = v["metadata"]["resourceVersion"].as_str() {
+        return Some(rv.to_string());
+    }
+    v.as_array()?
+        .iter()
+        .find(|op| op["path"] == "/metadata/resourceVersion" && op["value"].is_string())
+        .and_then(|op| op["value"].as_str().map(str::to_string))
 }
 
 pub(super) async fn patch(
@@ -133,15 +170,26 @@ pub(super) async fn patch(
     t: Target,
 ) -> Result<HttpResponse, ApiError> {
     let ct = body::content_type(req);
+    // A patch that names a resourceVersion is a precondition: a stale one is a 409, never
+    // retried. One that names none applies to whatever is current, retrying conflicts.
+    let precondition = patch_precondition(&raw);
     let mut attempt = 0;
     loop {
         let old = read::fetch(state, &t).await?;
         let mut v = old.value();
         apply_patch(&ct, &mut v, &raw)?;
-        // Against the version it was computed from: a write in between is retried.
-        v["metadata"]["resourceVersion"] = old.revision.to_string().into();
+        let against = precondition
+            .clone()
+            .unwrap_or_else(|| old.revision.to_string());
+        v["metadata"]["resourceVersion"] = against.into();
         match replace(state, &t, v, p).await {
-            Err(e) if e.reason == "Conflict" && attempt + 1 < PATCH_ATTEMPTS => attempt += 1,
+            Err(e)
+                if e.reason == "Conflict"
+                    && precondition.is_none()
+                    && attempt + 1 < PATCH_ATTEMPTS =>
+            {
+                attempt += 1
+            }
             Err(e) => return Err(e),
             Ok(o) => return Ok(body::object(&o, false)),
         }
@@ -222,10 +270,13 @@ pub(super) async fn delete(
 }
 
 pub(super) async fn delete_collection(
+    req: &HttpRequest,
+    raw: Bytes,
     state: &ApiState,
     p: &Params,
     t: Target,
 ) -> Result<HttpResponse, ApiError> {
+    let options = optional_body(req, &raw)?;
     let list = List {
         selector: read::selector(&t, p)?,
         limit: None,
@@ -237,8 +288,11 @@ pub(super) async fn delete_collection(
         .await
         .map_err(ApiError::unavailable)??;
     for o in &page.items {
-        let opts = delete_options(&json!({}), p)?;
-        match delete_one(state, &t, &o.name, opts).await {
+        let opts = delete_options(&options, p)?;
+        // Across namespaces (`DELETE /api/v1/pods`), each in its own.
+        let mut target = t.clone();
+        target.namespace = (!o.namespace.is_empty()).then(|| o.namespace.clone());
+        match delete_one(state, &target, &o.name, opts).await {
             Ok(_) | Err(ApiError { code: 404, .. }) => {}
             Err(e) => return Err(e),
         }
@@ -260,4 +314,33 @@ pub(super) async fn evict(
     let name = t.name.clone().unwrap_or_default();
     delete_one(state, &t, &name, opts).await?;
     Ok(HttpResponse::Created().json(json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_json_patch_that_doubles_the_object_is_refused_before_memory_runs_out() {
+        let mut target = json!({"a": "x".repeat(1000)});
+        let ops: Vec<Value> = (0..40)
+            .map(|i| json!({"op": "copy", "from": "", "path": format!("/a{i}")}))
+            .collect();
+        let raw = serde_json::to_vec(&ops).unwrap();
+        let e = apply_patch("application/json-patch+json", &mut target, &raw).unwrap_err();
+        assert_eq!(e.code, 413, "{e}");
+        let ok = serde_json::to_vec(&json!([{"op": "copy", "from": "/a", "path": "/b"}])).unwrap();
+        let mut fresh = json!({"a": "x"});
+        apply_patch("application/json-patch+json", &mut fresh, &ok).unwrap();
+        assert_eq!(fresh["b"], "x");
+    }
+
+    #[test]
+    fn a_patch_naming_a_resource_version_is_a_precondition() {
+        let merge = br#"{"metadata":{"resourceVersion":"42"},"data":{"a":"1"}}"#;
+        assert_eq!(patch_precondition(merge).as_deref(), Some("42"));
+        let json = br#"[{"op":"test","path":"/metadata/resourceVersion","value":"7"}]"#;
+        assert_eq!(patch_precondition(json).as_deref(), Some("7"));
+        assert_eq!(patch_precondition(br#"{"data":{"a":"1"}}"#), None);
+    }
 }
