@@ -14,6 +14,7 @@
 //! or the actor restarted) ignores what its earlier runs still deliver.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -59,6 +60,9 @@ pub struct Source {
     pub watch: Recipient<Watch>,
 }
 
+/// Every run of every reflector gets its own generation.
+static GENERATIONS: AtomicU64 = AtomicU64::new(0);
+
 const RETRY: Duration = Duration::from_secs(1);
 const RESUME: Duration = Duration::from_millis(100);
 
@@ -93,7 +97,9 @@ impl Reflector {
     where
         A: Actor<Context = Context<A>> + Handler<Reflected>,
     {
-        self.generation += 1;
+        // From one counter for the whole process: a restarted actor is a new value whose
+        // mailbox still holds what its predecessor's runs sent; none of it may pass.
+        self.generation = GENERATIONS.fetch_add(1, Ordering::Relaxed) + 1;
         self.synced = false;
         self.me = Some(me);
         self.list(ctx);

@@ -286,9 +286,13 @@ impl Store {
                 dry_run: opts.dry_run,
             },
         )?;
+        // The owner as this write leaves it: kept (marked) or gone, even when a foreground
+        // mark and the removal it made possible came in the same write.
         let kept = changes
-            .first()
-            .filter(|c| c.kind == ChangeType::Modified)
+            .iter()
+            .rev()
+            .find(|c| c.object.uid == old.uid)
+            .filter(|c| c.kind != ChangeType::Deleted)
             .map(|c| c.object.clone());
         Ok((kept, changes))
     }

@@ -573,3 +573,77 @@ fn the_change_window_is_bounded_by_bytes_too() {
         .unwrap();
     assert!(kept.len() < 80 && kept.len() >= 60, "{} kept", kept.len());
 }
+
+#[test]
+fn foreground_owners_are_never_left_waiting_for_nothing() {
+    let d = dir("foreground-edges");
+    let mut s = open(&d, 1000);
+    let rs = Resource::of(Kind::ReplicaSet);
+    let owner = |s: &mut Store, name: &str| {
+        s.create(
+            &rs,
+            json!({"metadata": {"name": name}, "spec": {}}),
+            Some("default"),
+            W,
+        )
+        .unwrap()[0]
+            .object
+            .clone()
+    };
+    let owned = |s: &mut Store, name: &str, owners: &[&podvisor_store::StoredObject]| {
+        let mut p = pod(name);
+        p["spec"]["nodeName"] = "".into(); // never bound: removed at once
+        let refs: Vec<Value> = owners
+            .iter()
+            .map(|o| json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": o.name, "uid": &*o.uid, "blockOwnerDeletion": true}))
+            .collect();
+        p["metadata"]["ownerReferences"] = json!(refs);
+        create(s, p);
+    };
+    let foreground = DeleteOptions {
+        propagation: Propagation::Foreground,
+        ..Default::default()
+    };
+    // Every dependent removed at once: the owner goes in the same write.
+    let a = owner(&mut s, "a");
+    owned(&mut s, "a-1", &[&a]);
+    let (kept, _) = s.delete(&rs, "default", "a", &foreground).unwrap();
+    assert!(kept.is_none() && s.get(Kind::ReplicaSet, "default", "a").is_err());
+    // A dependent that loses its reference by an update releases the owner.
+    let b = owner(&mut s, "b");
+    let mut bound = pod("b-1");
+    bound["metadata"]["ownerReferences"] =
+        json!([{"kind": "ReplicaSet", "name": "b", "uid": &*b.uid, "blockOwnerDeletion": true}]);
+    bound["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    create(&mut s, bound);
+    s.delete(&rs, "default", "b", &foreground).unwrap();
+    assert!(
+        s.get(Kind::ReplicaSet, "default", "b").is_ok(),
+        "b-1 blocks it"
+    );
+    let mut v = s.get(Kind::Pod, "default", "b-1").unwrap().value();
+    v["metadata"]["ownerReferences"] = json!([]);
+    s.update(&pods(), v, false, W).unwrap();
+    assert!(
+        s.get(Kind::ReplicaSet, "default", "b").is_err(),
+        "nothing blocks it any more"
+    );
+    // A dependent that another existing owner still holds only loses the reference.
+    let c = owner(&mut s, "c");
+    let e = owner(&mut s, "e");
+    owned(&mut s, "shared", &[&c, &e]);
+    s.delete(&rs, "default", "c", &DeleteOptions::default())
+        .unwrap();
+    let shared = s
+        .get(Kind::Pod, "default", "shared")
+        .expect("e still owns it")
+        .value();
+    assert_eq!(shared["metadata"]["ownerReferences"][0]["name"], "e");
+    assert_eq!(
+        shared["metadata"]["ownerReferences"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}

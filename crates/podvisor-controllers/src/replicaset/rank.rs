@@ -10,9 +10,10 @@
 //! 5. (more pods of related ReplicaSets on the same node first: every pod here is on this
 //!    node, so it never tells two apart);
 //! 6. both ready: the more recently ready first, compared by the power of two of their
-//!    ready age (pods ready at about the same time are alike), then by UID;
+//!    ready age (pods ready at about the same time are alike);
 //! 7. more container restarts first;
-//! 8. the newer first, by the power of two of their age, then by UID.
+//! 8. the newer first, by the power of two of their age;
+//! 9. by UID.
 
 use std::cmp::Ordering;
 
@@ -64,8 +65,10 @@ fn uid(p: &Pod) -> &str {
     p.metadata.uid.as_deref().unwrap_or("")
 }
 
-/// ⌊log2(age in ns)⌋, -1 for an age that is not positive.
-fn age_bucket(t: &Time, now_ns: i128) -> i32 {
+/// ⌊log2(age in ns)⌋, -1 for an age that is not positive, `i32::MIN` for no time (which
+/// sorts first, as Kubernetes' "zero time").
+fn age_bucket(t: Option<&Time>, now_ns: i128) -> i32 {
+    let Some(t) = t else { return i32::MIN };
     let age = now_ns - t.0.as_nanosecond();
     if age <= 0 {
         -1
@@ -74,47 +77,46 @@ fn age_bucket(t: &Time, now_ns: i128) -> i32 {
     }
 }
 
-/// "a goes first" by time: the later of the two, alike within a power of two of age.
-fn later_first(a: Option<&Time>, b: Option<&Time>, pa: &Pod, pb: &Pod, now_ns: i128) -> Ordering {
-    match (a, b) {
-        (Some(x), Some(y)) if x == y => Ordering::Equal,
-        (Some(x), Some(y)) => match age_bucket(x, now_ns).cmp(&age_bucket(y, now_ns)) {
-            Ordering::Equal => uid(pa).cmp(uid(pb)),
-            other => other,
-        },
-        // A missing time sorts first.
-        (None, Some(_)) => Ordering::Less,
-        (Some(_), None) => Ordering::Greater,
-        (None, None) => Ordering::Equal,
-    }
+/// A pod's place in the deletion order, as a key: smaller goes first. A key makes the
+/// order total, which a sort needs (Rust's sort may panic on a comparator that is not);
+/// Kubernetes compares pod pairs, and where two pods are ready or were made within the
+/// same power of two of age, it decides by UID at once where this key goes on to the
+/// restarts: the one place the orders can differ.
+type Key<'a> = (bool, u8, bool, i32, i32, i32, i32, &'a str);
+
+fn key(p: &Pod, now_ns: i128) -> Key<'_> {
+    // Both ready: the more recently ready (the smaller age bucket) first; a pod that is
+    // not ready has already been ordered before the ready ones.
+    let ready_bucket = if is_ready(p) {
+        age_bucket(ready_since(p), now_ns)
+    } else {
+        0
+    };
+    let created = age_bucket(p.metadata.creation_timestamp.as_ref(), now_ns);
+    (
+        assigned(p),
+        phase_rank(p),
+        is_ready(p),
+        deletion_cost(p),
+        ready_bucket,
+        -restarts(p),
+        created,
+        uid(p),
+    )
 }
 
 /// `Less` when `a` is deleted before `b`.
 pub fn compare(a: &Pod, b: &Pod, now_ns: i128) -> Ordering {
-    let by = |f: &dyn Fn(&Pod) -> i64| f(a).cmp(&f(b));
-    let order = by(&|p| i64::from(assigned(p)))
-        .then_with(|| by(&|p| i64::from(phase_rank(p))))
-        .then_with(|| by(&|p| i64::from(is_ready(p))))
-        .then_with(|| by(&|p| i64::from(deletion_cost(p))));
-    if order != Ordering::Equal {
-        return order;
-    }
-    if is_ready(a) && is_ready(b) {
-        let o = later_first(ready_since(a), ready_since(b), a, b, now_ns);
-        if o != Ordering::Equal {
-            return o;
-        }
-    }
-    restarts(b).cmp(&restarts(a)).then_with(|| {
-        let created = |p: &Pod| p.metadata.creation_timestamp.clone();
-        later_first(created(a).as_ref(), created(b).as_ref(), a, b, now_ns)
-    })
+    key(a, now_ns).cmp(&key(b, now_ns))
 }
 
 /// The `n` pods to delete first.
 pub fn to_delete(pods: &[std::sync::Arc<Pod>], n: usize, now_ns: i128) -> Vec<std::sync::Arc<Pod>> {
     let mut sorted = pods.to_vec();
-    sorted.sort_by(|a, b| compare(a, b, now_ns));
+    sorted.sort_by_cached_key(|p| {
+        let (a, b, c, d, e, f, g, u) = key(p, now_ns);
+        (a, b, c, d, e, f, g, u.to_string())
+    });
     sorted.truncate(n);
     sorted
 }
@@ -233,5 +235,37 @@ mod tests {
         assert_eq!(deletion_cost(&with("007")), 0);
         assert_eq!(deletion_cost(&with("99999999999")), 0, "not an int32");
         assert_eq!(deletion_cost(&with("x")), 0);
+    }
+
+    #[test]
+    fn the_order_is_total_over_many_alike_pods() {
+        // Times to the second, as the API writes them: many pods alike in every rule.
+        let mut seed = 7u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let pods: Vec<Arc<Pod>> = (0..300)
+            .map(|i| {
+                let (ready, restarts, minute) = (next(3) != 0, next(3), next(60));
+                pod(&format!("p{i:03}"), |v| {
+                    v["metadata"]["creationTimestamp"] = format!("2026-01-01T11:{minute:02}:00Z").into();
+                    v["status"]["conditions"][0]["status"] = if ready { "True" } else { "False" }.into();
+                    v["status"]["conditions"][0]["lastTransitionTime"] =
+                        format!("2026-01-01T11:{:02}:00Z", (minute + 1).min(59)).into();
+                    v["status"]["containerStatuses"] = json!([{"name": "c", "image": "x", "imageID": "",
+                        "ready": ready, "restartCount": restarts}]);
+                })
+            })
+            .collect();
+        let sorted = to_delete(&pods, pods.len(), now());
+        for w in sorted.windows(2) {
+            assert_ne!(compare(&w[0], &w[1], now()), Ordering::Greater);
+        }
+        let again = to_delete(&pods, pods.len(), now());
+        let uids = |v: &[Arc<Pod>]| v.iter().map(|p| p.metadata.uid.clone()).collect::<Vec<_>>();
+        assert_eq!(uids(&sorted), uids(&again), "deterministic");
     }
 }

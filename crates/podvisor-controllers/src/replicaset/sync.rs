@@ -65,26 +65,26 @@ async fn get(
 }
 
 /// Rewrites the stored pod `uid` with `edit` (which answers `false` to leave it alone),
-/// against its resourceVersion, retrying conflicts.
+/// against its resourceVersion, retrying conflicts. Whether it was rewritten.
 async fn edit_pod(
     h: &StoreHandles,
     pod: &Pod,
     edit: impl Fn(&mut Value) -> bool,
-) -> Result<(), StoreError> {
+) -> Result<bool, StoreError> {
     let (ns, name) = (
         pod.metadata.namespace.as_deref().unwrap_or(""),
         pod.metadata.name.as_deref().unwrap_or(""),
     );
     for _ in 0..3 {
         let Some(o) = get(h, Kind::Pod, ns, name).await? else {
-            return Ok(());
+            return Ok(false);
         };
         if Some(&*o.uid) != pod.metadata.uid.as_deref() {
-            return Ok(());
+            return Ok(false);
         }
         let mut v = o.value();
         if !edit(&mut v) {
-            return Ok(());
+            return Ok(false);
         }
         let msg = Update {
             resource: Resource::of(Kind::Pod),
@@ -94,7 +94,8 @@ async fn edit_pod(
         };
         match h.update.send(msg).await.map_err(mailbox)? {
             Err(StoreError::Conflict { .. }) => continue,
-            Err(StoreError::NotFound { .. }) | Ok(_) => return Ok(()),
+            Err(StoreError::NotFound { .. }) => return Ok(false),
+            Ok(_) => return Ok(true),
             Err(e) => return Err(e),
         }
     }
@@ -133,7 +134,7 @@ async fn claim(h: &StoreHandles, rs: &ReplicaSet, plan: &Plan) -> Result<(), Sto
     }
     let owner = owner_reference(rs);
     for pod in &plan.adopt {
-        edit_pod(h, pod, |v| {
+        let adopted = edit_pod(h, pod, |v| {
             let p: Pod = serde_json::from_value(v.clone()).unwrap_or_default();
             let orphan = super::pods::controller_of(&p).is_none();
             let ok = orphan
@@ -150,6 +151,14 @@ async fn claim(h: &StoreHandles, rs: &ReplicaSet, plan: &Plan) -> Result<(), Sto
             ok
         })
         .await?;
+        if !adopted {
+            // The plan counted it: with it gone, being deleted or taken, the plan is wrong.
+            return Err(StoreError::Conflict {
+                resource: "pods",
+                name: pod.metadata.name.clone().unwrap_or_default(),
+                reason: "it changed before it could be adopted".into(),
+            });
+        }
     }
     for pod in &plan.release {
         edit_pod(h, pod, |v| {
