@@ -256,12 +256,15 @@ async fn bare_pods_are_adopted_and_deleting_the_owner_orphans_or_removes_them() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// The 50 creates themselves take milliseconds (the in-process test of the controller
+/// crashes it between them); here the SIGKILL lands while the node starts the 50 pods,
+/// and the restarted controller must neither lose nor double any.
 async fn a_sigkill_during_a_scale_up_to_fifty_ends_with_exactly_fifty() {
     let mut agent = Agent::start("rs-kill").await;
     let k = Kubectl::for_agent(&agent);
     k.apply(&rs_yaml("many", 0, SERVE));
     k.ok(&["scale", "rs", "many", "--replicas=50"]);
-    wait_pods(
+    let under_way = wait_pods(
         &k,
         "many",
         "the scale-up under way",
@@ -269,6 +272,7 @@ async fn a_sigkill_during_a_scale_up_to_fifty_ends_with_exactly_fifty() {
         |p| p.len() >= 5,
     )
     .await;
+    assert!(running(&under_way) < 50, "killed before the 50 ran");
     agent.kill9();
     agent.restart().await;
     wait_pods(&k, "many", "50 running", Duration::from_secs(240), |p| {

@@ -68,13 +68,34 @@ fn uid(pod: &Pod) -> PodUid {
     PodUid::from(pod.metadata.uid.as_deref().unwrap_or(""))
 }
 
-/// A pod being deleted or gone: its owner's expected deletion.
+/// A pod being deleted or gone: its owner's expected deletion; and room on the node for
+/// the ReplicaSets whose creates were refused.
 fn deleted(sets: &Cache<ReplicaSet>, pod: &Pod, exp: &mut RsExpectations) -> Vec<Enqueue> {
-    let Some(key) = owner(sets, pod) else {
-        return Vec::new();
-    };
-    exp.deletion_observed(&key, &uid(pod));
-    vec![now(key)]
+    let mut out = failing(sets);
+    if let Some(key) = owner(sets, pod) {
+        exp.deletion_observed(&key, &uid(pod));
+        out.push(now(key));
+    }
+    out
+}
+
+/// Every ReplicaSet whose last sync failed (the `ReplicaFailure` condition): something
+/// that may let it succeed happened (a pod left the node, the node changed), so it is tried
+/// now rather than when its backoff (up to 1,000 s) runs out.
+pub fn failing(sets: &Cache<ReplicaSet>) -> Vec<Enqueue> {
+    sets.values()
+        .filter(|rs| {
+            let conditions = rs.status.as_ref().and_then(|s| s.conditions.as_ref());
+            conditions.is_some_and(|c| c.iter().any(|c| c.type_ == "ReplicaFailure"))
+        })
+        .map(|rs| {
+            let m = &rs.metadata;
+            now(rs_key(
+                m.namespace.as_deref().unwrap_or(""),
+                m.name.as_deref().unwrap_or(""),
+            ))
+        })
+        .collect()
 }
 
 fn min_ready(sets: &Cache<ReplicaSet>, key: &ObjectKey) -> i32 {

@@ -60,6 +60,8 @@ fn controller_uid(p: &Pod) -> Option<String> {
 pub struct ReplicaSetController {
     sets_view: Reflector,
     pods_view: Reflector,
+    /// The node: when it changes (a taint removed, uncordoned), refused creates may pass.
+    nodes_view: Reflector,
     sets: Cache<ReplicaSet>,
     pods: Cache<Pod>,
     queue: WorkQueue<ObjectKey>,
@@ -98,7 +100,8 @@ impl ReplicaSetController {
                 Selector::all(Kind::ReplicaSet),
                 source.clone(),
             ),
-            pods_view: Reflector::new("pods", Selector::all(Kind::Pod), source),
+            pods_view: Reflector::new("pods", Selector::all(Kind::Pod), source.clone()),
+            nodes_view: Reflector::new("nodes", Selector::all(Kind::Node), source),
             sets: Cache::new(Kind::ReplicaSet),
             pods: Cache::new(Kind::Pod).with_index(controller_uid),
             queue: WorkQueue::new(),
@@ -281,6 +284,7 @@ impl SupervisedActor for ReplicaSetController {
     fn rebuild(&mut self, ctx: &mut Context<Self>, start: &StartInfo<Self>) {
         self.sets_view.start(ctx, start.me.recipient());
         self.pods_view.start(ctx, start.me.recipient());
+        self.nodes_view.start(ctx, start.me.recipient());
         due::drive(ctx, |a: &mut Self| a.queue.delayed(), Self::on_delayed);
     }
 
@@ -304,23 +308,33 @@ impl SupervisedActor for ReplicaSetController {
 impl Handler<Reflected> for ReplicaSetController {
     type Result = ();
     fn handle(&mut self, msg: Reflected, ctx: &mut Context<Self>) {
-        if msg.id == "replicasets" {
-            if let Some(u) = self.sets_view.accept(msg, ctx) {
-                let deltas = self.sets.apply(u);
-                let keys: Vec<Enqueue> = deltas
-                    .iter()
-                    .flat_map(|d| on_replica_set(d, &mut self.expectations))
-                    .collect();
-                self.enqueue(keys);
-            }
-        } else if let Some(u) = self.pods_view.accept(msg, ctx) {
-            let deltas = self.pods.apply(u);
-            let keys: Vec<Enqueue> = deltas
-                .iter()
-                .flat_map(|d| on_pod(d, &self.sets, &mut self.expectations))
-                .collect();
-            self.enqueue(keys);
-        }
+        let keys: Vec<Enqueue> = match msg.id {
+            "replicasets" => match self.sets_view.accept(msg, ctx) {
+                Some(u) => {
+                    let deltas = self.sets.apply(u);
+                    deltas
+                        .iter()
+                        .flat_map(|d| on_replica_set(d, &mut self.expectations))
+                        .collect()
+                }
+                None => Vec::new(),
+            },
+            "nodes" => match self.nodes_view.accept(msg, ctx) {
+                Some(_) => handlers::failing(&self.sets),
+                None => Vec::new(),
+            },
+            _ => match self.pods_view.accept(msg, ctx) {
+                Some(u) => {
+                    let deltas = self.pods.apply(u);
+                    deltas
+                        .iter()
+                        .flat_map(|d| on_pod(d, &self.sets, &mut self.expectations))
+                        .collect()
+                }
+                None => Vec::new(),
+            },
+        };
+        self.enqueue(keys);
         self.work(ctx);
     }
 }

@@ -51,6 +51,7 @@ const RETRY_MAX: Duration = Duration::from_secs(30);
 /// trips, two of them durable writes: a thousand at once would all finish late, a few at
 /// a time finish in deadline order.
 const MAX_IN_FLIGHT: usize = 8;
+const REANCHOR: Duration = Duration::from_secs(60);
 
 pub struct TaintEviction {
     node: String,
@@ -192,7 +193,8 @@ impl TaintEviction {
     fn on_due(&mut self, key: ObjectKey, at: Instant, ctx: &mut Context<Self>) {
         let evicted = self.evicted_uids.get(&key);
         let done = evicted.is_some_and(|u| self.scheduler.pod(&key).is_some_and(|p| p.uid == *u));
-        if self.in_flight.contains(&key) || done {
+        let queued = self.backlog.iter().any(|(k, _, _)| *k == key);
+        if self.in_flight.contains(&key) || queued || done {
             return;
         }
         let late = Instant::now().saturating_duration_since(at);
@@ -297,6 +299,11 @@ impl SupervisedActor for TaintEviction {
         self.scheduler = Scheduler::new(WallClock::system());
         self.node_view.start(ctx, start.me.recipient());
         self.pods_view.start(ctx, start.me.recipient());
+        // Deadlines are wall times (a taint's timeAdded) on tokio's clock: anchor again
+        // now and then, so a suspended machine or a stepped clock cannot skew them for long.
+        ctx.run_interval(REANCHOR, |act, _| {
+            act.scheduler.reanchor(WallClock::system())
+        });
         due::drive(ctx, |a: &mut Self| a.scheduler.queue(), Self::on_due);
     }
 

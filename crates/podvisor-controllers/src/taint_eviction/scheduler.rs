@@ -212,6 +212,17 @@ impl Scheduler {
             .then_some(Due::WouldEvictStatic { key, uid, cause })
     }
 
+    /// Reads wall time from `clock` from now on, and sets every timer again by it.
+    pub fn reanchor(&mut self, clock: WallClock) {
+        self.clock = clock;
+        let keys: Vec<ObjectKey> = self.pods.keys().cloned().collect();
+        for k in keys {
+            if self.queue.contains(&k) {
+                self.refresh(&k);
+            }
+        }
+    }
+
     /// Tries `key` again after `delay` (an eviction that failed).
     pub fn retry(&mut self, key: ObjectKey, delay: Duration) {
         if self.pods.contains_key(&key) {

@@ -229,6 +229,25 @@ fn a_toleration_of_centuries_sets_a_timer_it_can_hold() {
     });
 }
 
+#[test]
+fn a_clock_anchored_again_moves_the_timers_by_the_wall_time() {
+    paused(async {
+        let t0 = Instant::now();
+        let mut s = Scheduler::new(WallClock::anchored(BASE));
+        s.set_node(Some(&node(vec![taint("k", BASE)])));
+        s.set_pod(key(1), view(1, vec![tol("k", Some(60))]));
+        tokio::time::sleep(secs(10)).await;
+        // The machine was suspended for 20 s: the wall clock reads 20 s more than tokio's.
+        s.reanchor(WallClock::anchored(BASE + 30_000));
+        let (k, _) = next(&mut s, t0 + secs(3600)).await.unwrap();
+        assert_eq!(
+            (k, t0.elapsed()),
+            (key(1), secs(40)),
+            "due 60 s after the taint, by the wall"
+        );
+    });
+}
+
 /// What the rules say, written out again, simply: the soonest of each taint's start plus
 /// the seconds of the first toleration naming its key; now if none does or seconds ≤ 0.
 fn oracle(taints: &[(String, u64)], tolerations: &[(String, Option<i64>)]) -> Option<u64> {
