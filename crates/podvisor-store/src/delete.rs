@@ -17,7 +17,8 @@ pub enum Propagation {
     /// its garbage collector; here it is in the same write).
     #[default]
     Background,
-    /// As `Background`: the owner is not kept until its dependents are gone.
+    /// The owner stays, held by the `foregroundDeletion` finalizer, until no dependent
+    /// that blocks it (`blockOwnerDeletion`) is left.
     Foreground,
     /// Dependents stay, without the owner reference.
     Orphan,
