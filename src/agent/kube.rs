@@ -72,10 +72,7 @@ impl Kube {
         let (late, node, s) = (sink.clone(), node_name.to_string(), store.clone());
         let (source, source_spec) = ChildSpec::of(move || {
             let sink = late.get().expect("wired before start").clone();
-            let source = Source {
-                list: s.recipient(),
-                watch: s.recipient(),
-            };
+            let source = Source::of(&s);
             ApiPodSource::new(node.clone(), source, sink)
         })
         .build();
@@ -127,15 +124,8 @@ fn controllers(store: &ActorRef<StoreActor>, node_name: &str) -> Vec<ChildSpec> 
     let (events, events_spec) = recorder(store, "taint-eviction-controller", node_name);
     let (s, node) = (store.clone(), node_name.to_string());
     let (_, taints_spec) = ChildSpec::of(move || {
-        let source = Source {
-            list: s.recipient(),
-            watch: s.recipient(),
-        };
-        let handles = taint_eviction::StoreHandles {
-            get: s.recipient(),
-            update: s.recipient(),
-            delete: s.recipient(),
-        };
+        let source = Source::of(&s);
+        let handles = taint_eviction::StoreHandles::of(&s);
         TaintEviction::new(node.clone(), source, handles, events.recipient())
     })
     .capacity(1 << 12)
@@ -143,16 +133,8 @@ fn controllers(store: &ActorRef<StoreActor>, node_name: &str) -> Vec<ChildSpec> 
     let (rs_events, rs_events_spec) = recorder(store, "replicaset-controller", node_name);
     let s = store.clone();
     let (_, rs_spec) = ChildSpec::of(move || {
-        let source = Source {
-            list: s.recipient(),
-            watch: s.recipient(),
-        };
-        let handles = replicaset::StoreHandles {
-            get: s.recipient(),
-            create: s.recipient(),
-            update: s.recipient(),
-            delete: s.recipient(),
-        };
+        let source = Source::of(&s);
+        let handles = replicaset::StoreHandles::of(&s);
         ReplicaSetController::new(source, handles, rs_events.recipient())
     })
     .capacity(1 << 14)

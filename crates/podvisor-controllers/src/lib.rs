@@ -10,4 +10,5 @@
 
 pub mod clock;
 pub mod replicaset;
+mod store_calls;
 pub mod taint_eviction;

@@ -58,16 +58,8 @@ fn setup(name: &str) -> Setup {
             .build();
     let s = store.clone();
     let (_, rs_spec) = ChildSpec::of(move || {
-        let source = Source {
-            list: s.recipient(),
-            watch: s.recipient(),
-        };
-        let handles = replicaset::StoreHandles {
-            get: s.recipient(),
-            create: s.recipient(),
-            update: s.recipient(),
-            delete: s.recipient(),
-        };
+        let source = Source::of(&s);
+        let handles = replicaset::StoreHandles::of(&s);
         ReplicaSetController::new(source, handles, events.recipient())
     })
     .capacity(1 << 14)

@@ -18,9 +18,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use actix::prelude::*;
-use podvisor_actors::Recipient;
+use podvisor_actors::{ActorRef, Recipient};
 use podvisor_store::actor::{List, Watch, WatchEvent};
-use podvisor_store::{Change, ListPage, Selector, StoreError, StoredObject};
+use podvisor_store::{Change, ListPage, Selector, StoreActor, StoreError, StoredObject};
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
@@ -58,6 +58,16 @@ pub enum Update {
 pub struct Source {
     pub list: Recipient<List>,
     pub watch: Recipient<Watch>,
+}
+
+impl Source {
+    /// Reading from the store actor itself.
+    pub fn of(store: &ActorRef<StoreActor>) -> Self {
+        Self {
+            list: store.recipient(),
+            watch: store.recipient(),
+        }
+    }
 }
 
 /// Every run of every reflector gets its own generation.

@@ -101,10 +101,7 @@ async fn the_view_follows_the_store_through_cut_offs_and_relists() {
     }
     let seen = Arc::new(Mutex::new(Seen::default()));
     let (s, v) = (store.clone(), seen.clone());
-    let source = Source {
-        list: s.recipient(),
-        watch: s.recipient(),
-    };
+    let source = Source::of(&s);
     ChildSpec::of(move || View {
         reflector: Reflector::new("cms", Selector::all(Kind::ConfigMap), source.clone()),
         seen: v.clone(),

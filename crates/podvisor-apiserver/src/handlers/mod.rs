@@ -9,11 +9,12 @@ mod write;
 
 use std::path::PathBuf;
 
+use actix::{Handler, Message};
 use actix_web::http::Method;
 use actix_web::web::{Bytes, Data, Query};
 use actix_web::{HttpRequest, HttpResponse};
 use podvisor_actors::ActorRef;
-use podvisor_store::StoreActor;
+use podvisor_store::{StoreActor, StoreError};
 use serde::Deserialize;
 
 use crate::status::ApiError;
@@ -25,6 +26,23 @@ pub struct ApiState {
     pub store: ActorRef<StoreActor>,
     /// Where container logs are (`<ns>_<name>_<uid>/<container>/<attempt>.log`).
     pub pod_log_dir: PathBuf,
+}
+
+impl ApiState {
+    /// One store request: a store that cannot answer is a 503, its refusal the matching
+    /// Status.
+    async fn ask<M, T>(&self, msg: M) -> Result<T, ApiError>
+    where
+        StoreActor: Handler<M>,
+        M: Message<Result = Result<T, StoreError>> + Send + 'static,
+        T: Send,
+    {
+        Ok(self
+            .store
+            .send(msg)
+            .await
+            .map_err(ApiError::unavailable)??)
+    }
 }
 
 /// The query parameters the verbs take.

@@ -31,11 +31,7 @@ pub(super) async fn fetch(state: &ApiState, t: &Target) -> Result<Arc<StoredObje
         namespace: t.namespace.clone().unwrap_or_default(),
         name: t.name.clone().unwrap_or_default(),
     };
-    Ok(state
-        .store
-        .send(get)
-        .await
-        .map_err(ApiError::unavailable)??)
+    state.ask(get).await
 }
 
 pub(super) async fn get(
@@ -70,11 +66,7 @@ pub(super) async fn list(
         limit: p.limit,
         continue_token: p.continue_token.clone(),
     };
-    let page = state
-        .store
-        .send(list)
-        .await
-        .map_err(ApiError::unavailable)??;
+    let page = state.ask(list).await?;
     let cont = page.continue_token.as_deref();
     if table::wanted(body::accept(req)) {
         let include = Include::parse(p.include_object.as_deref());

@@ -46,11 +46,7 @@ pub(super) async fn create(
         body: v,
         opts: opts(p),
     };
-    let o = state
-        .store
-        .send(msg)
-        .await
-        .map_err(ApiError::unavailable)??;
+    let o = state.ask(msg).await?;
     Ok(body::object(&o, true))
 }
 
@@ -82,11 +78,7 @@ async fn replace(
         status_only,
         opts: opts(p),
     };
-    Ok(state
-        .store
-        .send(msg)
-        .await
-        .map_err(ApiError::unavailable)??)
+    state.ask(msg).await
 }
 
 pub(super) async fn update(
@@ -238,11 +230,7 @@ async fn delete_one(
         name: name.to_string(),
         opts,
     };
-    Ok(state
-        .store
-        .send(msg)
-        .await
-        .map_err(ApiError::unavailable)??)
+    state.ask(msg).await
 }
 
 pub(super) async fn delete(
@@ -282,11 +270,7 @@ pub(super) async fn delete_collection(
         limit: None,
         continue_token: None,
     };
-    let page = state
-        .store
-        .send(list)
-        .await
-        .map_err(ApiError::unavailable)??;
+    let page = state.ask(list).await?;
     for o in &page.items {
         let opts = delete_options(&options, p)?;
         // Across namespaces (`DELETE /api/v1/pods`), each in its own.

@@ -80,15 +80,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
             .build();
     let s = store.clone();
     let (_, taints_spec) = ChildSpec::of(move || {
-        let source = Source {
-            list: s.recipient(),
-            watch: s.recipient(),
-        };
-        let handles = StoreHandles {
-            get: s.recipient(),
-            update: s.recipient(),
-            delete: s.recipient(),
-        };
+        let source = Source::of(&s);
+        let handles = StoreHandles::of(&s);
         TaintEviction::new(NODE.into(), source, handles, events.recipient())
     })
     .capacity(1 << 14)

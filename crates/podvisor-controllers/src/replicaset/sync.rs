@@ -9,15 +9,16 @@ use std::sync::Arc;
 use futures_util::future::join_all;
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::Pod;
-use podvisor_actors::Recipient;
+use podvisor_actors::{ActorRef, Recipient};
 use podvisor_core::{Kind, ObjectKey, PodUid};
 use podvisor_store::actor::{Create, Delete, Get, Update};
-use podvisor_store::{DeleteOptions, Resource, StoreError, StoredObject, WriteOptions};
+use podvisor_store::{DeleteOptions, Resource, StoreActor, StoreError, WriteOptions};
 use serde_json::Value;
 
 use super::plan::{Manage, Plan, batches};
 use super::pods::{from_template, owner_reference, selects};
 use super::status::{self, ManageError};
+use crate::store_calls::{self, mailbox};
 
 /// The store messages a sync sends.
 #[derive(Clone)]
@@ -26,6 +27,18 @@ pub struct StoreHandles {
     pub create: Recipient<Create>,
     pub update: Recipient<Update>,
     pub delete: Recipient<Delete>,
+}
+
+impl StoreHandles {
+    /// Sending to the store actor itself.
+    pub fn of(store: &ActorRef<StoreActor>) -> Self {
+        Self {
+            get: store.recipient(),
+            create: store.recipient(),
+            update: store.recipient(),
+            delete: store.recipient(),
+        }
+    }
 }
 
 /// What a sync did, for the controller's expectations, events and retries.
@@ -42,28 +55,6 @@ pub struct Report {
     pub error: Option<String>,
 }
 
-fn mailbox(e: podvisor_actors::MailboxError) -> StoreError {
-    StoreError::Db(e.to_string())
-}
-
-async fn get(
-    h: &StoreHandles,
-    kind: Kind,
-    ns: &str,
-    name: &str,
-) -> Result<Option<Arc<StoredObject>>, StoreError> {
-    let msg = Get {
-        kind,
-        namespace: ns.into(),
-        name: name.into(),
-    };
-    match h.get.send(msg).await.map_err(mailbox)? {
-        Ok(o) => Ok(Some(o)),
-        Err(StoreError::NotFound { .. }) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
 /// Rewrites the stored pod `uid` with `edit` (which answers `false` to leave it alone),
 /// against its resourceVersion, retrying conflicts. Whether it was rewritten.
 async fn edit_pod(
@@ -76,7 +67,7 @@ async fn edit_pod(
         pod.metadata.name.as_deref().unwrap_or(""),
     );
     for _ in 0..3 {
-        let Some(o) = get(h, Kind::Pod, ns, name).await? else {
+        let Some(o) = store_calls::get(&h.get, Kind::Pod, ns, name).await? else {
             return Ok(false);
         };
         if Some(&*o.uid) != pod.metadata.uid.as_deref() {
@@ -105,8 +96,8 @@ async fn edit_pod(
 /// Whether the ReplicaSet, read afresh, is still the one that planned and not deleting.
 async fn can_adopt(h: &StoreHandles, rs: &ReplicaSet) -> Result<bool, StoreError> {
     let m = &rs.metadata;
-    let fresh = get(
-        h,
+    let fresh = store_calls::get(
+        &h.get,
         Kind::ReplicaSet,
         m.namespace.as_deref().unwrap_or(""),
         m.name.as_deref().unwrap_or(""),
@@ -257,7 +248,7 @@ async fn write_status(
 ) -> Result<(), StoreError> {
     let ns = key.namespace.as_deref().unwrap_or("");
     for _ in 0..2 {
-        let Some(o) = get(h, Kind::ReplicaSet, ns, &key.name).await? else {
+        let Some(o) = store_calls::get(&h.get, Kind::ReplicaSet, ns, &key.name).await? else {
             return Ok(());
         };
         if *o.uid != *uid {

@@ -5,14 +5,15 @@
 //! with the pod's grace period.
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use podvisor_actors::Recipient;
+use podvisor_actors::{ActorRef, Recipient};
 use podvisor_core::{Kind, ObjectKey, PodExt, PodUid};
 use podvisor_store::actor::{Delete, Get, Update};
-use podvisor_store::{DeleteOptions, Resource, StoreError, StoredObject, WriteOptions};
+use podvisor_store::{DeleteOptions, Resource, StoreActor, StoreError, WriteOptions};
 use serde_json::{Value, json};
 
 use super::deadline;
 use crate::clock::WallClock;
+use crate::store_calls::{self, mailbox};
 
 /// The store messages an eviction sends.
 #[derive(Clone)]
@@ -20,6 +21,17 @@ pub struct StoreHandles {
     pub get: Recipient<Get>,
     pub update: Recipient<Update>,
     pub delete: Recipient<Delete>,
+}
+
+impl StoreHandles {
+    /// Sending to the store actor itself.
+    pub fn of(store: &ActorRef<StoreActor>) -> Self {
+        Self {
+            get: store.recipient(),
+            update: store.recipient(),
+            delete: store.recipient(),
+        }
+    }
 }
 
 /// How a due eviction ended.
@@ -37,28 +49,6 @@ pub enum Outcome {
 
 const ATTEMPTS: usize = 3;
 
-fn mailbox(e: podvisor_actors::MailboxError) -> StoreError {
-    StoreError::Db(e.to_string())
-}
-
-async fn get(
-    h: &StoreHandles,
-    kind: Kind,
-    ns: &str,
-    name: &str,
-) -> Result<Option<std::sync::Arc<StoredObject>>, StoreError> {
-    let msg = Get {
-        kind,
-        namespace: ns.into(),
-        name: name.into(),
-    };
-    match h.get.send(msg).await.map_err(mailbox)? {
-        Ok(o) => Ok(Some(o)),
-        Err(StoreError::NotFound { .. }) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
 /// The condition the taint manager sets before it deletes.
 fn disruption_target() -> Value {
     json!({
@@ -74,7 +64,7 @@ fn disruption_target() -> Value {
 async fn mark(h: &StoreHandles, key: &ObjectKey, uid: &PodUid) -> Result<bool, StoreError> {
     let ns = key.namespace.as_deref().unwrap_or_default();
     for _ in 0..ATTEMPTS {
-        let Some(o) = get(h, Kind::Pod, ns, &key.name).await? else {
+        let Some(o) = store_calls::get(&h.get, Kind::Pod, ns, &key.name).await? else {
             return Ok(false);
         };
         if *o.uid != **uid {
@@ -132,7 +122,7 @@ pub async fn evict(
     clock: WallClock,
 ) -> Result<Outcome, StoreError> {
     let ns = key.namespace.clone().unwrap_or_default();
-    let Some(stored) = get(&h, Kind::Pod, &ns, &key.name).await? else {
+    let Some(stored) = store_calls::get(&h.get, Kind::Pod, &ns, &key.name).await? else {
         return Ok(Outcome::Gone);
     };
     let pod: Pod = stored.typed().unwrap_or_default();
@@ -142,7 +132,7 @@ pub async fn evict(
     if pod.is_deleted() {
         return Ok(Outcome::AlreadyDeleting);
     }
-    let node: Option<Node> = get(&h, Kind::Node, "", &node_name)
+    let node: Option<Node> = store_calls::get(&h.get, Kind::Node, "", &node_name)
         .await?
         .and_then(|o| o.typed());
     match current_deadline(node.as_ref(), &pod, &clock) {
