@@ -26,6 +26,12 @@ pub use facts::NodeFacts;
 /// Whether the node is healthy, and why not.
 pub type HealthCheck = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
+/// A status write finished: the conditions it wrote, or why it failed. It comes back as
+/// a message, so the debug summary shows it at once.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Written(Result<BTreeMap<String, String>, StoreError>);
+
 const PERIOD: Duration = Duration::from_secs(10);
 const HEARTBEAT: Duration = Duration::from_secs(60);
 
@@ -38,6 +44,7 @@ pub struct NodeRegistrar {
     /// The conditions last written, and when.
     last: Option<(BTreeMap<String, String>, Instant)>,
     busy: bool,
+    me: Option<Recipient<Written>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -156,6 +163,7 @@ impl NodeRegistrar {
             update,
             last: None,
             busy: false,
+            me: None,
         }
     }
 
@@ -168,6 +176,7 @@ impl NodeRegistrar {
 
     fn sync(&mut self, ctx: &mut Context<Self>) {
         let (conds, message) = conditions(&self.health);
+        let Some(me) = self.me.clone() else { return };
         if self.busy || !self.due(&conds) {
             return;
         }
@@ -179,18 +188,25 @@ impl NodeRegistrar {
         let work = register(get, create, update, name, body, move |old| {
             node_status(&facts, old, &written, &message)
         });
-        ctx.spawn(work.into_actor(self).map(move |r, act, _| {
-            act.busy = false;
-            match r {
-                Ok(()) => {
-                    if act.last.as_ref().is_none_or(|(c, _)| *c != conds) {
-                        info!(node = %act.facts.name, ready = %conds["Ready"], "node status written");
-                    }
-                    act.last = Some((conds, Instant::now()));
+        let done = async move { me.do_send(Written(work.await.map(|()| conds))) };
+        ctx.spawn(done.into_actor(self));
+    }
+}
+
+impl Handler<Written> for NodeRegistrar {
+    type Result = ();
+
+    fn handle(&mut self, Written(r): Written, _: &mut Context<Self>) {
+        self.busy = false;
+        match r {
+            Ok(conds) => {
+                if self.last.as_ref().is_none_or(|(c, _)| *c != conds) {
+                    info!(node = %self.facts.name, ready = %conds["Ready"], "node status written");
                 }
-                Err(e) => warn!(node = %act.facts.name, error = %e, "node status not written"),
+                self.last = Some((conds, Instant::now()));
             }
-        }));
+            Err(e) => warn!(node = %self.facts.name, error = %e, "node status not written"),
+        }
     }
 }
 
@@ -202,8 +218,10 @@ impl SupervisedActor for NodeRegistrar {
     const KIND: &'static str = "node-registrar";
     type Summary = NodeRegistrarSummary;
 
-    fn rebuild(&mut self, ctx: &mut Context<Self>, _: &StartInfo<Self>) {
+    fn rebuild(&mut self, ctx: &mut Context<Self>, start: &StartInfo<Self>) {
+        self.me = Some(start.me.recipient());
         self.last = None;
+        self.busy = false;
         self.sync(ctx);
         ctx.run_interval(PERIOD, |act, ctx| act.sync(ctx));
     }

@@ -1,0 +1,108 @@
+//! The node registrar against a real store: Ready follows the agent's health, and the
+//! debug summary shows what was written as soon as it is (before, the summary was
+//! published before the write finished and stayed a period behind: an operator saw a
+//! Ready node as not ready).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use podvisor_actors::testing::paused_system;
+use podvisor_actors::{ActorRef, ChildSpec, Registry, SupervisorConfig, start_root};
+use podvisor_core::Kind;
+use podvisor_node::node::{NodeFacts, NodeRegistrar};
+use podvisor_store::actor::Get;
+use podvisor_store::{StoreActor, StoreConfig};
+use serde_json::Value;
+
+fn facts() -> NodeFacts {
+    NodeFacts {
+        name: "n1".into(),
+        cpu_milli: 2000,
+        memory_bytes: 1 << 30,
+        pods: 110,
+        allocatable_cpu_milli: 2000,
+        allocatable_memory_bytes: 1 << 30,
+        runtime_version: "containerd://test".into(),
+        agent_version: "test".into(),
+        taints: Vec::new(),
+    }
+}
+
+async fn stored_ready(store: &ActorRef<StoreActor>) -> Option<String> {
+    let get = Get {
+        kind: Kind::Node,
+        namespace: String::new(),
+        name: "n1".into(),
+    };
+    let node = store.send(get).await.ok()?.ok()?.value();
+    let conds = node["status"]["conditions"].as_array()?.clone();
+    conds
+        .iter()
+        .find(|c| c["type"] == "Ready")
+        .and_then(|c| c["status"].as_str().map(str::to_string))
+}
+
+fn summary_ready(registry: &Registry) -> Option<Value> {
+    registry.get("node-registrar")?.state?.get("ready").cloned()
+}
+
+#[test]
+fn ready_follows_health_and_the_summary_shows_it_at_once() {
+    paused_system().block_on(async {
+        let dir = std::env::temp_dir().join(format!("podvisor-registrar-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cfg = StoreConfig {
+            path: dir.join("s.redb"),
+            window: 100,
+        };
+        let healthy = Arc::new(AtomicBool::new(false));
+        let h = healthy.clone();
+        let health = Arc::new(move || {
+            if h.load(Ordering::SeqCst) {
+                Ok(())
+            } else {
+                Err("PLEG has not relisted yet".to_string())
+            }
+        });
+        let (store, store_spec) = ChildSpec::of(move || StoreActor::new(cfg.clone(), 64)).build();
+        let s = store.clone();
+        let (_, node_spec) = ChildSpec::of(move || {
+            NodeRegistrar::new(
+                facts(),
+                health.clone(),
+                s.recipient(),
+                s.recipient(),
+                s.recipient(),
+            )
+        })
+        .build();
+        let registry = Registry::new();
+        start_root(
+            "root",
+            SupervisorConfig::default(),
+            registry.clone(),
+            vec![store_spec, node_spec],
+            |e| panic!("escalated: {e:?}"),
+        );
+        for (step, want) in [(0, "False"), (1, "True")] {
+            if step == 1 {
+                healthy.store(true, Ordering::SeqCst);
+            }
+            let mut written = false;
+            for _ in 0..200 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                if stored_ready(&store).await.as_deref() == Some(want) {
+                    written = true;
+                    break;
+                }
+            }
+            assert!(written, "the Node's Ready never became {want}");
+            // The write's answer is a message to the registrar: a few turns of the
+            // runtime, not a period of 10 s.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            assert_eq!(summary_ready(&registry), Some(Value::from(want)));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
