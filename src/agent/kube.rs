@@ -131,11 +131,11 @@ fn controllers(store: &ActorRef<StoreActor>, node_name: &str) -> Vec<ChildSpec> 
     .capacity(1 << 12)
     .build();
     let (rs_events, rs_events_spec) = recorder(store, "replicaset-controller", node_name);
-    let s = store.clone();
+    let (s, node) = (store.clone(), node_name.to_string());
     let (_, rs_spec) = ChildSpec::of(move || {
         let source = Source::of(&s);
         let handles = replicaset::StoreHandles::of(&s);
-        ReplicaSetController::new(source, handles, rs_events.recipient())
+        ReplicaSetController::new(&node, source, handles, rs_events.recipient())
     })
     .capacity(1 << 14)
     .build();

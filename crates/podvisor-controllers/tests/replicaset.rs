@@ -60,7 +60,7 @@ fn setup(name: &str) -> Setup {
     let (_, rs_spec) = ChildSpec::of(move || {
         let source = Source::of(&s);
         let handles = replicaset::StoreHandles::of(&s);
-        ReplicaSetController::new(source, handles, events.recipient())
+        ReplicaSetController::new(NODE, source, handles, events.recipient())
     })
     .capacity(1 << 14)
     .build();
@@ -252,7 +252,7 @@ fn a_node_that_refuses_pods_shows_replica_failure_and_backs_off() {
 }
 
 #[test]
-fn a_matching_orphan_is_adopted_and_counts() {
+fn a_matching_orphan_on_this_node_is_adopted_and_counts() {
     paused_system().block_on(async {
         let Setup { store, .. } = setup("adopt");
         node(&store, 110).await;
@@ -265,11 +265,33 @@ fn a_matching_orphan_is_adopted_and_counts() {
             opts: WriteOptions::default(),
         };
         store.send(msg).await.unwrap().unwrap();
+        // Matching too, but stored for another node: it never runs here.
+        let elsewhere = json!({"metadata": {"name": "elsewhere", "labels": {"app": "web"}},
+            "spec": {"nodeName": "n2", "containers": [{"name": "c", "image": "localhost/x:1"}]}});
+        let msg = Create {
+            resource: Resource::of(Kind::Pod),
+            namespace: Some("default".into()),
+            body: elsewhere,
+            opts: WriteOptions::default(),
+        };
+        store.send(msg).await.unwrap().unwrap();
         create_rs(&store, 2).await;
         tokio::time::sleep(Duration::from_secs(10)).await;
         let all = pods(&store).await;
-        assert_eq!(all.len(), 2, "the orphan plus one new pod");
-        let bare = all
+        let other = all
+            .iter()
+            .find(|p| p["metadata"]["name"] == "elsewhere")
+            .unwrap();
+        assert!(
+            other["metadata"].get("ownerReferences").is_none(),
+            "another node's pod is not adopted"
+        );
+        let here: Vec<_> = all
+            .iter()
+            .filter(|p| p["spec"]["nodeName"] == NODE)
+            .collect();
+        assert_eq!(here.len(), 2, "the orphan plus one new pod on this node");
+        let bare = here
             .iter()
             .find(|p| p["metadata"]["name"] == "bare")
             .unwrap();

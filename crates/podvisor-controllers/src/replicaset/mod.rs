@@ -2,9 +2,12 @@
 //! declared number of pods running on this node, the way kube-controller-manager's does in
 //! a cluster, on the shared controller machinery:
 //!
-//! - two informers (reflectors into typed caches: ReplicaSets, and pods indexed by their
-//!   controller's UID) feed event handlers (`handlers.rs`) that say which ReplicaSets to
-//!   sync and which expectations a change meets;
+//! - informers (reflectors into typed caches: ReplicaSets, and this node's pods indexed by
+//!   their controller's UID; and this Node) feed event handlers (`handlers.rs`) that say
+//!   which ReplicaSets to sync and which expectations a change meets. Only pods bound to
+//!   this node are seen: they are the ones that run, every pod the controller makes is
+//!   bound here, and the cache stays as small as the node (a pod stored for another node
+//!   is neither counted as a replica nor adopted);
 //! - a work queue of ReplicaSet keys (deduplicated, one sync per key at a time, failures
 //!   retried with client-go's rate limiter) drives up to four syncs at once;
 //! - a sync plans from the caches (`plan.rs`: adopt matching orphans, release pods that
@@ -37,7 +40,7 @@ use podvisor_machinery::cache::Cache;
 use podvisor_machinery::events::RecordEvent;
 use podvisor_machinery::reflector::{Reflected, Reflector, Source};
 use podvisor_machinery::workqueue::WorkQueue;
-use podvisor_store::Selector;
+use podvisor_store::{FieldSelector, Selector};
 use serde::Serialize;
 use tokio::time::Instant;
 use tracing::{debug, warn};
@@ -93,15 +96,24 @@ pub struct ReplicaSetControllerSummary {
 }
 
 impl ReplicaSetController {
-    pub fn new(source: Source, store: StoreHandles, events: Recipient<RecordEvent>) -> Self {
+    pub fn new(
+        node: &str,
+        source: Source,
+        store: StoreHandles,
+        events: Recipient<RecordEvent>,
+    ) -> Self {
+        let mut pods_sel = Selector::all(Kind::Pod);
+        pods_sel.fields = FieldSelector::equals("spec.nodeName", node);
+        let mut node_sel = Selector::all(Kind::Node);
+        node_sel.fields = FieldSelector::equals("metadata.name", node);
         Self {
             sets_view: Reflector::new(
                 "replicasets",
                 Selector::all(Kind::ReplicaSet),
                 source.clone(),
             ),
-            pods_view: Reflector::new("pods", Selector::all(Kind::Pod), source.clone()),
-            nodes_view: Reflector::new("nodes", Selector::all(Kind::Node), source),
+            pods_view: Reflector::new("pods", pods_sel, source.clone()),
+            nodes_view: Reflector::new("nodes", node_sel, source),
             sets: Cache::new(Kind::ReplicaSet),
             pods: Cache::new(Kind::Pod).with_index(controller_uid),
             queue: WorkQueue::new(),
