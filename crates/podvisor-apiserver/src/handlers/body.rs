@@ -82,3 +82,38 @@ pub fn list(
     out.extend_from_slice(b"]}");
     Bytes::from(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Nine levels of nine aliases: a 1 KiB body that would expand to 9^9 strings.
+    fn laughs() -> String {
+        let mut y = String::from(
+            "a0: &a0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+        );
+        for i in 1..10 {
+            let p = format!("*a{}", i - 1);
+            let refs = [p.as_str(); 9].join(",");
+            y.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+        }
+        y
+    }
+
+    #[test]
+    fn a_yaml_alias_bomb_is_refused_not_expanded() {
+        let body = laughs();
+        assert!(body.len() < 1024);
+        let t0 = std::time::Instant::now();
+        let r = parse("application/yaml", body.as_bytes());
+        assert!(r.is_err(), "expanded instead of refused");
+        assert!(t0.elapsed() < std::time::Duration::from_secs(1));
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_in_either_syntax() {
+        let deep = "[".repeat(100_000);
+        assert!(parse("application/yaml", deep.as_bytes()).is_err());
+        assert!(parse("application/json", deep.as_bytes()).is_err());
+    }
+}

@@ -66,6 +66,7 @@ pub struct Params {
     pub follow: Option<bool>,
     pub previous: Option<bool>,
     pub tail_lines: Option<usize>,
+    pub limit_bytes: Option<u64>,
     pub field_validation: Option<String>,
 }
 

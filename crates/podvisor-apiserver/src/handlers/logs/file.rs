@@ -1,0 +1,249 @@
+//! Reading a CRI log file without holding it: whole lines a chunk at a time, and where the
+//! last N lines start found by scanning back from the end. `kubectl logs` of a container
+//! that wrote gigabytes costs a chunk of memory, not the file (containerd splits long
+//! lines into 16 KiB partial lines, so a line never grows a chunk without bound).
+
+use std::path::{Path, PathBuf};
+
+use tokio::fs::File;
+use tokio::io::{AsyncReadExt, AsyncSeekExt};
+
+pub(super) const CHUNK: usize = 64 * 1024;
+/// Enough of a line's start for its time, stream and tag.
+const HEAD: u64 = 128;
+
+/// Turns CRI log lines (`<time> <stream> <P|F> <text>`) into the container's output.
+/// Returns the bytes consumed (whole lines only) and the text.
+pub(super) fn decode_cri_log(data: &[u8]) -> (usize, Vec<u8>) {
+    let mut out = Vec::new();
+    let mut consumed = 0;
+    while let Some(end) = data[consumed..].iter().position(|b| *b == b'\n') {
+        let line = &data[consumed..consumed + end];
+        consumed += end + 1;
+        let mut parts = line.splitn(4, |b| *b == b' ');
+        let (_time, _stream, tag, text) = (parts.next(), parts.next(), parts.next(), parts.next());
+        out.extend_from_slice(text.unwrap_or_default());
+        if tag != Some(b"P") {
+            out.push(b'\n');
+        }
+    }
+    (consumed, out)
+}
+
+/// Whether a CRI line (its start is enough) ends a line of output: not a partial one.
+fn ends_output_line(head: &[u8]) -> bool {
+    head.splitn(4, |b| *b == b' ').nth(2) != Some(b"P")
+}
+
+async fn read_at(f: &mut File, offset: u64, len: u64) -> Option<Vec<u8>> {
+    f.seek(std::io::SeekFrom::Start(offset)).await.ok()?;
+    let mut buf = Vec::with_capacity(usize::try_from(len).ok()?);
+    f.take(len).read_to_end(&mut buf).await.ok()?;
+    Some(buf)
+}
+
+/// Counts output lines back from the end, one whole CRI line at a time.
+struct TailScan {
+    n: usize,
+    /// How many ends of output lines to pass: decided by the last CRI line (a trailing
+    /// partial line is a line of output of its own).
+    ends_to_pass: Option<usize>,
+    passed: usize,
+}
+
+impl TailScan {
+    /// The CRI line that ends with the newline at `end`; `Some` with the offset where the
+    /// last `n` lines start, once found.
+    fn line(&mut self, end: u64, ends_line: bool) -> Option<u64> {
+        let k = *self
+            .ends_to_pass
+            .get_or_insert(self.n + usize::from(ends_line));
+        if k == 0 {
+            return Some(end + 1);
+        }
+        if ends_line {
+            self.passed += 1;
+            if self.passed == k {
+                return Some(end + 1);
+            }
+        }
+        None
+    }
+}
+
+/// Where the last `n` lines of output start in the file (0 when it holds no more). Reads
+/// back from the end a chunk at a time and keeps nothing but counts.
+pub(super) async fn tail_offset(path: &Path, n: usize) -> u64 {
+    let Ok(mut f) = File::open(path).await else {
+        return 0;
+    };
+    let Ok(len) = f.metadata().await.map(|m| m.len()) else {
+        return 0;
+    };
+    let mut scan = TailScan {
+        n,
+        ends_to_pass: None,
+        passed: 0,
+    };
+    // The newline that ends the line whose start the scan looks for next.
+    let mut line_end: Option<u64> = None;
+    let mut hi = len;
+    while hi > 0 {
+        let lo = hi.saturating_sub(CHUNK as u64);
+        // A little past `hi`, for the start of a line that begins just before it.
+        let Some(buf) = read_at(&mut f, lo, (hi + HEAD).min(len) - lo).await else {
+            return 0;
+        };
+        for i in (0..(hi - lo) as usize).rev() {
+            if buf[i] != b'\n' {
+                continue;
+            }
+            let q = lo + i as u64;
+            if let Some(end) = line_end {
+                let head = &buf[i + 1..buf.len().min(i + 1 + (end - q) as usize)];
+                if let Some(start) = scan.line(end, ends_output_line(head)) {
+                    return start;
+                }
+            }
+            line_end = Some(q);
+        }
+        hi = lo;
+    }
+    // The first line of the file.
+    if let Some(end) = line_end {
+        let head = read_at(&mut f, 0, HEAD.min(end)).await.unwrap_or_default();
+        if let Some(start) = scan.line(end, ends_output_line(&head)) {
+            return start;
+        }
+    }
+    0
+}
+
+/// A container's output from an offset of its log file, decoded a chunk at a time, up to
+/// an optional number of bytes (`limitBytes`).
+pub(super) struct LogReader {
+    path: PathBuf,
+    file: Option<File>,
+    offset: u64,
+    pending: Vec<u8>,
+    left: Option<u64>,
+}
+
+impl LogReader {
+    pub(super) fn new(path: PathBuf, offset: u64, limit: Option<u64>) -> Self {
+        Self {
+            path,
+            file: None,
+            offset,
+            pending: Vec::new(),
+            left: limit,
+        }
+    }
+
+    /// Whether `limitBytes` has been given out.
+    pub(super) fn done(&self) -> bool {
+        self.left == Some(0)
+    }
+
+    /// The next output the file holds (possibly empty: a partial line), or `None` at its
+    /// end for now (or while it does not exist yet).
+    pub(super) async fn next(&mut self) -> Option<Vec<u8>> {
+        if self.file.is_none() {
+            self.file = File::open(&self.path).await.ok();
+        }
+        let f = self.file.as_mut()?;
+        let raw = read_at(f, self.offset, CHUNK as u64).await?;
+        if raw.is_empty() {
+            return None;
+        }
+        self.offset += raw.len() as u64;
+        self.pending.extend_from_slice(&raw);
+        let (used, mut text) = decode_cri_log(&self.pending);
+        self.pending.drain(..used);
+        if let Some(left) = self.left.as_mut() {
+            text.truncate(usize::try_from(*left).unwrap_or(usize::MAX));
+            *left -= text.len() as u64;
+        }
+        Some(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(tag: &str, text: &str) -> String {
+        format!("2026-11-22T10:00:00.123456789Z stdout {tag} {text}\n")
+    }
+
+    #[test]
+    fn cri_log_lines_become_plain_output() {
+        let data = b"2026-11-22T10:00:00.1Z stdout F hello\n2026-11-22T10:00:00.2Z stderr P par\n2026-11-22T10:00:00.3Z stderr F tial\n2026-11-22T10:00:00.4Z stdout F incompl";
+        let (used, out) = decode_cri_log(data);
+        assert_eq!(out, b"hello\npartial\n");
+        assert_eq!(&data[used..], b"2026-11-22T10:00:00.4Z stdout F incompl");
+    }
+
+    async fn tail_of(content: &str, n: usize) -> String {
+        let dir = std::env::temp_dir().join(format!("podvisor-tail-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{n}-{}.log", content.len()));
+        std::fs::write(&path, content).unwrap();
+        let mut r = LogReader::new(path.clone(), tail_offset(&path, n).await, None);
+        let mut out = Vec::new();
+        while let Some(t) = r.next().await {
+            out.extend(t);
+        }
+        let _ = std::fs::remove_file(&path);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[tokio::test]
+    async fn tail_starts_at_the_last_lines_partial_lines_included() {
+        let log = [
+            line("F", "a"),
+            line("P", "b1"),
+            line("F", "b2"),
+            line("F", "c"),
+        ]
+        .concat();
+        assert_eq!(tail_of(&log, 1).await, "c\n");
+        assert_eq!(tail_of(&log, 2).await, "b1b2\nc\n");
+        assert_eq!(tail_of(&log, 3).await, "a\nb1b2\nc\n");
+        assert_eq!(tail_of(&log, 9).await, "a\nb1b2\nc\n");
+        assert_eq!(tail_of(&log, 0).await, "", "--tail=0 panicked once");
+        // A trailing partial line is a line of its own; an unfinished write is not yet.
+        let open = [
+            log.clone(),
+            line("P", "d1"),
+            "2026-11-22T10:00:01Z std".into(),
+        ]
+        .concat();
+        assert_eq!(tail_of(&open, 1).await, "d1");
+        assert_eq!(tail_of(&open, 2).await, "c\nd1");
+    }
+
+    #[tokio::test]
+    async fn a_tail_across_chunks_matches_the_whole_output() {
+        let lines: Vec<String> = (0..20_000)
+            .map(|i| line("F", &format!("line {i}")))
+            .collect();
+        let log = lines.concat();
+        assert!(log.len() > 10 * CHUNK);
+        let tail = tail_of(&log, 15_000).await;
+        let want: String = (5_000..20_000).map(|i| format!("line {i}\n")).collect();
+        assert_eq!(tail, want);
+    }
+
+    #[tokio::test]
+    async fn limit_bytes_cuts_the_output() {
+        let dir = std::env::temp_dir().join(format!("podvisor-limit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("0.log");
+        std::fs::write(&path, [line("F", "hello"), line("F", "world")].concat()).unwrap();
+        let mut r = LogReader::new(path, 0, Some(8));
+        assert_eq!(r.next().await.unwrap(), b"hello\nwo");
+        assert!(r.done());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
