@@ -2,10 +2,12 @@
 //! needs `protoc` on the machine.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let proto_root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../proto");
+    // Read when the script runs, not when it is compiled: two checkouts sharing one target
+    // dir share this script's binary, and one baked-in path pointed at the other checkout.
+    let proto_root = format!("{}/../../proto", std::env::var("CARGO_MANIFEST_DIR")?);
     let api = format!("{proto_root}/runtime/v1/api.proto");
     println!("cargo:rerun-if-changed={api}");
-    let fds = protox::compile([&api], [proto_root])?;
+    let fds = protox::compile([&api], [&proto_root])?;
     tonic_prost_build::configure()
         .build_server(false)
         .build_transport(false)
