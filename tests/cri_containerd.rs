@@ -5,9 +5,9 @@ mod common;
 
 use std::time::Duration;
 
-use futures_util::FutureExt;
+use futures_util::{FutureExt, StreamExt};
 use podvisor_cri::sample::{container_config, sandbox_config};
-use podvisor_cri::{ContainerState, CriError, Runtime, SandboxState};
+use podvisor_cri::{ContainerEventKind, ContainerState, CriError, Runtime, SandboxState};
 
 /// Runs `body`, then removes pod `uid` whether the body passed or panicked.
 async fn with_pod_cleanup<F: std::future::Future<Output = ()>>(uid: &str, body: F) {
@@ -201,14 +201,105 @@ async fn exec_sync_returns_output_and_exit_code() {
     .await;
 }
 
+/// containerd 1.6 does not stream container events. containerd 1.7 streams them, but hands
+/// each event to one subscriber only (containerd#7318; 2.0 broadcasts, containerd#9661):
+/// with two subscribers each gets part of the stream and together they get all of it.
+/// podvisor's PLEG is built for this (it detects the loss, `pleg/loss.rs`); the test pins
+/// the runtime behaviour, so a containerd that broadcasts is noticed.
 #[tokio::test]
-async fn containerd_1_6_does_not_stream_container_events() {
+async fn container_events_where_the_runtime_streams_and_how_subscribers_share_them() {
     let rt = common::runtime().await;
-    match rt.container_events().await {
-        Err(CriError::Unimplemented { .. }) => {}
-        Err(other) => panic!("expected Unimplemented, got {other}"),
-        Ok(_) => panic!("expected Unimplemented, got a stream"),
+    let version = rt.version().await.unwrap().runtime_version;
+    if !common::runtime_streams_events().await {
+        // The refusal is the stream's first item (opening is the stream's first step).
+        let mut stream = rt.container_events().await.unwrap();
+        match tokio::time::timeout(Duration::from_secs(5), stream.next()).await {
+            Ok(Some(Err(CriError::Unimplemented { .. }))) => return,
+            other => panic!("expected Unimplemented from containerd {version}, got {other:?}"),
+        }
     }
+    let uid = common::unique_uid("events");
+    let (first, second) = (subscribe(&rt, &uid).await, subscribe(&rt, &uid).await);
+    // The subscriptions are live once their requests reached containerd; it answers a
+    // stream's opening only with its first event, so give them a moment.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    with_pod_cleanup(&uid, async {
+        let dir = common::log_dir(&uid);
+        let sandbox = sandbox_config(&uid, "events", true, dir.to_str().unwrap());
+        let sandbox_id = rt.run_sandbox(&sandbox).await.unwrap();
+        let mut ids = Vec::new();
+        for name in ["one", "two", "three"] {
+            let config = container_config(&sandbox, name, &["/bin/sh", "-c", "exit 7"]);
+            let id = rt
+                .create_container(&sandbox_id, &config, &sandbox)
+                .await
+                .unwrap();
+            rt.start_container(&id).await.unwrap();
+            ids.push(id);
+        }
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let (first, second) = (
+            first.lock().unwrap().clone(),
+            second.lock().unwrap().clone(),
+        );
+        let wanted = [
+            ContainerEventKind::Created,
+            ContainerEventKind::Started,
+            ContainerEventKind::Stopped,
+        ];
+        for id in &ids {
+            let mut all: Vec<_> = first
+                .iter()
+                .chain(&second)
+                .filter(|(c, _)| c == id)
+                .map(|(_, k)| *k)
+                .collect();
+            all.sort_by_key(|k| wanted.iter().position(|w| w == k));
+            assert_eq!(
+                all, wanted,
+                "every event of {id} reached exactly one subscriber or both"
+            );
+        }
+        let total = ids.len() * wanted.len();
+        let of_ours = |seen: &[(String, ContainerEventKind)]| {
+            seen.iter().filter(|(c, _)| ids.contains(c)).count()
+        };
+        let (first, second) = (of_ours(&first), of_ours(&second));
+        let split = first < total && second < total;
+        if version.starts_with("1.7.") {
+            assert!(
+                split && first.len() + second.len() == total,
+                "containerd {version} split its {total} events: {} and {}",
+                first.len(),
+                second.len()
+            );
+        } else {
+            assert_eq!(
+                (first.len(), second.len()),
+                (total, total),
+                "containerd {version} broadcasts"
+            );
+        }
+    })
+    .await;
+}
+
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, ContainerEventKind)>>>;
+
+/// A subscriber collecting the events of pod `uid`'s containers in the background.
+async fn subscribe(rt: &podvisor_cri::CriRuntime, uid: &str) -> Seen {
+    let mut stream = rt.container_events().await.unwrap();
+    let seen = Seen::default();
+    let (out, uid) = (seen.clone(), uid.to_string());
+    tokio::spawn(async move {
+        while let Some(item) = stream.next().await {
+            let Ok(event) = item else { break };
+            if event.pod.as_ref().is_some_and(|p| p.uid == uid) {
+                out.lock().unwrap().push((event.container_id, event.kind));
+            }
+        }
+    });
+    seen
 }
 
 #[tokio::test]

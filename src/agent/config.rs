@@ -41,11 +41,16 @@ pub struct AgentConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Pleg {
-    /// `evented` consumes the runtime's container events and falls back to relisting
-    /// when the runtime cannot stream them (containerd 1.6 cannot).
+    /// `evented` (also `auto`) consumes the runtime's container events where the runtime
+    /// streams them and relists where it cannot (containerd 1.6 cannot); `relist` never
+    /// asks for the stream.
     pub mode: PlegMode,
-    /// Failed attempts at the event stream before falling back to relisting.
+    /// Failed attempts at the event stream in a row before falling back to relisting.
     pub stream_retries: u32,
+    /// The relist that runs beside the event stream (the normal relist period while the
+    /// stream is seen losing events).
+    #[serde(deserialize_with = "duration")]
+    pub safety_relist: Duration,
 }
 
 /// Restart policy of every supervisor in the tree.
@@ -147,6 +152,7 @@ impl Default for Pleg {
         Self {
             mode: d.mode,
             stream_retries: d.max_stream_retries,
+            safety_relist: d.safety_relist_period,
         }
     }
 }

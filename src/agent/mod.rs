@@ -128,6 +128,8 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
                     relist_period: cfg.relist_period,
                     mode: cfg.pleg.mode,
                     max_stream_retries: cfg.pleg.stream_retries,
+                    safety_relist_period: cfg.pleg.safety_relist,
+                    node: Some(node_name.clone()),
                     ..PlegConfig::default()
                 },
                 timings: Timings {

@@ -92,3 +92,12 @@ where
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// Whether the test containerd streams CRI container events: 1.6 answers
+/// `GetContainerEvents` with Unimplemented, 1.7 and later stream. CI runs the suite against
+/// both (`PODVISOR_CONTAINERD_VERSION`), so a test that asserts one behaviour or the other
+/// by this answer has both of its branches exercised.
+pub async fn runtime_streams_events() -> bool {
+    let v = runtime().await.version().await.unwrap();
+    !v.runtime_version.starts_with("1.6.")
+}

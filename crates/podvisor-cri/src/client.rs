@@ -316,15 +316,19 @@ impl CriClient {
     }
 
     /// Opens the runtime's container event stream. containerd 1.6 answers `Unimplemented`.
+    ///
+    /// A stream has no deadline, and its answer has no deadline either: a gRPC server sends
+    /// a stream's headers with its first message, so on an idle node this call returns only
+    /// when the first container event happens. Callers wanting a stream at once use
+    /// `CriRuntime::container_events`, which makes this call the stream's first step.
     pub async fn get_container_events(
         &self,
     ) -> Result<tonic::Streaming<ContainerEventResponse>, CriError> {
-        self.unary(
-            "GetContainerEvents",
-            self.timeouts.call,
-            call!(self.runtime, get_container_events, GetEventsRequest {}),
-        )
-        .await
+        let mut svc = self.runtime.clone();
+        svc.get_container_events(GetEventsRequest {})
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|status| CriError::from_status("GetContainerEvents", &self.endpoint, status))
     }
 
     pub async fn image_status(&self, image: &str) -> Result<Option<Image>, CriError> {

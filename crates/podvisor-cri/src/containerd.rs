@@ -197,12 +197,24 @@ impl Runtime for CriRuntime {
         })
     }
 
+    /// The stream is returned at once; opening it is its first step, so a runtime that
+    /// cannot stream says so as the stream's first item (and an idle runtime, which answers
+    /// only with its first event, does not look like a failed open).
     async fn container_events(&self) -> Result<EventStream, CriError> {
+        let client = self.client.clone();
         let endpoint = self.client.endpoint().to_string();
-        let stream = self.client.get_container_events().await?;
-        Ok(stream
-            .map_ok(ContainerEvent::from)
-            .map_err(move |s| CriError::from_status("GetContainerEvents", &endpoint, s))
+        let opened = async move { client.get_container_events().await };
+        Ok(futures_util::stream::once(opened)
+            .flat_map(move |opened| match opened {
+                Ok(stream) => {
+                    let endpoint = endpoint.clone();
+                    stream
+                        .map_ok(ContainerEvent::from)
+                        .map_err(move |s| CriError::from_status("GetContainerEvents", &endpoint, s))
+                        .boxed()
+                }
+                Err(e) => futures_util::stream::once(async move { Err(e) }).boxed(),
+            })
             .boxed())
     }
 }

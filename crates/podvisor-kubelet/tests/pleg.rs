@@ -9,6 +9,7 @@ use podvisor_cri::{CriError, FakeRuntime, Runtime};
 use podvisor_kubelet::pleg::{PlegConfig, PlegMode};
 use podvisor_kubelet::protocol::cache::{DeleteStatus, GetNewerThan, GetStatus};
 use podvisor_kubelet::protocol::lifecycle::{PlegEventKind::*, Reinspect, RelistNow};
+use support::start_pod_of;
 use support::*;
 use tokio::time::Instant;
 
@@ -563,8 +564,11 @@ fn evented_mode_keeps_a_slow_safety_relist() {
             },
         );
         first_relist(&h).await;
+        // The relist a second after the stream opened covers the moments before the
+        // runtime had the subscription; then only the safety relist runs.
+        tokio::time::sleep(Duration::from_secs(2)).await;
         let listed = fake.calls_of(Op::ListPods).len();
-        tokio::time::sleep(Duration::from_secs(299)).await;
+        tokio::time::sleep(Duration::from_secs(297)).await;
         assert_eq!(fake.calls_of(Op::ListPods).len(), listed, "no 1 s relists");
         tokio::time::sleep(Duration::from_secs(2)).await;
         assert_eq!(fake.calls_of(Op::ListPods).len(), listed + 1);
@@ -632,5 +636,299 @@ fn a_deleted_pod_is_forgotten_and_its_waiters_still_answered() {
         tokio::time::advance(Duration::from_millis(1)).await;
         h.pleg.send(RelistNow).await.unwrap().unwrap();
         assert!(rx.await.is_ok());
+    });
+}
+
+fn summary(h: &Harness) -> serde_json::Value {
+    h.registry.get("pleg").and_then(|a| a.state).unwrap()
+}
+
+fn evented_with(fake: &FakeRuntime, safety: Duration) -> Harness {
+    harness(
+        fake.clone(),
+        PlegConfig {
+            mode: PlegMode::Evented,
+            relist_period: Duration::from_secs(1),
+            safety_relist_period: safety,
+            ..PlegConfig::default()
+        },
+    )
+}
+
+/// Relists within `window` from now.
+async fn relists_within(fake: &FakeRuntime, window: Duration) -> usize {
+    let before = fake.calls_of(Op::ListPods).len();
+    tokio::time::sleep(window).await;
+    fake.calls_of(Op::ListPods).len() - before
+}
+
+#[test]
+fn a_stream_that_loses_an_event_is_kept_with_relisting_at_the_normal_period_beside_it() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new().with_event_stream();
+        let (_, ids) = start_pod(&fake, "u1", &["a", "b"]).await;
+        let h = evented_with(&fake, Duration::from_secs(60));
+        until("first relist", Duration::from_secs(1), || {
+            h.events.len() == 2
+        })
+        .await;
+        h.events.take();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(
+            relists_within(&fake, Duration::from_secs(20)).await == 0,
+            "safety period only"
+        );
+        // Another subscriber takes this exit's event (containerd#7318).
+        fake.lose_events(1);
+        fake.exit_container(&ids[0], 3);
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert_eq!(h.events.len(), 0, "nothing reported it yet");
+        until(
+            "the safety relist finds the death",
+            Duration::from_secs(20),
+            || h.events.len() == 1,
+        )
+        .await;
+        assert_eq!(h.events.take(), [named(ContainerDied, "a")]);
+        tokio::time::sleep(super_grace()).await;
+        let s = summary(&h);
+        assert_eq!(s["events_lost"], 1);
+        assert_eq!(s["stream_lossy"], true);
+        assert_eq!(s["stream_open"], true);
+        assert_eq!(s["mode"], "evented");
+        let n = relists_within(&fake, Duration::from_secs(10)).await;
+        assert!(
+            (9..=11).contains(&n),
+            "relisting every second beside the stream: {n}"
+        );
+        // What the stream still delivers is reported at once.
+        fake.exit_container(&ids[1], 4);
+        until("death from the stream", Duration::from_millis(100), || {
+            h.events.len() == 1
+        })
+        .await;
+        // Five minutes without a loss, and the safety period is back.
+        tokio::time::sleep(Duration::from_secs(300)).await;
+        assert_eq!(summary(&h)["stream_lossy"], false);
+        let n = relists_within(&fake, Duration::from_secs(50)).await;
+        assert!(n <= 1, "safety period again: {n}");
+    });
+}
+
+/// Longer than the loss detector's grace, so its judgement has run.
+fn super_grace() -> Duration {
+    Duration::from_secs(6)
+}
+
+#[test]
+fn events_in_flight_when_a_relist_sees_their_change_are_no_loss() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new().with_event_stream();
+        let (_, ids) = start_pod(&fake, "u1", &["a"]).await;
+        let h = evented_with(&fake, Duration::from_secs(60));
+        first_relist(&h).await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        // The relist runs first (the stream is slow), then the event arrives.
+        fake.lose_events(1);
+        fake.exit_container(&ids[0], 3);
+        h.pleg.send(RelistNow).await.unwrap().unwrap();
+        fake.remove_container(&ids[0]).await.unwrap();
+        tokio::time::sleep(super_grace()).await;
+        let s = summary(&h);
+        assert_eq!(s["events_lost"], 0, "{s}");
+        assert_eq!(s["stream_lossy"], false);
+    });
+}
+
+#[test]
+fn a_reopened_stream_is_followed_by_a_relist_that_finds_what_happened_meanwhile() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new().with_event_stream();
+        let (_, ids) = start_pod(&fake, "u1", &["job"]).await;
+        let h = evented_with(&fake, Duration::from_secs(300));
+        first_relist(&h).await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        // The runtime restarts: the stream ends, and an exit happens before it is back.
+        fake.fail_next(
+            Op::Events,
+            CriError::failed("GetContainerEvents", "connection refused"),
+        );
+        fake.fail_next(
+            Op::ListPods,
+            CriError::failed("ListPodSandbox", "connection refused"),
+        );
+        fake.end_event_streams();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        fake.exit_container(&ids[0], 5);
+        let t0 = Instant::now();
+        until(
+            "the death, found by the relist after reopening",
+            Duration::from_secs(5),
+            || h.events.len() == 1,
+        )
+        .await;
+        assert_eq!(h.events.take(), [named(ContainerDied, "job")]);
+        assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+        until("the stream back", Duration::from_secs(3), || {
+            summary(&h)["stream_open"] == true
+        })
+        .await;
+        assert_eq!(
+            fake.calls_of(Op::Events).len(),
+            3,
+            "the first stream, one failed reopening, one that worked"
+        );
+        assert_eq!(summary(&h)["stream_open"], true);
+        assert_eq!(mode_of(&h), "evented");
+        let cached = h.cache.send(GetStatus { uid: "u1".into() }).await.unwrap();
+        assert_eq!(cached.status.container("job").unwrap().exit_code, 5);
+    });
+}
+
+#[test]
+fn after_falling_back_the_stream_is_probed_and_used_once_it_works() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new().with_event_stream();
+        let (_, ids) = start_pod(&fake, "u1", &["job"]).await;
+        for _ in 0..2 {
+            fake.fail_next(
+                Op::Events,
+                CriError::failed("GetContainerEvents", "connection refused"),
+            );
+        }
+        let h = harness(
+            fake.clone(),
+            PlegConfig {
+                mode: PlegMode::Evented,
+                max_stream_retries: 2,
+                relist_period: Duration::from_secs(1),
+                stream_probe_period: Duration::from_secs(60),
+                safety_relist_period: Duration::from_secs(300),
+                ..PlegConfig::default()
+            },
+        );
+        until("relisting mode", Duration::from_secs(5), || {
+            mode_of(&h) == "relist"
+        })
+        .await;
+        until("the probe's stream", Duration::from_secs(62), || {
+            fake.calls_of(Op::Events).len() == 3
+        })
+        .await;
+        until("evented again", Duration::from_secs(2), || {
+            mode_of(&h) == "evented"
+        })
+        .await;
+        assert!(h.health.check().is_ok());
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(
+            relists_within(&fake, Duration::from_secs(30)).await == 0,
+            "safety period"
+        );
+        h.events.take();
+        fake.exit_container(&ids[0], 1);
+        until("death from the stream", Duration::from_millis(100), || {
+            h.events.len() == 1
+        })
+        .await;
+    });
+}
+
+#[test]
+fn a_runtime_that_cannot_stream_is_probed_each_period_without_leaving_relisting() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new(); // Unimplemented, like containerd 1.6
+        start_pod(&fake, "u1", &["web"]).await;
+        let h = harness(
+            fake.clone(),
+            PlegConfig {
+                mode: PlegMode::Evented,
+                relist_period: Duration::from_secs(1),
+                stream_probe_period: Duration::from_secs(60),
+                ..PlegConfig::default()
+            },
+        );
+        tokio::time::sleep(Duration::from_secs(125)).await;
+        assert_eq!(
+            fake.calls_of(Op::Events).len(),
+            3,
+            "start, and a probe a minute"
+        );
+        assert_eq!(mode_of(&h), "relist");
+        let n = relists_within(&fake, Duration::from_secs(10)).await;
+        assert!((9..=11).contains(&n), "{n}");
+    });
+}
+
+#[test]
+fn events_and_listings_of_pods_another_node_owns_are_ignored() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new().with_event_stream();
+        start_pod_of(&fake, Some("n1"), "mine", &["a"]).await;
+        let (_, theirs) = start_pod_of(&fake, Some("n2"), "theirs", &["b"]).await;
+        let h = harness(
+            fake.clone(),
+            PlegConfig {
+                mode: PlegMode::Evented,
+                node: Some("n1".into()),
+                ..PlegConfig::default()
+            },
+        );
+        until("first relist", Duration::from_secs(1), || {
+            h.events.len() == 1
+        })
+        .await;
+        assert_eq!(h.events.take(), [named(ContainerStarted, "a")]);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let inspections = fake.calls_of(Op::PodStatus).len();
+        fake.exit_container(&theirs[0], 1);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(h.events.len(), 0);
+        assert_eq!(
+            fake.calls_of(Op::PodStatus).len(),
+            inspections,
+            "not inspected"
+        );
+        let s = summary(&h);
+        assert_eq!(s["events_ignored"], 1);
+        assert_eq!(s["pods_tracked"], 1);
+        let (_, mine) = start_pod_of(&fake, Some("n1"), "mine2", &["c"]).await;
+        until("my new pod's start", Duration::from_millis(100), || {
+            h.events.len() == 1
+        })
+        .await;
+        fake.exit_container(&mine[0], 2);
+        until("my pod's death", Duration::from_millis(100), || {
+            h.events.len() == 2
+        })
+        .await;
+    });
+}
+
+#[test]
+fn a_start_seen_by_a_targeted_inspection_but_never_streamed_is_a_loss() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new().with_event_stream();
+        let h = evented_with(&fake, Duration::from_secs(300));
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        // A worker starts a pod's containers (the create's event arrives, the start's is
+        // taken by another subscriber), then asks for a re-inspection, as after a sync.
+        let sb = podvisor_cri::sample::sandbox_config("u1", "u1", false, "/logs");
+        let sandbox = fake.run_sandbox(&sb).await.unwrap();
+        let config = podvisor_cri::sample::container_config(&sb, "web", &["x"]);
+        let id = fake.create_container(&sandbox, &config, &sb).await.unwrap();
+        fake.lose_events(1);
+        fake.start_container(&id).await.unwrap();
+        h.pleg
+            .send(Reinspect { uid: "u1".into() })
+            .await
+            .unwrap()
+            .unwrap();
+        tokio::time::sleep(super_grace()).await;
+        let s = summary(&h);
+        assert_eq!(s["events_lost"], 1, "{s}");
+        assert_eq!(s["stream_lossy"], true);
+        let n = relists_within(&fake, Duration::from_secs(10)).await;
+        assert!((9..=11).contains(&n), "{n}");
     });
 }

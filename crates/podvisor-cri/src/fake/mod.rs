@@ -62,6 +62,8 @@ struct Inner {
     failures: BTreeMap<Op, VecDeque<CriError>>,
     calls: Vec<Call>,
     events: Option<broadcast::Sender<Result<ContainerEvent, CriError>>>,
+    /// Events still to be lost (`lose_events`).
+    lose_events: std::cell::Cell<usize>,
     last_ts: i64,
 }
 
@@ -94,6 +96,7 @@ impl FakeRuntime {
                 failures: BTreeMap::new(),
                 calls: Vec::new(),
                 events: None,
+                lose_events: std::cell::Cell::new(0),
                 last_ts: 0,
             })),
             epoch: Instant::now(),
@@ -112,6 +115,12 @@ impl FakeRuntime {
         if let Some(tx) = &self.lock().events {
             let _ = tx.send(Err(error));
         }
+    }
+
+    /// The next `n` events reach no stream, as when another subscriber shares the runtime's
+    /// one event channel (containerd 1.7, containerd#7318) or its buffer overflows.
+    pub fn lose_events(&self, n: usize) {
+        self.lock().lose_events.set(n);
     }
 
     /// Ends every open event stream (later `container_events` calls open new ones).
@@ -238,17 +247,21 @@ impl FakeRuntime {
 
 fn emit(inner: &Inner, container_id: &str, kind: ContainerEventKind, at: i64) {
     if let Some(tx) = &inner.events {
-        let pod = inner
+        if inner.lose_events.get() > 0 {
+            inner.lose_events.set(inner.lose_events.get() - 1);
+            return;
+        }
+        let sandbox = inner
             .state
             .containers
             .get(container_id)
-            .and_then(|c| inner.state.sandboxes.get(&c.sandbox_id))
-            .map(|s| s.status.pod.clone());
+            .and_then(|c| inner.state.sandboxes.get(&c.sandbox_id));
         let _ = tx.send(Ok(ContainerEvent {
             container_id: container_id.to_string(),
             kind,
             created_at: at,
-            pod,
+            pod: sandbox.map(|s| s.status.pod.clone()),
+            pod_labels: sandbox.map(|s| s.status.labels.clone()).unwrap_or_default(),
         }));
     }
 }

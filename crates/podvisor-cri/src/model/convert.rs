@@ -169,11 +169,16 @@ impl From<proto::ContainerEventType> for ContainerEventKind {
 impl From<proto::ContainerEventResponse> for ContainerEvent {
     fn from(e: proto::ContainerEventResponse) -> Self {
         let kind = e.container_event_type().into();
+        let (pod, pod_labels) = match e.pod_sandbox_status {
+            Some(s) => (Some(pod_ref(s.metadata).0), s.labels.into_iter().collect()),
+            None => (None, Labels::new()),
+        };
         Self {
             container_id: e.container_id,
             kind,
             created_at: e.created_at,
-            pod: e.pod_sandbox_status.map(|s| pod_ref(s.metadata).0),
+            pod,
+            pod_labels,
         }
     }
 }

@@ -199,6 +199,8 @@ pub struct ContainerEvent {
     pub created_at: i64,
     /// The pod the container belongs to, when the runtime says.
     pub pod: Option<PodRef>,
+    /// Its sandbox's labels, when the runtime says (who owns the pod: `labels::owned_by`).
+    pub pod_labels: Labels,
 }
 
 // ---- conversions from CRI messages -------------------------------------------------------

@@ -1,15 +1,26 @@
 //! Evented mode: the runtime's container event stream, its failures (counted once per
-//! stream, see `stream.rs`) and the fallback to relisting.
+//! stream, see `stream.rs`), the relists that cover what a stream cannot (before it
+//! opened, while it was down, what it lost: `loss.rs`), the fallback to relisting and the
+//! probes that bring the stream back.
+
+use std::time::Duration;
 
 use actix::prelude::*;
 use futures_util::StreamExt;
+use podvisor_core::PodUid;
 use podvisor_cri::{ContainerEvent, CriError};
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
+use super::loss::GRACE;
 use super::stream::StreamVerdict;
 use super::{Pleg, PlegMode, record_from_status, translate};
-use crate::protocol::lifecycle::PodLifecycleEvent;
+use crate::protocol::lifecycle::{PlegEventKind, PodLifecycleEvent};
+
+/// How long after opening a stream before the runtime surely has the subscription (a
+/// gRPC server answers a stream's opening only with its first item). A relist at that
+/// point covers the moments in between, and a stream that has not failed by then works.
+pub(super) const SETTLE: Duration = Duration::from_secs(1);
 
 /// An item of the event stream, tagged with the attempt it came from; `End` marks the
 /// stream's end as an item, so it is told apart from an older stream's.
@@ -19,6 +30,36 @@ pub(super) enum StreamItem {
 }
 
 impl Pleg {
+    /// Evented mode proper: the safety relist (the normal period while the stream is
+    /// lossy), the health threshold that goes with it, and the stream.
+    pub(super) fn use_stream(&mut self, ctx: &mut Context<Self>) {
+        self.mode = PlegMode::Evented;
+        let safety = self.config.safety_relist_period;
+        self.health
+            .set_threshold(self.config.health_threshold.max(safety * 2));
+        if let Some(h) = self.probe_handle.take() {
+            ctx.cancel_future(h);
+        }
+        self.fit_period(ctx);
+        if self.stream_opened.is_none() {
+            self.open_stream(ctx);
+        }
+    }
+
+    /// The relist period evented mode needs now.
+    fn fit_period(&mut self, ctx: &mut Context<Self>) {
+        let lossy = self.loss.is_lossy(Instant::now());
+        let period = if lossy {
+            self.config.relist_period
+        } else {
+            self.config.safety_relist_period
+        };
+        if self.period_now != Some(period) && self.period_now.is_some() {
+            info!(?period, lossy, "evented PLEG relists at a new period");
+        }
+        self.schedule_relists(ctx, period);
+    }
+
     pub(super) fn open_stream(&mut self, ctx: &mut Context<Self>) {
         let generation = self.stream.opening();
         let runtime = self.runtime.clone();
@@ -27,18 +68,41 @@ impl Pleg {
                 .into_actor(self)
                 .map(move |opened, act, ctx| match opened {
                     Ok(stream) if act.stream.is_current(generation) => {
-                        info!("consuming the runtime's container event stream");
-                        let tagged = stream
-                            .map(move |item| StreamItem::Event(generation, item))
-                            .chain(futures_util::stream::once(async move {
-                                StreamItem::End(generation)
-                            }));
-                        act.stream_handle = Some(ctx.add_stream(tagged));
+                        act.stream_open(ctx, generation, stream);
                     }
                     Ok(_) => {}
                     Err(e) => act.stream_failed(ctx, generation, Some(&e)),
                 }),
         );
+    }
+
+    fn stream_open(
+        &mut self,
+        ctx: &mut Context<Self>,
+        generation: u64,
+        stream: podvisor_cri::EventStream,
+    ) {
+        debug!(generation, "subscribed to the runtime's container events");
+        self.stream_opened = Some(Instant::now());
+        self.loss.forget_suspects();
+        let tagged = stream
+            .map(move |item| StreamItem::Event(generation, item))
+            .chain(futures_util::stream::once(async move {
+                StreamItem::End(generation)
+            }));
+        self.stream_handle = Some(ctx.add_stream(tagged));
+        // What happened before the subscription took effect is in no stream.
+        self.relist(ctx, None);
+        ctx.run_later(SETTLE, move |act, ctx| {
+            if !act.stream.is_current(generation) || act.stream_opened.is_none() {
+                return;
+            }
+            act.relist(ctx, None);
+            if act.mode == PlegMode::Relist {
+                info!("the runtime streams container events: evented PLEG resumes");
+                act.use_stream(ctx);
+            }
+        });
     }
 
     /// One failure of stream `generation`, however it showed (see `stream.rs`).
@@ -48,16 +112,20 @@ impl Pleg {
         generation: u64,
         error: Option<&CriError>,
     ) {
-        if self.mode != PlegMode::Evented {
+        if !self.stream.is_current(generation) {
             return;
         }
-        let verdict = self.stream.failed(generation, error);
-        if verdict == StreamVerdict::Stale {
-            return;
-        }
+        self.stream_opened = None;
         if let Some(h) = self.stream_handle.take() {
             ctx.cancel_future(h);
         }
+        if self.mode == PlegMode::Relist {
+            // A probe: relisting goes on, the next probe tries again.
+            debug!(error = ?error.map(ToString::to_string), "the event stream is still unavailable");
+            self.stream.abandon(generation);
+            return;
+        }
+        let verdict = self.stream.failed(generation, error);
         // Events may have been missed: look at everything.
         self.relist(ctx, None);
         match verdict {
@@ -65,14 +133,18 @@ impl Pleg {
                 let reason =
                     error.map_or_else(|| "the event stream ended".into(), |e| e.to_string());
                 debug!(%reason, attempt, "container event stream failed; reconnecting");
-                ctx.run_later(after, |act, ctx| act.open_stream(ctx));
+                ctx.run_later(after, |act, ctx| {
+                    if act.mode == PlegMode::Evented && act.stream_opened.is_none() {
+                        act.open_stream(ctx);
+                    }
+                });
             }
             StreamVerdict::FallBack(reason) => self.fall_back(ctx, &reason),
             StreamVerdict::Stale => {}
         }
     }
 
-    /// Leaves evented mode for good (for this instance), logged once.
+    /// Leaves evented mode, logged once, and probes the stream now and then.
     fn fall_back(&mut self, ctx: &mut Context<Self>, reason: &str) {
         if self.mode == PlegMode::Relist {
             return;
@@ -82,21 +154,50 @@ impl Pleg {
         self.health.set_threshold(self.config.health_threshold);
         let period = self.config.relist_period;
         self.schedule_relists(ctx, period);
+        let probe = self.config.stream_probe_period;
+        self.probe_handle = Some(ctx.run_interval(probe, |act, ctx| act.probe(ctx)));
     }
 
-    fn on_container_event(&mut self, event: ContainerEvent, ctx: &mut Context<Self>) {
-        let uid = event
+    /// Tries the stream again while relisting (a runtime restarted, or upgraded to one
+    /// that streams). Nothing changes until it has worked for `SETTLE`.
+    pub(super) fn probe(&mut self, ctx: &mut Context<Self>) {
+        if self.config.mode == PlegMode::Evented
+            && self.mode == PlegMode::Relist
+            && self.stream_opened.is_none()
+        {
+            self.open_stream(ctx);
+        }
+    }
+
+    /// Whose pod an event is about, or `None` when it is not this node's.
+    fn event_pod(&mut self, event: &ContainerEvent) -> Option<PodUid> {
+        let named = event
             .pod
             .as_ref()
             .map(|p| p.uid.as_str())
             .filter(|u| !u.is_empty())
-            .map(podvisor_core::PodUid::from)
-            .or_else(|| self.records.pod_of_container(&event.container_id));
-        let Some(uid) = uid else {
-            // A container of a pod never seen: a relist will find it.
-            return self.relist(ctx, None);
-        };
+            .map(PodUid::from);
+        if !event.pod_labels.is_empty() {
+            return named.filter(|_| self.owns(&event.pod_labels));
+        }
+        // The runtime did not say whose (the sandbox is gone): only a pod already known.
+        let uid = named.or_else(|| self.records.pod_of_container(&event.container_id))?;
+        (self.config.node.is_none() || self.records.contains(&uid)).then_some(uid)
+    }
+
+    fn on_container_event(&mut self, event: ContainerEvent, ctx: &mut Context<Self>) {
+        self.events_received += 1;
         let kinds = translate(event.kind);
+        self.loss
+            .delivered(&event.container_id, kinds, Instant::now());
+        let Some(uid) = self.event_pod(&event) else {
+            self.events_ignored += 1;
+            if self.config.node.is_none() && event.pod_labels.is_empty() {
+                // A container of a pod never seen: a relist will find it.
+                self.relist(ctx, None);
+            }
+            return;
+        };
         if kinds.is_empty() {
             return;
         }
@@ -136,6 +237,63 @@ impl Pleg {
             });
         ctx.wait(work);
     }
+
+    /// A relist that started at `started` found `events`: under a stream that had been
+    /// open for a while, each container change it found first is suspect.
+    pub(super) fn suspect(&mut self, events: &[PodLifecycleEvent], started: Instant) {
+        let covered = self.mode == PlegMode::Evented
+            && self
+                .stream_opened
+                .is_some_and(|opened| started > opened + SETTLE);
+        if !covered {
+            return;
+        }
+        for e in events {
+            if matches!(
+                e.kind,
+                PlegEventKind::ContainerStarted
+                    | PlegEventKind::ContainerDied
+                    | PlegEventKind::ContainerRemoved
+            ) {
+                self.loss.relist_saw(&e.id, e.kind, started);
+            }
+        }
+    }
+
+    /// After a relist or an inspection: judges the suspects once they are overdue, and
+    /// fits the period.
+    pub(super) fn after_relist(&mut self, ctx: &mut Context<Self>) {
+        if self.mode != PlegMode::Evented {
+            return;
+        }
+        if self.loss.has_suspects() && !self.judging {
+            self.judging = true;
+            ctx.run_later(GRACE, |act, ctx| {
+                act.judging = false;
+                act.judge_stream(ctx);
+            });
+        }
+        self.fit_period(ctx);
+    }
+
+    fn judge_stream(&mut self, ctx: &mut Context<Self>) {
+        let lost = self.loss.judge(Instant::now());
+        if lost > 0 {
+            warn!(
+                lost,
+                total = self.loss.lost_total(),
+                "the runtime's event stream lost container events (another GetContainerEvents \
+                 subscriber takes part of them on containerd 1.7, containerd#7318, or its \
+                 buffer overflowed); relisting at the normal period beside it"
+            );
+        }
+        if self.mode == PlegMode::Evented {
+            self.fit_period(ctx);
+        }
+        if self.loss.has_suspects() {
+            self.after_relist(ctx);
+        }
+    }
 }
 
 impl StreamHandler<StreamItem> for Pleg {
@@ -150,6 +308,9 @@ impl StreamHandler<StreamItem> for Pleg {
             StreamItem::Event(generation, Err(e)) => self.stream_failed(ctx, generation, Some(&e)),
             StreamItem::End(generation) => self.stream_failed(ctx, generation, None),
         }
+        // A stream item is no message: wake the actor once more so its mailbox publishes
+        // the summary this item changed (counters, mode) instead of at the next wake-up.
+        ctx.run_later(Duration::ZERO, |_, _| {});
     }
 
     fn finished(&mut self, _: &mut Context<Self>) {

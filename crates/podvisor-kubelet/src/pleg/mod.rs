@@ -9,14 +9,22 @@
 //! for it after a sync, so it need not wait a relist period for fresh status.
 //!
 //! Evented mode (`events.rs`) consumes the runtime's container event stream and keeps a
-//! slow safety relist; a runtime that cannot stream (containerd 1.6 answers
-//! `Unimplemented`) puts it back into relisting at once.
+//! safety relist; a runtime that cannot stream (containerd 1.6 answers `Unimplemented`)
+//! puts it back into relisting at once, and the stream is tried again now and then (and
+//! when the runtime comes back after an outage), so a runtime upgraded to one that streams
+//! is used. Every (re)opened stream is followed by a relist, which finds what happened
+//! while there was none. Relists that find changes the stream did not deliver mark it
+//! lossy (`loss.rs`): relisting then runs at the normal period beside it.
+//!
+//! With `node` set, only the runtime pods labelled as this node's are tracked: events and
+//! listings of pods another agent owns on the same runtime are ignored.
 //!
 //! Relists and inspections run in `ctx.wait`, one at a time: messages that arrive meanwhile
 //! wait their turn, so records never see two diffs interleave.
 
 mod events;
 mod health;
+mod loss;
 mod records;
 mod relist;
 mod stream;
@@ -35,6 +43,7 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 pub use health::PlegHealth;
+use loss::LossDetector;
 pub use records::PodRecords;
 use records::{record_from_status, translate};
 use stream::StreamTracker;
@@ -44,10 +53,14 @@ use crate::protocol::lifecycle::{
     PlegError, PodLifecycleEvent, Reinspect, RelistNow, RelistReport,
 };
 
+/// How the PLEG learns of changes. As a setting, `Evented` means "the runtime's event
+/// stream where the runtime has one" (`auto` is accepted for it): on a runtime that cannot
+/// stream it relists, and says `relist` in its summary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PlegMode {
     Relist,
+    #[serde(alias = "auto")]
     Evented,
 }
 
@@ -62,6 +75,10 @@ pub struct PlegConfig {
     pub safety_relist_period: Duration,
     /// Pods inspected at once during a relist.
     pub inspect_concurrency: usize,
+    /// How often a PLEG that fell back to relisting tries the event stream again.
+    pub stream_probe_period: Duration,
+    /// The node whose runtime pods are tracked (`labels::owned_by`); `None`: every pod.
+    pub node: Option<String>,
 }
 
 impl Default for PlegConfig {
@@ -69,10 +86,12 @@ impl Default for PlegConfig {
         Self {
             relist_period: Duration::from_secs(1),
             health_threshold: Duration::from_secs(180),
-            mode: PlegMode::Relist,
+            mode: PlegMode::Evented,
             max_stream_retries: 5,
-            safety_relist_period: Duration::from_secs(300),
+            safety_relist_period: Duration::from_secs(10),
             inspect_concurrency: 8,
+            stream_probe_period: Duration::from_secs(60),
+            node: None,
         }
     }
 }
@@ -99,6 +118,18 @@ pub struct Pleg {
     interval: Option<SpawnHandle>,
     stream: StreamTracker,
     stream_handle: Option<SpawnHandle>,
+    /// The timer that tries the stream again while relisting.
+    probe_handle: Option<SpawnHandle>,
+    /// Whether a judgement of the loss suspects is scheduled.
+    judging: bool,
+    /// When the current stream was opened; `None` without one.
+    stream_opened: Option<Instant>,
+    loss: LossDetector,
+    /// The period relists run at now (the safety period, or the normal one when relisting
+    /// or when the stream lost events).
+    period_now: Option<Duration>,
+    events_received: u64,
+    events_ignored: u64,
     list_failures: u32,
     /// Wall-clock time and duration (ms) of the last relist.
     last_relist: Option<(u64, f64)>,
@@ -112,6 +143,15 @@ pub struct PlegSummary {
     pub last_relist_ms: Option<f64>,
     pub pods_tracked: usize,
     pub awaiting_reinspection: usize,
+    /// Whether the event stream is open (it may be, beside relisting, while probed).
+    pub stream_open: bool,
+    /// Whether the stream lost events lately, so relisting runs at the normal period.
+    pub stream_lossy: bool,
+    pub events_received: u64,
+    /// Events for pods this node does not own.
+    pub events_ignored: u64,
+    /// Changes a relist found that the stream never delivered.
+    pub events_lost: u64,
 }
 
 impl Pleg {
@@ -135,6 +175,13 @@ impl Pleg {
             full_inspection: true,
             interval: None,
             stream_handle: None,
+            probe_handle: None,
+            judging: false,
+            stream_opened: None,
+            loss: LossDetector::default(),
+            period_now: None,
+            events_received: 0,
+            events_ignored: 0,
             list_failures: 0,
             last_relist: None,
         }
@@ -177,11 +224,15 @@ impl Pleg {
         let u = uid.clone();
         let work = async move { runtime.pod_status(u.as_str()).await }
             .into_actor(self)
-            .map(move |result, act, _| {
+            .map(move |result, act, ctx| {
                 let out = match result {
                     Ok(status) => {
                         act.records.set_one(&uid, record_from_status(&status));
                         let events = act.records.events(&uid);
+                        // A change seen here first (a container the worker just started)
+                        // is owed by the stream too.
+                        act.suspect(&events, started);
+                        act.after_relist(ctx);
                         if act.store(&uid, Ok(status), started) {
                             act.emit(&events);
                             act.records.update(&uid);
@@ -200,10 +251,23 @@ impl Pleg {
     }
 
     fn schedule_relists(&mut self, ctx: &mut Context<Self>, period: Duration) {
+        if self.period_now == Some(period) {
+            return;
+        }
         if let Some(h) = self.interval.take() {
             ctx.cancel_future(h);
         }
+        self.period_now = Some(period);
         self.interval = Some(ctx.run_interval(period, |act, ctx| act.relist(ctx, None)));
+    }
+
+    /// Whether the pod a runtime object belongs to is this node's (see `PlegConfig::node`).
+    fn owns(&self, labels: &podvisor_cri::Labels) -> bool {
+        self.config.node.as_deref().is_none_or(|node| {
+            labels
+                .get(podvisor_cri::labels::MANAGED_BY)
+                .is_some_and(|v| v == node)
+        })
     }
 }
 
@@ -225,19 +289,14 @@ impl SupervisedActor for Pleg {
                 "PLEG restarted; relisting everything"
             );
         }
-        self.relist(ctx, None);
         match self.mode {
             PlegMode::Relist => {
+                self.relist(ctx, None);
                 let period = self.config.relist_period;
                 self.schedule_relists(ctx, period);
             }
-            PlegMode::Evented => {
-                let safety = self.config.safety_relist_period;
-                self.health
-                    .set_threshold(self.config.health_threshold.max(safety * 2));
-                self.schedule_relists(ctx, safety);
-                self.open_stream(ctx);
-            }
+            // Opening the stream relists (what happened before it opened).
+            PlegMode::Evented => self.use_stream(ctx),
         }
     }
 
@@ -249,6 +308,11 @@ impl SupervisedActor for Pleg {
             last_relist_ms: self.last_relist.map(|(_, d)| (d * 1000.0).round() / 1000.0),
             pods_tracked: self.records.len(),
             awaiting_reinspection: self.reinspect.len(),
+            stream_open: self.stream_opened.is_some(),
+            stream_lossy: self.loss.is_lossy(Instant::now()),
+            events_received: self.events_received,
+            events_ignored: self.events_ignored,
+            events_lost: self.loss.lost_total(),
         }
     }
 }

@@ -269,6 +269,10 @@ impl PodRecords {
         self.pods.len()
     }
 
+    pub(crate) fn contains(&self, uid: &PodUid) -> bool {
+        self.pods.contains_key(uid)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.pods.is_empty()
     }

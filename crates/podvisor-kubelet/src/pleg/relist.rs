@@ -22,7 +22,10 @@ type Inspected = Vec<(PodUid, Vec<PodLifecycleEvent>, Result<PodStatus, CriError
 impl Pleg {
     /// Diffs a fresh listing against the records; returns the pods to inspect with their
     /// events. Pods with nothing new are settled here.
-    fn plan(&mut self, pods: Vec<podvisor_cri::Pod>) -> Todo {
+    fn plan(&mut self, mut pods: Vec<podvisor_cri::Pod>) -> Todo {
+        if let Some(node) = &self.config.node {
+            pods.retain(|p| podvisor_cri::labels::owned_by(p, node));
+        }
         self.records.set_current(pods);
         let full = self.full_inspection;
         let reinspect = &self.reinspect;
@@ -38,6 +41,7 @@ impl Pleg {
         };
         self.reinspect.clear();
         for (uid, events, result) in inspected {
+            self.suspect(&events, started);
             match result {
                 Ok(status) => {
                     if self.store(&uid, Ok(status), started) {
@@ -94,10 +98,18 @@ impl Pleg {
                 }
                 .into_actor(act)
             })
-            .map(move |result: Result<Inspected, PlegError>, act, _| {
+            .map(move |result: Result<Inspected, PlegError>, act, ctx| {
+                let recovering = act.list_failures > 0;
                 let out = result.map(|inspected| act.apply(inspected, started, clock.elapsed()));
-                if let Err(e) = &out {
-                    act.relist_failed(e);
+                match &out {
+                    Err(e) => act.relist_failed(e),
+                    Ok(_) => {
+                        act.after_relist(ctx);
+                        if recovering {
+                            // The runtime is back, perhaps restarted or upgraded.
+                            act.probe(ctx);
+                        }
+                    }
                 }
                 if let Some(done) = done {
                     let _ = done.send(out);

@@ -51,6 +51,14 @@ impl StreamTracker {
         generation == self.generation
     }
 
+    /// Stream `generation` is given up on without counting a failure (a probe made while
+    /// relisting, which the next probe repeats).
+    pub(crate) fn abandon(&mut self, generation: u64) {
+        if self.is_current(generation) {
+            self.generation += 1;
+        }
+    }
+
     /// An event arrived: the stream works, so earlier failures no longer count.
     pub(crate) fn delivered(&mut self, generation: u64) {
         if self.is_current(generation) {

@@ -6,7 +6,7 @@ use podvisor_core::PodUid;
 use podvisor_cri::CriError;
 use serde::Serialize;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub enum PlegEventKind {
     ContainerStarted,
     ContainerDied,

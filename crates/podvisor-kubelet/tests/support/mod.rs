@@ -47,6 +47,7 @@ pub struct Harness {
 /// A relist period no test reaches by accident: tests relist with `RelistNow`.
 pub fn manual() -> PlegConfig {
     PlegConfig {
+        mode: podvisor_kubelet::pleg::PlegMode::Relist,
         relist_period: Duration::from_secs(3600),
         ..PlegConfig::default()
     }
@@ -89,7 +90,21 @@ pub async fn start_pod(
     uid: &str,
     containers: &[&str],
 ) -> (String, Vec<String>) {
-    let sb = sandbox_config(uid, uid, false, "/logs");
+    start_pod_of(fake, None, uid, containers).await
+}
+
+/// `start_pod`, labelled as node `node`'s pod (`podvisor.io/managed-by`) when given.
+pub async fn start_pod_of(
+    fake: &FakeRuntime,
+    node: Option<&str>,
+    uid: &str,
+    containers: &[&str],
+) -> (String, Vec<String>) {
+    let mut sb = sandbox_config(uid, uid, false, "/logs");
+    if let Some(node) = node {
+        sb.labels
+            .insert(podvisor_cri::labels::MANAGED_BY.into(), node.into());
+    }
     let sandbox = fake.run_sandbox(&sb).await.unwrap();
     let mut ids = Vec::new();
     for name in containers {
