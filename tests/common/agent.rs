@@ -38,6 +38,11 @@ impl Agent {
 
     /// As `start`, with `extra` appended to its configuration (TOML sections).
     pub async fn start_with(node: &str, extra: &str) -> Self {
+        Self::start_configured(node, "", extra).await
+    }
+
+    /// As `start_with`, with `top` (top-level keys) put before every section.
+    pub async fn start_configured(node: &str, top: &str, extra: &str) -> Self {
         super::runtime().await; // fails with instructions if containerd is not up
         let node = format!("{node}-{}", std::process::id());
         let dir = std::env::temp_dir().join("podvisor-it").join(&node);
@@ -50,7 +55,7 @@ impl Agent {
         std::fs::write(
             &config,
             format!(
-                "node_name = \"{node}\"\nruntime_endpoint = \"{}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"{}\"\n[api]\naddress = \"127.0.0.1:{}\"\n[log]\nfilter = \"info,podvisor_kubelet=debug\"\n{extra}",
+                "{top}node_name = \"{node}\"\nruntime_endpoint = \"{}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"{}\"\n[api]\naddress = \"127.0.0.1:{}\"\n[log]\nfilter = \"info,podvisor_kubelet=debug\"\n{extra}",
                 super::endpoint(),
                 dir.join("manifests").display(),
                 dir.join("state").display(),
@@ -213,6 +218,16 @@ impl Agent {
             .expect("the agent wrote its token")
             .trim()
             .to_string()
+    }
+
+    /// An actor's summary, as the debug endpoint serves it (`null` if it has none yet).
+    pub async fn actor_state(&self, id: &str) -> serde_json::Value {
+        let body =
+            podvisor_debug::client::get(&self.endpoint, &format!("/debug/actors/{id}"), None)
+                .await
+                .expect("the actor's entry");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        v["state"].clone()
     }
 
     pub fn log_tail(&self, n: usize) -> String {

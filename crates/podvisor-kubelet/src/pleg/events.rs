@@ -12,7 +12,7 @@ use podvisor_cri::{ContainerEvent, CriError};
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
-use super::loss::GRACE;
+use super::loss::{GRACE, Times};
 use super::stream::StreamVerdict;
 use super::{Pleg, PlegMode, record_from_status, translate};
 use crate::protocol::lifecycle::{PlegEventKind, PodLifecycleEvent};
@@ -84,6 +84,8 @@ impl Pleg {
     ) {
         debug!(generation, "subscribed to the runtime's container events");
         self.stream_opened = Some(Instant::now());
+        self.stream_live_ns =
+            Some(podvisor_core::time::now_unix_ms() as i64 * 1_000_000 + SETTLE.as_nanos() as i64);
         self.loss.forget_suspects();
         let tagged = stream
             .map(move |item| StreamItem::Event(generation, item))
@@ -116,6 +118,7 @@ impl Pleg {
             return;
         }
         self.stream_opened = None;
+        self.stream_live_ns = None;
         if let Some(h) = self.stream_handle.take() {
             ctx.cancel_future(h);
         }
@@ -190,6 +193,14 @@ impl Pleg {
         let kinds = translate(event.kind);
         self.loss
             .delivered(&event.container_id, kinds, Instant::now());
+        if event.kind == podvisor_cri::ContainerEventKind::Created {
+            let times = Times {
+                id: event.container_id.clone(),
+                ..Times::default()
+            };
+            self.loss
+                .check_sequence(event.kind, &times, 0, Instant::now());
+        }
         let Some(uid) = self.event_pod(&event) else {
             self.events_ignored += 1;
             if self.config.node.is_none() && event.pod_labels.is_empty() {
@@ -206,7 +217,7 @@ impl Pleg {
         let u = uid.clone();
         let work = async move { runtime.pod_status(u.as_str()).await }
             .into_actor(self)
-            .map(move |result, act, _| match result {
+            .map(move |result, act, ctx| match result {
                 Ok(status) => {
                     let name = status
                         .containers
@@ -215,6 +226,7 @@ impl Pleg {
                         .map(|c| c.name.clone())
                         .or_else(|| act.records.container_name(&uid, &event.container_id))
                         .unwrap_or_default();
+                    act.check_sequence(event.kind, &event.container_id, &status, ctx);
                     act.records.set_one(&uid, record_from_status(&status));
                     act.records.update(&uid);
                     if act.store(&uid, Ok(status), started) {
@@ -236,6 +248,32 @@ impl Pleg {
                 }
             });
         ctx.wait(work);
+    }
+
+    /// Whether the stream skipped a step of this container's life (see `loss.rs`).
+    fn check_sequence(
+        &mut self,
+        kind: podvisor_cri::ContainerEventKind,
+        id: &str,
+        status: &podvisor_cri::PodStatus,
+        ctx: &mut Context<Self>,
+    ) {
+        let times = status.containers.iter().find(|c| c.id == id).map_or_else(
+            || Times {
+                id: id.to_string(),
+                ..Times::default()
+            },
+            Times::from,
+        );
+        let Some(live) = self.stream_live_ns else {
+            return;
+        };
+        if self.loss.check_sequence(kind, &times, live, Instant::now()) {
+            self.report_loss(1);
+            if self.mode == PlegMode::Evented {
+                self.fit_period(ctx);
+            }
+        }
     }
 
     /// A relist that started at `started` found `events`: under a stream that had been
@@ -276,16 +314,20 @@ impl Pleg {
         self.fit_period(ctx);
     }
 
+    fn report_loss(&self, lost: usize) {
+        warn!(
+            lost,
+            total = self.loss.lost_total(),
+            "the runtime's event stream lost container events (another GetContainerEvents \
+             subscriber takes part of them on containerd 1.7, containerd#7318, or its \
+             buffer overflowed); relisting at the normal period beside it"
+        );
+    }
+
     fn judge_stream(&mut self, ctx: &mut Context<Self>) {
         let lost = self.loss.judge(Instant::now());
         if lost > 0 {
-            warn!(
-                lost,
-                total = self.loss.lost_total(),
-                "the runtime's event stream lost container events (another GetContainerEvents \
-                 subscriber takes part of them on containerd 1.7, containerd#7318, or its \
-                 buffer overflowed); relisting at the normal period beside it"
-            );
+            self.report_loss(lost);
         }
         if self.mode == PlegMode::Evented {
             self.fit_period(ctx);

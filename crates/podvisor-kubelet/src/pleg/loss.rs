@@ -15,6 +15,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use podvisor_cri::ContainerEventKind;
+
 use crate::protocol::lifecycle::PlegEventKind;
 
 /// A container and what happened to it.
@@ -32,6 +34,8 @@ pub(crate) struct LossDetector {
     suspects: HashMap<Change, Instant>,
     /// Changes the stream delivered lately, with when.
     recent: HashMap<Change, Instant>,
+    /// Which of a container's events this stream delivered (bits), since when.
+    sequences: HashMap<String, (u8, Instant)>,
     last_loss: Option<Instant>,
     lost_total: u64,
 }
@@ -87,8 +91,75 @@ impl LossDetector {
     /// A new stream: what the old one may have lost says nothing of it.
     pub(crate) fn forget_suspects(&mut self) {
         self.suspects.clear();
+        self.sequences.clear();
+    }
+
+    /// Checks an event against the container's earlier events on this stream, which must
+    /// come in order: created, started, stopped. A step missing that happened after the
+    /// stream was live (`live_ns`, CRI nanoseconds) was lost. This catches a shared stream
+    /// at the first container's start, before any relist could.
+    pub(crate) fn check_sequence(
+        &mut self,
+        event: ContainerEventKind,
+        container: &Times,
+        live_ns: i64,
+        now: Instant,
+    ) -> bool {
+        if event == ContainerEventKind::Deleted {
+            self.sequences.remove(&container.id);
+            return false;
+        }
+        let seen = self
+            .sequences
+            .entry(container.id.clone())
+            .or_insert((0, now));
+        let missing_created = seen.0 & CREATED == 0 && container.created_at > live_ns;
+        let missing_started = event == ContainerEventKind::Stopped
+            && seen.0 & STARTED == 0
+            && container.started_at > live_ns;
+        seen.0 |= match event {
+            ContainerEventKind::Created => CREATED,
+            ContainerEventKind::Started => CREATED | STARTED,
+            _ => CREATED | STARTED | STOPPED,
+        };
+        let lost = match event {
+            ContainerEventKind::Created => false,
+            _ => missing_created || missing_started,
+        };
+        if lost {
+            self.last_loss = Some(now);
+            self.lost_total += 1;
+        }
+        // A container whose deletion was never streamed is forgotten after a while.
+        self.sequences
+            .retain(|_, (_, since)| now.saturating_duration_since(*since) < FORGET);
+        lost
     }
 }
+
+/// A container's id and lifecycle times (CRI nanoseconds), as its inspection says.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Times {
+    pub(crate) id: String,
+    pub(crate) created_at: i64,
+    pub(crate) started_at: i64,
+}
+
+impl From<&podvisor_cri::ContainerStatus> for Times {
+    fn from(c: &podvisor_cri::ContainerStatus) -> Self {
+        Self {
+            id: c.id.clone(),
+            created_at: c.created_at,
+            started_at: c.started_at,
+        }
+    }
+}
+
+const CREATED: u8 = 1;
+const STARTED: u8 = 2;
+const STOPPED: u8 = 4;
+/// How long a container's event history is kept without its deletion.
+const FORGET: Duration = Duration::from_secs(3600);
 
 #[cfg(test)]
 mod tests {
@@ -145,6 +216,48 @@ mod tests {
         d.relist_saw("c1", Died, t0);
         d.relist_saw("c1", Died, t0 + GRACE - Duration::from_millis(1));
         assert_eq!(d.judge(t0 + GRACE), 1);
+    }
+
+    fn container(created: i64, started: i64) -> Times {
+        Times {
+            id: "c1".into(),
+            created_at: created,
+            started_at: started,
+        }
+    }
+
+    #[test]
+    fn a_container_whose_start_was_not_streamed_shows_a_loss_when_it_stops() {
+        use ContainerEventKind::*;
+        let t0 = Instant::now();
+        let mut d = LossDetector::default();
+        let c = container(100, 200);
+        assert!(!d.check_sequence(Created, &c, 50, t0));
+        assert!(d.check_sequence(Stopped, &c, 50, t0), "its start was lost");
+        assert!(d.is_lossy(t0));
+        assert_eq!(d.lost_total(), 1);
+    }
+
+    #[test]
+    fn a_complete_sequence_or_steps_before_the_stream_are_no_loss() {
+        use ContainerEventKind::*;
+        let t0 = Instant::now();
+        let mut d = LossDetector::default();
+        let c = container(100, 200);
+        for e in [Created, Started, Stopped, Deleted] {
+            assert!(!d.check_sequence(e, &c, 50, t0), "{e:?}");
+        }
+        // Created and started before the stream was live: only its stop can be streamed.
+        let old = container(10, 20);
+        assert!(!d.check_sequence(Stopped, &old, 50, t0));
+        assert!(!d.is_lossy(t0));
+    }
+
+    #[test]
+    fn a_start_without_its_creation_is_a_loss() {
+        let t0 = Instant::now();
+        let mut d = LossDetector::default();
+        assert!(d.check_sequence(ContainerEventKind::Started, &container(100, 200), 50, t0));
     }
 
     #[test]

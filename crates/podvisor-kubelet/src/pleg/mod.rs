@@ -124,6 +124,8 @@ pub struct Pleg {
     judging: bool,
     /// When the current stream was opened; `None` without one.
     stream_opened: Option<Instant>,
+    /// When the current stream surely had the subscription, in CRI nanoseconds.
+    stream_live_ns: Option<i64>,
     loss: LossDetector,
     /// The period relists run at now (the safety period, or the normal one when relisting
     /// or when the stream lost events).
@@ -178,6 +180,7 @@ impl Pleg {
             probe_handle: None,
             judging: false,
             stream_opened: None,
+            stream_live_ns: None,
             loss: LossDetector::default(),
             period_now: None,
             events_received: 0,

@@ -11,8 +11,16 @@ use std::time::Duration;
 
 use podvisor_cri::CriError;
 
-/// How long to wait before opening the stream again after a failure.
-pub(crate) const RETRY_DELAY: Duration = Duration::from_secs(1);
+/// How long to wait before opening the stream again after the first failure; it doubles
+/// with each failure in a row, so the default five attempts span about 15 s: a runtime
+/// restart (a service manager restarting containerd with many shims takes seconds) is
+/// ridden out without leaving evented mode.
+pub(crate) const RETRY_DELAY: Duration = Duration::from_millis(500);
+
+/// The wait before attempt `attempt + 1`, after `attempt` failures in a row.
+pub(crate) fn retry_delay(attempt: u32) -> Duration {
+    RETRY_DELAY * 2u32.saturating_pow(attempt.saturating_sub(1).min(4))
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum StreamVerdict {
@@ -85,7 +93,7 @@ impl StreamTracker {
         } else {
             StreamVerdict::Retry {
                 attempt: self.failures,
-                after: RETRY_DELAY,
+                after: retry_delay(self.failures),
             }
         }
     }
@@ -118,7 +126,7 @@ mod tests {
             t.failed(g2, None),
             StreamVerdict::Retry {
                 attempt: 2,
-                after: RETRY_DELAY
+                after: RETRY_DELAY * 2
             }
         );
     }
@@ -140,6 +148,12 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn the_wait_doubles_per_failure_up_to_eight_seconds() {
+        let waits: Vec<_> = (1..=7).map(|a| retry_delay(a).as_millis()).collect();
+        assert_eq!(waits, [500, 1000, 2000, 4000, 8000, 8000, 8000]);
     }
 
     #[test]

@@ -1,0 +1,168 @@
+//! The agent's PLEG against containerd as it is: on containerd 1.7 (which streams CRI
+//! container events) changes come from the event stream, with relisting slowed to 30 s so
+//! a relist cannot be what reports them; on containerd 1.6 (which cannot stream) the agent
+//! relists every second. CI runs this file against both; each test asserts the behaviour
+//! of the runtime it finds.
+//!
+//! One agent at a time: containerd 1.7 hands each event to one subscriber only
+//! (containerd#7318), so agents running side by side would take each other's events (what
+//! the PLEG does about that is tested on the fake runtime). Test binaries run one after
+//! another, so within this one, the agent under test is the only subscriber.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::agent::Agent;
+use k8s_openapi::api::core::v1::Pod;
+
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Starts an agent; where the runtime streams, relisting is slowed to 30 s.
+async fn agent(node: &str) -> (Agent, bool) {
+    let streams = common::runtime_streams_events().await;
+    let a = if streams {
+        let top = "relist_period = \"30s\"\n";
+        Agent::start_configured(node, top, "[pleg]\nsafety_relist = \"30s\"\n").await
+    } else {
+        Agent::start(node).await
+    };
+    (a, streams)
+}
+
+/// Waits until the PLEG is in the mode the runtime allows, with the stream open or not.
+async fn expect_mode(a: &Agent, streams: bool) -> serde_json::Value {
+    let mode = if streams { "evented" } else { "relist" };
+    let limit = Duration::from_secs(5);
+    let t0 = std::time::Instant::now();
+    loop {
+        let s = a.actor_state("pleg").await;
+        if s["mode"] == mode && s["stream_open"] == streams {
+            eprintln!("{}: pleg {s}", a.node);
+            return s;
+        }
+        assert!(t0.elapsed() < limit, "PLEG not in {mode} mode: {s}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn terminated(p: &Pod, container: &str) -> Option<i32> {
+    let cs = p.status.as_ref()?.container_statuses.as_ref()?;
+    let c = cs.iter().find(|c| c.name == container)?;
+    Some(c.state.as_ref()?.terminated.as_ref()?.exit_code)
+}
+
+fn restarts(p: &Pod, container: &str) -> Option<(i32, Option<i32>)> {
+    let cs = p.status.as_ref()?.container_statuses.as_ref()?;
+    let c = cs.iter().find(|c| c.name == container)?;
+    let last = c
+        .last_state
+        .as_ref()
+        .and_then(|s| s.terminated.as_ref())
+        .map(|t| t.exit_code);
+    Some((c.restart_count, last))
+}
+
+fn pod(name: &str, restart: &str, script: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n  restartPolicy: {restart}\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: main\n    image: localhost/podvisor/busybox:test\n    command: [sh, -c, \"{script}\"]\n"
+    )
+}
+
+#[tokio::test]
+async fn an_exit_code_reaches_the_api_from_the_event_stream() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let (a, streams) = agent("evexit").await;
+    expect_mode(&a, streams).await;
+    a.write("exit7.yaml", &pod("exit7", "Never", "sleep 2; exit 7"));
+    // Where the runtime streams, 15 s is well inside the 30 s relist: only the stream
+    // can report it; on 1.6 the 1 s relist does.
+    let p = a
+        .wait_pod("exit7", "terminated with 7", Duration::from_secs(15), |p| {
+            terminated(p, "main").is_some()
+        })
+        .await;
+    assert_eq!(terminated(&p, "main"), Some(7));
+    assert_eq!(p.status.unwrap().phase.as_deref(), Some("Failed"));
+    let s = expect_mode(&a, streams).await;
+    if streams {
+        assert!(s["events_received"].as_u64().unwrap() >= 3, "{s}");
+    }
+}
+
+#[tokio::test]
+async fn a_container_killed_from_outside_is_seen_and_restarted() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let (a, streams) = agent("evkill").await;
+    expect_mode(&a, streams).await;
+    a.write("victim.yaml", &pod("victim", "Always", "sleep 3600"));
+    a.wait_pod("victim", "running", Duration::from_secs(20), |p| {
+        p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+    })
+    .await;
+    let uid = a.static_uid("victim").await.unwrap();
+    let id = a
+        .runtime_pods()
+        .await
+        .into_iter()
+        .find(|p| p.pod.uid == uid)
+        .and_then(|p| p.containers.first().map(|c| c.id.clone()))
+        .expect("the victim's container");
+    // SIGKILL through containerd's own CLI, past podvisor.
+    let sock = common::endpoint().trim_start_matches("unix://").to_string();
+    let killed = Command::new("ctr")
+        .args([
+            "-a", &sock, "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", &id,
+        ])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let p = a
+        .wait_pod("victim", "restarted once", Duration::from_secs(15), |p| {
+            restarts(p, "main").is_some_and(|(n, _)| n >= 1)
+        })
+        .await;
+    assert_eq!(restarts(&p, "main"), Some((1, Some(137))));
+}
+
+#[tokio::test]
+async fn pods_another_agent_owns_are_neither_tracked_nor_inspected() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let (a, streams) = agent("evmine").await;
+    let rt = common::runtime().await;
+    a.write("mine.yaml", &pod("mine", "Always", "sleep 3600"));
+    a.wait_pod("mine", "running", Duration::from_secs(20), |p| {
+        p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+    })
+    .await;
+    // A pod made through CRI directly, with no podvisor owner, whose container exits.
+    let uid = common::unique_uid("foreign");
+    let dir = common::log_dir(&uid);
+    let sandbox =
+        podvisor_cri::sample::sandbox_config(&uid, "foreign", true, dir.to_str().unwrap());
+    let result = async {
+        use podvisor_cri::Runtime;
+        let sandbox_id = rt.run_sandbox(&sandbox).await.unwrap();
+        let config =
+            podvisor_cri::sample::container_config(&sandbox, "x", &["/bin/sh", "-c", "exit 1"]);
+        let id = rt
+            .create_container(&sandbox_id, &config, &sandbox)
+            .await
+            .unwrap();
+        rt.start_container(&id).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let s = expect_mode(&a, streams).await;
+        assert_eq!(s["pods_tracked"], 1, "only its own pod: {s}");
+        if streams {
+            // Its events arrive (all, or the part containerd#7318 leaves this subscriber)
+            // and are counted as ignored.
+            assert!(s["events_ignored"].as_u64().unwrap() >= 1, "{s}");
+        }
+    };
+    let outcome = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(result)).await;
+    common::remove_pod(&rt, &uid).await;
+    if let Err(p) = outcome {
+        std::panic::resume_unwind(p);
+    }
+}
