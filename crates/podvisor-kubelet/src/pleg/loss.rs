@@ -58,6 +58,10 @@ impl LossDetector {
             self.suspects.remove(&change);
             self.recent.insert(change, now);
         }
+        // Only the last `GRACE` matters: a busy stream must not grow this without bound.
+        if self.recent.len() > RECENT_PRUNE_AT {
+            self.recent.retain(|_, at| *at + GRACE > now);
+        }
     }
 
     /// Whether suspects wait for a judgement.
@@ -154,6 +158,9 @@ impl From<&podvisor_cri::ContainerStatus> for Times {
         }
     }
 }
+
+/// Size of the recent-events map above which old entries are dropped on insertion.
+const RECENT_PRUNE_AT: usize = 4096;
 
 const CREATED: u8 = 1;
 const STARTED: u8 = 2;
@@ -258,6 +265,17 @@ mod tests {
         let t0 = Instant::now();
         let mut d = LossDetector::default();
         assert!(d.check_sequence(ContainerEventKind::Started, &container(100, 200), 50, t0));
+    }
+
+    #[test]
+    fn recent_events_are_pruned_on_a_busy_stream() {
+        let t0 = Instant::now();
+        let mut d = LossDetector::default();
+        for i in 0..=RECENT_PRUNE_AT {
+            d.delivered(&format!("c{i}"), &[Died], t0);
+        }
+        d.delivered("late", &[Died], t0 + GRACE);
+        assert_eq!(d.recent.len(), 1, "only the one within the grace is kept");
     }
 
     #[test]
