@@ -615,7 +615,10 @@ async fn following_a_log_ends_when_the_container_does() {
         .await
         .expect("the follow ends by itself");
     assert_eq!(body, "line 1\nline 2\nline 3\n", "{}", agent.log_tail(20));
-    assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
+    // Bounded by when the agent sees the exit: a relist (1 s) on containerd 1.6; on 1.7 the
+    // event, or, when other agents on the same containerd took it (containerd#7318, as in
+    // this test suite), the 10 s safety relist.
+    assert!(t0.elapsed() < Duration::from_secs(16), "{:?}", t0.elapsed());
 
     // The same manifest removed once the pod completed, then written again: the same UID
     // runs anew, and its log holds only the new run (not appended to the old file).
