@@ -166,3 +166,57 @@ async fn pods_another_agent_owns_are_neither_tracked_nor_inspected() {
         std::panic::resume_unwind(p);
     }
 }
+
+/// containerd 1.7 hands each event to one subscriber only (containerd#7318): with another
+/// subscriber draining the stream (as `crictl events` would), the agent misses events.
+/// It must notice (the stream marked lossy, `events_lost` counted) and still report every
+/// exit, through relisting. On containerd 1.6 the other subscription is refused and the
+/// agent relists as always.
+#[tokio::test]
+async fn a_stream_shared_with_another_subscriber_is_noticed_and_no_exit_is_missed() {
+    use futures_util::StreamExt;
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let rt = common::runtime().await;
+    let mut other = podvisor_cri::Runtime::container_events(&rt).await.unwrap();
+    let taken = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = taken.clone();
+    let drain = tokio::spawn(async move {
+        while let Some(Ok(_)) = other.next().await {
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    let (a, streams) = agent("evshare").await;
+    expect_mode(&a, streams).await;
+    tokio::time::sleep(Duration::from_secs(2)).await; // the agent's subscription is live
+    for i in 0..4 {
+        let name = format!("share{i}");
+        let script = format!("sleep 2; exit {}", 10 + i);
+        a.write(&format!("{name}.yaml"), &pod(&name, "Never", &script));
+    }
+    for i in 0..4 {
+        // A lost exit is found by the relist (every 30 s here where the runtime streams).
+        let p = a
+            .wait_pod(
+                &format!("share{i}"),
+                "its exit",
+                Duration::from_secs(50),
+                |p| terminated(p, "main").is_some(),
+            )
+            .await;
+        assert_eq!(terminated(&p, "main"), Some(10 + i));
+    }
+    let s = a.actor_state("pleg").await;
+    eprintln!("{}: pleg {s}", a.node);
+    if streams {
+        assert!(
+            taken.load(std::sync::atomic::Ordering::Relaxed) > 0,
+            "the other subscriber took events"
+        );
+        assert!(s["events_lost"].as_u64().unwrap() >= 1, "{s}");
+        assert_eq!(s["stream_lossy"], true, "{s}");
+        assert_eq!(s["stream_open"], true, "still consumed: {s}");
+    } else {
+        assert_eq!(s["mode"], "relist", "{s}");
+    }
+    drain.abort();
+}

@@ -2,6 +2,7 @@
 //! (the same calls podvisor makes, issued directly), so every benchmark can measure its
 //! figure and the floor side by side in one run.
 
+pub mod agent;
 pub mod alloc;
 pub mod cpu;
 pub mod floor;

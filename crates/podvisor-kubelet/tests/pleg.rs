@@ -496,12 +496,7 @@ fn evented_mode_falls_back_after_the_configured_failed_attempts() {
     paused_system().block_on(async {
         let fake = FakeRuntime::new().with_event_stream();
         start_pod(&fake, "u1", &["web"]).await;
-        for _ in 0..3 {
-            fake.fail_next(
-                Op::Events,
-                CriError::failed("GetContainerEvents", "connection refused"),
-            );
-        }
+        refuse_streams(&fake, 3);
         let h = harness(
             fake.clone(),
             PlegConfig {
@@ -790,12 +785,7 @@ fn after_falling_back_the_stream_is_probed_and_used_once_it_works() {
     paused_system().block_on(async {
         let fake = FakeRuntime::new().with_event_stream();
         let (_, ids) = start_pod(&fake, "u1", &["job"]).await;
-        for _ in 0..2 {
-            fake.fail_next(
-                Op::Events,
-                CriError::failed("GetContainerEvents", "connection refused"),
-            );
-        }
+        refuse_streams(&fake, 2);
         let h = harness(
             fake.clone(),
             PlegConfig {
@@ -931,4 +921,14 @@ fn a_start_seen_by_a_targeted_inspection_but_never_streamed_is_a_loss() {
         let n = relists_within(&fake, Duration::from_secs(10)).await;
         assert!((9..=11).contains(&n), "{n}");
     });
+}
+
+/// The next `n` attempts to open the event stream fail, as against a runtime that is down.
+fn refuse_streams(fake: &FakeRuntime, n: usize) {
+    for _ in 0..n {
+        fake.fail_next(
+            Op::Events,
+            CriError::failed("GetContainerEvents", "connection refused"),
+        );
+    }
 }

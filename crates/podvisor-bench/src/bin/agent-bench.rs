@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
@@ -66,33 +66,16 @@ struct AgentProcess {
 
 impl AgentProcess {
     fn start(bin: &Path, dir: &Path, runtime: &str) -> anyhow::Result<Self> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
+        let port = podvisor_bench::agent::free_port()?;
         let manifests = dir.join("manifests");
-        for sub in ["manifests", "state", "logs"] {
-            std::fs::create_dir_all(dir.join(sub))?;
-        }
-        let config = dir.join("podvisor.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "node_name = \"{NODE}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"127.0.0.1:{port}\"\n[log]\nformat = \"json\"\nfilter = \"warn,podvisor_kubelet::status_manager=info\"\n",
-                manifests.display(),
-                dir.join("state").display(),
-                dir.join("logs").display(),
-            ),
-        )?;
+        let config = format!(
+            "node_name = \"{NODE}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"127.0.0.1:{port}\"\n[log]\nformat = \"json\"\nfilter = \"warn,podvisor_kubelet::status_manager=info\"\n",
+            manifests.display(),
+            dir.join("state").display(),
+            dir.join("logs").display(),
+        );
+        let child = podvisor_bench::agent::spawn(bin, dir, &config)?;
         let log_path = dir.join("agent.log");
-        let log = std::fs::File::create(&log_path)?;
-        let child = Command::new(bin)
-            .args(["run", "--config"])
-            .arg(&config)
-            .env_remove("PODVISOR_LOG")
-            .stdout(Stdio::from(log.try_clone()?))
-            .stderr(Stdio::from(log))
-            .spawn()
-            .with_context(|| format!("cannot run {}", bin.display()))?;
         Ok(Self {
             child,
             api: format!("http://127.0.0.1:{port}"),

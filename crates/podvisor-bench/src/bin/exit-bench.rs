@@ -18,11 +18,11 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 use clap::Parser;
 use podvisor_bench::procstat;
 use podvisor_bench::stats::{Samples, Summary};
@@ -66,30 +66,14 @@ impl Agent {
     fn start(bin: &Path, runtime: &str, node: &str, pleg: &str) -> anyhow::Result<Self> {
         let dir = std::env::temp_dir().join("podvisor-exit-bench").join(node);
         let _ = std::fs::remove_dir_all(&dir);
-        for sub in ["manifests", "state", "logs"] {
-            std::fs::create_dir_all(dir.join(sub))?;
-        }
-        let port = || -> anyhow::Result<u16> {
-            Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-                .local_addr()?
-                .port())
-        };
+        let port = podvisor_bench::agent::free_port;
         let config = format!(
             "node_name = \"{node}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{d}/manifests\"\nstate_dir = \"{d}/state\"\npod_log_dir = \"{d}/logs\"\n[allocatable]\npods = 200\n[pleg]\nmode = \"{pleg}\"\n[debug]\naddress = \"127.0.0.1:{}\"\n[api]\naddress = \"127.0.0.1:{}\"\n[log]\nformat = \"json\"\nfilter = \"warn\"\n",
             port()?,
             port()?,
             d = dir.display(),
         );
-        std::fs::write(dir.join("podvisor.toml"), config)?;
-        let log = std::fs::File::create(dir.join("agent.log"))?;
-        let child = Command::new(bin)
-            .args(["run", "--config"])
-            .arg(dir.join("podvisor.toml"))
-            .env_remove("PODVISOR_LOG")
-            .stdout(Stdio::from(log.try_clone()?))
-            .stderr(Stdio::from(log))
-            .spawn()
-            .with_context(|| format!("cannot run {}", bin.display()))?;
+        let child = podvisor_bench::agent::spawn(bin, &dir, &config)?;
         Ok(Self {
             child,
             node: node.to_string(),

@@ -193,14 +193,6 @@ impl Pleg {
         let kinds = translate(event.kind);
         self.loss
             .delivered(&event.container_id, kinds, Instant::now());
-        if event.kind == podvisor_cri::ContainerEventKind::Created {
-            let times = Times {
-                id: event.container_id.clone(),
-                ..Times::default()
-            };
-            self.loss
-                .check_sequence(event.kind, &times, 0, Instant::now());
-        }
         let Some(uid) = self.event_pod(&event) else {
             self.events_ignored += 1;
             if self.config.node.is_none() && event.pod_labels.is_empty() {
@@ -210,6 +202,14 @@ impl Pleg {
             return;
         };
         if kinds.is_empty() {
+            // A creation: nothing to report, but the start that follows must not be the
+            // first this stream says of the container (see `loss.rs`).
+            let times = Times {
+                id: event.container_id.clone(),
+                ..Times::default()
+            };
+            self.loss
+                .check_sequence(event.kind, &times, 0, Instant::now());
             return;
         }
         let started = Instant::now();

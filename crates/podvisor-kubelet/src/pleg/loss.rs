@@ -59,7 +59,7 @@ impl LossDetector {
             self.recent.insert(change, now);
         }
         // Only the last `GRACE` matters: a busy stream must not grow this without bound.
-        if self.recent.len() > RECENT_PRUNE_AT {
+        if self.recent.len() > PRUNE_AT {
             self.recent.retain(|_, at| *at + GRACE > now);
         }
     }
@@ -134,9 +134,12 @@ impl LossDetector {
             self.last_loss = Some(now);
             self.lost_total += 1;
         }
-        // A container whose deletion was never streamed is forgotten after a while.
-        self.sequences
-            .retain(|_, (_, since)| now.saturating_duration_since(*since) < FORGET);
+        // A container whose deletion was never streamed is forgotten after a while (looked
+        // at only once the map is large: this runs for every event).
+        if self.sequences.len() > PRUNE_AT {
+            self.sequences
+                .retain(|_, (_, since)| now.saturating_duration_since(*since) < FORGET);
+        }
         lost
     }
 }
@@ -159,8 +162,8 @@ impl From<&podvisor_cri::ContainerStatus> for Times {
     }
 }
 
-/// Size of the recent-events map above which old entries are dropped on insertion.
-const RECENT_PRUNE_AT: usize = 4096;
+/// Size of a map above which its stale entries are dropped on insertion.
+const PRUNE_AT: usize = 4096;
 
 const CREATED: u8 = 1;
 const STARTED: u8 = 2;
@@ -271,7 +274,7 @@ mod tests {
     fn recent_events_are_pruned_on_a_busy_stream() {
         let t0 = Instant::now();
         let mut d = LossDetector::default();
-        for i in 0..=RECENT_PRUNE_AT {
+        for i in 0..=PRUNE_AT {
             d.delivered(&format!("c{i}"), &[Died], t0);
         }
         d.delivered("late", &[Died], t0 + GRACE);
