@@ -173,7 +173,7 @@ pub fn facts(
         allocatable_cpu_milli: alloc.cpu_milli,
         allocatable_memory_bytes: alloc.memory_bytes,
         runtime_version,
-        agent_version: concat!("v1.33.0-podvisor-", env!("CARGO_PKG_VERSION")).to_string(),
+        agent_version: podvisor_core::version::GIT_VERSION.to_string(),
         // Validated with the config.
         taints: cfg
             .node

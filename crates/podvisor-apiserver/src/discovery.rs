@@ -17,9 +17,9 @@ const VERBS: [&str; 8] = [
 
 pub fn version() -> Value {
     json!({
-        "major": "1",
-        "minor": "33",
-        "gitVersion": concat!("v1.33.0-podvisor-", env!("CARGO_PKG_VERSION")),
+        "major": podvisor_core::version::MAJOR,
+        "minor": podvisor_core::version::MINOR,
+        "gitVersion": podvisor_core::version::GIT_VERSION,
         "gitCommit": "",
         "gitTreeState": "clean",
         "buildDate": "",

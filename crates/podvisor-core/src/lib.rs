@@ -20,6 +20,7 @@ pub mod taints;
 pub mod time;
 pub mod uid;
 pub mod validation;
+pub mod version;
 
 pub use event::EventType;
 pub use grace::GracePeriod;
