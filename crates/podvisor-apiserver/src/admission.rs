@@ -55,7 +55,7 @@ fn unknown_fields(input: &Value, typed: &Value, path: &str, out: &mut Vec<String
 /// kube-apiserver does; otherwise admission drops them.
 pub fn strict(res: &Resource, input: &Value) -> Result<(), ApiError> {
     let mut typed_form = input.clone();
-    admit_typed(res, &mut typed_form, "")?;
+    admit_typed(res, &mut typed_form, "", None)?;
     let mut unknown = Vec::new();
     unknown_fields(input, &typed_form, "", &mut unknown);
     match unknown.as_slice() {
@@ -123,7 +123,12 @@ fn check_name(res: &Resource, v: &Value) -> Result<(), StoreError> {
     }
 }
 
-fn check_pod(res: &Resource, v: &mut Value, node: &str) -> Result<(), StoreError> {
+fn check_pod(
+    res: &Resource,
+    v: &mut Value,
+    node: &str,
+    old: Option<&Value>,
+) -> Result<(), StoreError> {
     let spec = v.get_mut("spec").and_then(Value::as_object_mut);
     if let Some(spec) = spec
         && !node.is_empty()
@@ -137,20 +142,48 @@ fn check_pod(res: &Resource, v: &mut Value, node: &str) -> Result<(), StoreError
     }
     let (mut pod, back): (Pod, Value) = typed(res, v, defaults::pod)?;
     pod.metadata.name = Some(name_of(v));
-    validate_pod(&pod).map_err(|e| invalid(res, &name_of(v), e))?;
+    if let Err(errors) = validate_pod(&pod)
+        && !ratcheted(res, &errors, old)
+    {
+        return Err(invalid(res, &name_of(v), errors));
+    }
     *v = back;
     Ok(())
 }
 
+/// An update keeps what its stored pod already had: a pod stored before a rule was added
+/// (by an older podvisor) can still have its status written, as Kubernetes ratchets its
+/// validation. Only errors the old pod had as well are let through.
+fn ratcheted(res: &Resource, errors: &FieldErrors, old: Option<&Value>) -> bool {
+    let Some(Ok((old_pod, _))) = old.map(|o| typed::<Pod>(res, o, defaults::pod)) else {
+        return false;
+    };
+    let Err(had) = validate_pod(&old_pod) else {
+        return false;
+    };
+    errors.0.iter().all(|e| had.0.contains(e))
+}
+
+/// The stored pod with today's defaults, so an update is compared with what it would be
+/// if stored now (defaults added by a newer podvisor are no change of the client's).
+fn defaulted(res: &Resource, old: &Value) -> Value {
+    typed::<Pod>(res, old, defaults::pod).map_or_else(|_| old.clone(), |(_, v)| v)
+}
+
 /// Parses, defaults, binds (a pod without a node, to `node`) and validates.
-fn admit_typed(res: &Resource, v: &mut Value, node: &str) -> Result<(), StoreError> {
+fn admit_typed(
+    res: &Resource,
+    v: &mut Value,
+    node: &str,
+    old: Option<&Value>,
+) -> Result<(), StoreError> {
     if !v.is_object() {
         return Err(StoreError::BadRequest(
             "the body is not a JSON object".into(),
         ));
     }
     *v = match res.kind {
-        Kind::Pod => return check_pod(res, v, node),
+        Kind::Pod => return check_pod(res, v, node, old),
         Kind::Node => typed::<Node>(res, v, |_| {})?.1,
         Kind::Namespace => typed::<Namespace>(res, v, |_| {})?.1,
         Kind::ConfigMap => typed::<ConfigMap>(res, v, |_| {})?.1,
@@ -185,15 +218,15 @@ impl Admission for ObjectAdmission {
         old: Option<&StoredObject>,
     ) -> Result<(), StoreError> {
         check_name(res, object)?;
-        admit_typed(res, object, &self.node.node_name)?;
+        let old = old.map(StoredObject::value);
+        admit_typed(res, object, &self.node.node_name, old.as_ref())?;
         let Some(old) = old else { return Ok(()) };
-        let old = old.value();
         let name = object["metadata"]["name"]
             .as_str()
             .unwrap_or_default()
             .to_string();
         let errors = match res.kind {
-            Kind::Pod => pod_update_errors(&old, object),
+            Kind::Pod => pod_update_errors(&defaulted(res, &old), object),
             Kind::ReplicaSet => immutable(&old, object, "selector"),
             _ => Vec::new(),
         };
@@ -283,4 +316,35 @@ fn immutable(old: &Value, new: &Value, field: &str) -> Vec<FieldError> {
         &new["spec"][field].to_string(),
         "field is immutable",
     )]
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn pods() -> Resource {
+        Resource::of(Kind::Pod)
+    }
+
+    #[test]
+    fn a_pod_stored_before_a_rule_or_a_default_existed_can_still_be_updated() {
+        // Stored by an older podvisor: a stop signal, and a probe without its defaults.
+        let old = json!({"metadata": {"name": "web"}, "spec": {"nodeName": "n",
+            "containers": [{"name": "c", "image": "i:1",
+                "readinessProbe": {"exec": {"command": ["true"]}},
+                "lifecycle": {"stopSignal": "SIGUSR1"}}]}});
+        let mut update = old.clone();
+        update["status"] = json!({"phase": "Running"});
+        check_pod(&pods(), &mut update, "n", Some(&old)).expect("ratcheted");
+        assert!(pod_update_errors(&defaulted(&pods(), &old), &update).is_empty());
+        // Without an old pod (a create), or with a new mistake, it is refused.
+        let mut create = old.clone();
+        assert!(check_pod(&pods(), &mut create, "n", None).is_err());
+        let mut worse = old.clone();
+        worse["spec"]["containers"][0]["livenessProbe"] = json!({});
+        let e = check_pod(&pods(), &mut worse, "n", Some(&old)).unwrap_err();
+        assert!(e.to_string().contains("livenessProbe"), "{e}");
+    }
 }

@@ -7,7 +7,9 @@
 //! written, so that a new version of podvisor never changes their container hashes.
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::{Container, Pod, PodSecurityContext, PodSpec, Secret, Toleration};
+use k8s_openapi::api::core::v1::{
+    Container, HTTPGetAction, Pod, PodSecurityContext, PodSpec, Probe, Secret, Toleration,
+};
 
 /// How long a pod stays on a node that is not ready or unreachable (kube-apiserver's
 /// `--default-not-ready-toleration-seconds` and `--default-unreachable-toleration-seconds`).
@@ -32,7 +34,45 @@ fn pull_policy(image: &str) -> &'static str {
     }
 }
 
+/// A probe's defaults (`SetDefaults_Probe`, `SetDefaults_HTTPGetAction`).
+fn probe(p: &mut Probe) {
+    let unset = |v: Option<i32>| v.is_none_or(|v| v == 0);
+    for (field, value) in [
+        (&mut p.timeout_seconds, 1),
+        (&mut p.period_seconds, 10),
+        (&mut p.success_threshold, 1),
+        (&mut p.failure_threshold, 3),
+    ] {
+        if unset(*field) {
+            *field = Some(value);
+        }
+    }
+    http_get(p.http_get.as_mut());
+}
+
+fn http_get(h: Option<&mut HTTPGetAction>) {
+    if let Some(h) = h {
+        set(&mut h.path, || "/".into());
+        set(&mut h.scheme, || "HTTP".into());
+    }
+}
+
 fn container(c: &mut Container) {
+    for p in [
+        &mut c.liveness_probe,
+        &mut c.readiness_probe,
+        &mut c.startup_probe,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        probe(p);
+    }
+    if let Some(l) = c.lifecycle.as_mut() {
+        for h in [&mut l.post_start, &mut l.pre_stop].into_iter().flatten() {
+            http_get(h.http_get.as_mut());
+        }
+    }
     let image = c.image.clone().unwrap_or_default();
     set(&mut c.image_pull_policy, || pull_policy(&image).to_string());
     set(&mut c.termination_message_path, || {
@@ -156,6 +196,35 @@ mod tests {
             ]
         );
         assert_eq!(spec["tolerations"][0]["tolerationSeconds"], 300);
+    }
+
+    #[test]
+    fn probes_and_http_hooks_get_the_apis_defaults() {
+        let mut p: Pod = serde_json::from_value(json!({"spec": {"containers": [{
+            "name": "a", "image": "i:1",
+            "readinessProbe": {"httpGet": {"port": 80}, "periodSeconds": 0},
+            "livenessProbe": {"exec": {"command": ["true"]}, "failureThreshold": 5},
+            "lifecycle": {"preStop": {"httpGet": {"port": 80, "scheme": "HTTPS"}}}}]}}))
+        .unwrap();
+        pod(&mut p);
+        let c = &serde_json::to_value(&p).unwrap()["spec"]["containers"][0];
+        let r = &c["readinessProbe"];
+        assert_eq!(
+            (
+                &r["timeoutSeconds"],
+                &r["periodSeconds"],
+                &r["successThreshold"],
+                &r["failureThreshold"]
+            ),
+            (&json!(1), &json!(10), &json!(1), &json!(3))
+        );
+        assert_eq!(
+            (&r["httpGet"]["path"], &r["httpGet"]["scheme"]),
+            (&json!("/"), &json!("HTTP"))
+        );
+        assert_eq!(c["livenessProbe"]["failureThreshold"], 5);
+        assert_eq!(c["lifecycle"]["preStop"]["httpGet"]["scheme"], "HTTPS");
+        assert_eq!(c["lifecycle"]["preStop"]["httpGet"]["path"], "/");
     }
 
     #[test]

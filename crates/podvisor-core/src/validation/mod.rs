@@ -3,8 +3,10 @@
 //! API server would.
 
 pub mod field;
+mod lifecycle;
 pub mod names;
 mod pod;
+mod restart;
 
 pub use field::{FieldError, FieldErrorKind, FieldErrors, FieldPath};
 pub use pod::{SUPPORTED_FIELD_REFS, validate_pod};

@@ -6,10 +6,12 @@ use std::collections::HashSet;
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, PodSpec, Volume, VolumeMount};
 
 use super::field::{FieldError, FieldErrors, FieldPath};
-use super::names;
+use super::lifecycle::{self, Role};
+use super::{names, restart};
 use crate::grace::GracePeriod;
 use crate::phase::RestartPolicy;
 use crate::quantity;
+use crate::restart as restart_rules;
 
 /// The downward-API fields podvisor can give a container's environment.
 pub const SUPPORTED_FIELD_REFS: [&str; 6] = [
@@ -86,16 +88,43 @@ fn validate_spec(spec: &PodSpec, path: &FieldPath, errs: &mut FieldErrors) {
         &path.child("volumes"),
         errs,
     );
+    if spec.readiness_gates.as_ref().is_some_and(|g| !g.is_empty()) {
+        errs.push(FieldError::forbidden(
+            &path.child("readinessGates"),
+            "podvisor does not evaluate readiness gates",
+        ));
+    }
+    validate_containers(spec, path, &volumes, errs);
+}
+
+/// Every init and app container: its own fields, restart policy, probes and hooks, and
+/// that no two share a name.
+fn validate_containers(
+    spec: &PodSpec,
+    path: &FieldPath,
+    volumes: &HashSet<&str>,
+    errs: &mut FieldErrors,
+) {
+    let grace = spec
+        .termination_grace_period_seconds
+        .unwrap_or(GracePeriod::DEFAULT.seconds());
     let mut names = HashSet::new();
     let inits = spec.init_containers.as_deref().unwrap_or(&[]);
     let groups = [
-        (inits, path.child("initContainers")),
-        (&spec.containers[..], path.child("containers")),
+        (inits, path.child("initContainers"), true),
+        (&spec.containers[..], path.child("containers"), false),
     ];
-    for (list, list_path) in &groups {
+    for (list, list_path, init) in &groups {
         for (i, c) in list.iter().enumerate() {
             let c_path = list_path.index(i);
-            validate_container(c, &c_path, &volumes, errs);
+            validate_container(c, &c_path, volumes, errs);
+            restart::validate(c, &c_path, *init, errs);
+            let role = match (init, restart_rules::is_sidecar(c)) {
+                (false, _) => Role::App,
+                (true, true) => Role::Sidecar,
+                (true, false) => Role::Init,
+            };
+            lifecycle::validate(c, &c_path, role, grace, errs);
             if !names.insert(c.name.as_str()) {
                 errs.push(FieldError::duplicate(&c_path.child("name"), &c.name));
             }

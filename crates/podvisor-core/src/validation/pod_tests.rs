@@ -72,3 +72,97 @@ fn a_valid_pod_passes_and_a_missing_spec_is_required() {
         "{e}"
     );
 }
+
+#[test]
+fn probes_hooks_and_restart_rules_are_checked_where_they_may_be() {
+    let p = pod(r#"{
+        "metadata": {"name": "web"},
+        "spec": {
+            "terminationGracePeriodSeconds": 10,
+            "readinessGates": [{"conditionType": "example.com/ok"}],
+            "initContainers": [
+                {"name": "setup", "image": "i", "readinessProbe": {"exec": {"command": ["true"]}}},
+                {"name": "proxy", "image": "i", "restartPolicy": "Always",
+                 "restartPolicyRules": [{"action": "Restart", "exitCodes": {"operator": "In", "values": [1]}}],
+                 "startupProbe": {"tcpSocket": {"port": 15000}, "successThreshold": 1}}
+            ],
+            "containers": [{
+                "name": "app", "image": "i",
+                "ports": [{"name": "http", "containerPort": 8080}],
+                "livenessProbe": {"httpGet": {"port": "http", "scheme": "FTP"}, "successThreshold": 2,
+                                  "exec": {"command": ["true"]}},
+                "readinessProbe": {"tcpSocket": {"port": "grpc"}, "terminationGracePeriodSeconds": 5},
+                "startupProbe": {"periodSeconds": -1, "grpc": {"port": 0}},
+                "lifecycle": {
+                    "postStart": {"tcpSocket": {"port": 80}},
+                    "preStop": {"sleep": {"seconds": 11}},
+                    "stopSignal": "SIGUSR1"
+                },
+                "restartPolicy": "Never",
+                "restartPolicyRules": [{"action": "Delete", "exitCodes": {"operator": "Above"}},
+                                       {"action": "Restart"}]
+            }]
+        }
+    }"#);
+    let errs = validate_pod(&p).unwrap_err();
+    let fields: Vec<&str> = errs.0.iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(
+        fields,
+        [
+            "spec.readinessGates",
+            "spec.initContainers[0].readinessProbe",
+            "spec.initContainers[1].restartPolicyRules",
+            "spec.containers[0].restartPolicyRules[0].action",
+            "spec.containers[0].restartPolicyRules[0].exitCodes.operator",
+            "spec.containers[0].restartPolicyRules[1].exitCodes",
+            "spec.containers[0].livenessProbe.successThreshold",
+            "spec.containers[0].livenessProbe.httpGet",
+            "spec.containers[0].livenessProbe.httpGet.scheme",
+            "spec.containers[0].readinessProbe.terminationGracePeriodSeconds",
+            "spec.containers[0].readinessProbe.tcpSocket.port",
+            "spec.containers[0].startupProbe.periodSeconds",
+            "spec.containers[0].startupProbe.grpc.port",
+            "spec.containers[0].lifecycle.postStart.tcpSocket",
+            "spec.containers[0].lifecycle.preStop.sleep.seconds",
+            "spec.containers[0].lifecycle.stopSignal",
+        ],
+        "{errs}"
+    );
+    let text = errs.to_string();
+    for words in [
+        "may not be set for init containers without restartPolicy=Always",
+        "not allowed for init containers with restart policy Always",
+        "may not specify more than 1 handler type",
+        "port \"grpc\" not found in the container's ports",
+        "must be non-negative and less than terminationGracePeriodSeconds (10)",
+        "containerd 1.6 and 1.7 take none through CRI",
+    ] {
+        assert!(text.contains(words), "{words:?} missing from:\n{text}");
+    }
+}
+
+#[test]
+fn probes_and_hooks_kubernetes_accepts_pass() {
+    let ok = pod(r#"{
+        "metadata": {"name": "web"},
+        "spec": {
+            "restartPolicy": "Never",
+            "initContainers": [{"name": "proxy", "image": "i", "restartPolicy": "Always",
+                "startupProbe": {"httpGet": {"port": 15021, "path": "/ready"}, "failureThreshold": 30},
+                "lifecycle": {"preStop": {"exec": {"command": ["sleep", "1"]}}}}],
+            "containers": [{
+                "name": "app", "image": "i",
+                "ports": [{"name": "http", "containerPort": 8080}],
+                "livenessProbe": {"httpGet": {"port": "http", "scheme": "HTTPS",
+                    "httpHeaders": [{"name": "X-Probe", "value": "1"}]},
+                    "terminationGracePeriodSeconds": 3, "successThreshold": 0},
+                "readinessProbe": {"grpc": {"port": 9090, "service": "app"}, "successThreshold": 3},
+                "lifecycle": {"postStart": {"sleep": {"seconds": 0}},
+                              "preStop": {"httpGet": {"port": 8080, "path": "/quit"}}},
+                "restartPolicy": "Never",
+                "restartPolicyRules": [{"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}]
+            }]
+        }
+    }"#);
+    assert_eq!(validate_pod(&ok), Ok(()));
+}
