@@ -9,6 +9,7 @@
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 pub mod event;
+pub mod expand;
 pub mod fit;
 pub mod grace;
 pub mod key;
