@@ -89,6 +89,8 @@ fn a_container_created_but_never_started_is_started_not_doubled() {
                     synced: start_collector().0,
                     terminated: start_collector().0,
                     events: start_collector().0,
+                    probes: None,
+                    probes_end: None,
                 },
             );
             let status = Arc::new(rt.pod_status(&uid).await.unwrap());

@@ -146,6 +146,7 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
                 status_wait: Duration::from_secs(2),
                 extra_sources: vec![kube.source.recipient()],
                 status_sink: Some(kube.writer.recipient()),
+                probe_limit: podvisor_kubelet::prober::DEFAULT_LIMIT,
             },
         );
         let health = Health::new();

@@ -19,6 +19,7 @@ use crate::kuberuntime::syncer::{CriSyncer, SyncerOutputs};
 use crate::manifest_source::ManifestSource;
 use crate::pleg::{PlegConfig, PlegHealth};
 use crate::pod_workers::{PodWorkers, Timings};
+use crate::prober::{Prober, ProberDeps};
 use crate::protocol::sources::{GetDesiredPods, Rescan, SourcePods};
 use crate::protocol::status::PublishedStatus;
 use crate::status_manager::StatusManager;
@@ -42,6 +43,8 @@ pub struct AgentParams {
     pub extra_sources: Vec<Recipient<Rescan>>,
     /// Told of every pod status change (written back to the API store).
     pub status_sink: Option<Recipient<PublishedStatus>>,
+    /// Probes run at once, at most (`prober::DEFAULT_LIMIT`).
+    pub probe_limit: usize,
 }
 
 /// The built tree: children for the root supervisor, in start order, and the handles the
@@ -52,6 +55,7 @@ pub struct Agent {
     pub sync_loop: ActorRef<SyncLoop>,
     pub manifest_source: ActorRef<ManifestSource>,
     pub pod_workers: ActorRef<PodWorkers>,
+    pub prober: ActorRef<Prober>,
     pub pleg_health: Arc<PlegHealth>,
     pub sources_ready: Arc<AtomicBool>,
 }
@@ -82,22 +86,30 @@ fn sync_loop_spec(p: &AgentParams, deps: LateDeps) -> (ActorRef<SyncLoop>, Child
     .build()
 }
 
+/// The handles the pod workers' syncs report to.
+struct SyncTargets<'a> {
+    images: &'a ActorRef<ImageManager>,
+    statuses: &'a ActorRef<StatusManager>,
+    prober: &'a ActorRef<Prober>,
+}
+
 fn pod_workers(
     p: &AgentParams,
     registry: &Arc<Registry>,
     status: &StatusGroup,
-    images: &ActorRef<ImageManager>,
-    statuses: &ActorRef<StatusManager>,
+    to: SyncTargets<'_>,
     desired: Recipient<GetDesiredPods>,
 ) -> PodWorkerGroup {
     let syncer = Arc::new(CriSyncer::new(
         p.runtime.clone(),
         p.node.clone(),
         SyncerOutputs {
-            images: images.recipient(),
-            synced: statuses.recipient(),
-            terminated: statuses.recipient(),
-            events: statuses.recipient(),
+            images: to.images.recipient(),
+            synced: to.statuses.recipient(),
+            terminated: to.statuses.recipient(),
+            events: to.statuses.recipient(),
+            probes: Some(to.prober.recipient()),
+            probes_end: Some(to.prober.recipient()),
         },
     ));
     let wiring = PodWorkerWiring {
@@ -136,31 +148,74 @@ fn manifest_source(
     .build()
 }
 
+/// The prober's handle exists before what it talks to is built (the status cache); its
+/// deps are filled in before anything starts, like the sync loop's.
+type LateProber = Arc<OnceLock<Arc<ProberDeps>>>;
+
+fn prober_spec() -> (ActorRef<Prober>, ChildSpec, LateProber) {
+    let deps: LateProber = Arc::default();
+    let late = deps.clone();
+    let (prober, spec) =
+        ChildSpec::of(move || Prober::new(late.get().expect("wired before start").clone())).build();
+    (prober, spec, deps)
+}
+
+fn status_manager_spec(
+    p: &AgentParams,
+    prober: &ActorRef<Prober>,
+) -> (ActorRef<StatusManager>, ChildSpec) {
+    let (status_dir, sink, resend) = (
+        p.status_dir.clone(),
+        p.status_sink.clone(),
+        prober.recipient(),
+    );
+    ChildSpec::of(move || {
+        StatusManager::new(status_dir.clone())
+            .with_sink(sink.clone())
+            .with_prober(Some(resend.clone()))
+    })
+    .capacity(STATUS_MANAGER_CAPACITY)
+    .build()
+}
+
+fn prober_deps_of(
+    p: &AgentParams,
+    statuses: &ActorRef<StatusManager>,
+    sync_loop: &ActorRef<SyncLoop>,
+    status: &StatusGroup,
+) -> Arc<ProberDeps> {
+    Arc::new(ProberDeps {
+        runtime: p.runtime.clone(),
+        results: statuses.recipient(),
+        events: statuses.recipient(),
+        sync: sync_loop.recipient(),
+        desired: sync_loop.recipient(),
+        cache: status.cache.recipient(),
+        limit: p.probe_limit,
+    })
+}
+
 pub fn build(registry: &Arc<Registry>, p: AgentParams) -> Agent {
     let runtime = p.runtime.clone();
     let (images, images_spec) = ChildSpec::of(move || ImageManager::new(runtime.clone())).build();
-    let (status_dir, sink) = (p.status_dir.clone(), p.status_sink.clone());
-    let (status_manager, status_spec) =
-        ChildSpec::of(move || StatusManager::new(status_dir.clone()).with_sink(sink.clone()))
-            .capacity(STATUS_MANAGER_CAPACITY)
-            .build();
+    let (prober, prober_spec, prober_deps) = prober_spec();
+    let (status_manager, status_spec) = status_manager_spec(&p, &prober);
     let deps: LateDeps = Arc::default();
     let (sync_loop, sync_spec) = sync_loop_spec(&p, deps.clone());
     let wiring = StatusWiring {
         runtime: p.runtime.clone(),
         events: vec![sync_loop.recipient()],
-        statuses: vec![status_manager.recipient()],
+        statuses: vec![status_manager.recipient(), prober.recipient()],
         pleg: p.pleg.clone(),
     };
     let status = status_group(registry, wiring, p.supervision);
-    let workers = pod_workers(
-        &p,
-        registry,
-        &status,
-        &images,
-        &status_manager,
-        sync_loop.recipient(),
-    );
+    let _ = prober_deps.set(prober_deps_of(&p, &status_manager, &sync_loop, &status));
+    let targets = SyncTargets {
+        images: &images,
+        statuses: &status_manager,
+        prober: &prober,
+    };
+    let workers = pod_workers(&p, registry, &status, targets, sync_loop.recipient());
     let (manifest_source, manifest_spec) =
         manifest_source(&p, sync_loop.recipient(), sync_loop.recipient());
     let sources_ready = Arc::new(AtomicBool::new(false));
@@ -178,6 +233,7 @@ pub fn build(registry: &Arc<Registry>, p: AgentParams) -> Agent {
         sources: std::iter::once(manifest_source.recipient())
             .chain(p.extra_sources.iter().cloned())
             .collect(),
+        probes: Some(prober.recipient()),
     }));
     Agent {
         // Start order: what others send to first, the sources last, so the first snapshot
@@ -186,6 +242,7 @@ pub fn build(registry: &Arc<Registry>, p: AgentParams) -> Agent {
             images_spec,
             status_spec,
             status.spec,
+            prober_spec,
             workers.spec,
             sync_spec,
             manifest_spec,
@@ -194,6 +251,7 @@ pub fn build(registry: &Arc<Registry>, p: AgentParams) -> Agent {
         sync_loop,
         manifest_source,
         pod_workers: workers.dispatcher,
+        prober,
         pleg_health: status.health,
         sources_ready,
     }

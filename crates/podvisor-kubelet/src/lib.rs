@@ -1,7 +1,7 @@
 //! The kubelet's machinery as podvisor actors. See ARCHITECTURE.md.
 //!
 //! Each actor is one module (`status_cache`, `pleg`, `pod_workers`, `sync_loop`,
-//! `manifest_source`, `status_manager`, and the image manager in `kuberuntime`); the
+//! `manifest_source`, `status_manager`, `prober`, and the image manager in `kuberuntime`); the
 //! messages between them live in `protocol`, one file per edge (with `protocol::sync`, the
 //! seam between the pod workers and the CRI syncer in `kuberuntime`).
 
@@ -14,6 +14,7 @@ pub mod kuberuntime;
 pub mod manifest_source;
 pub mod pleg;
 pub mod pod_workers;
+pub mod prober;
 pub mod protocol;
 pub mod status_cache;
 pub mod status_manager;

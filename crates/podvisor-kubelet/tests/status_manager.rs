@@ -144,10 +144,7 @@ fn a_pod_shows_running_when_the_cache_says_so_without_another_sync() {
         // with the cache's status.
         tokio::time::sleep(Duration::from_millis(5)).await;
         sm.do_send(changed(runtime(ContainerState::Exited), Instant::now()));
-        let waiting = Waiting {
-            reason: WaitingReason::CrashLoopBackOff,
-            message: "back-off 10s".into(),
-        };
+        let waiting = Waiting::new(WaitingReason::CrashLoopBackOff, "back-off 10s".into());
         sm.do_send(PodSynced {
             pod: pod(),
             waiting: HashMap::from([("app".to_string(), waiting)]),

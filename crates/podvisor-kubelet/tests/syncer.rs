@@ -58,6 +58,8 @@ fn syncer(fake: &FakeRuntime, dir: &std::path::Path) -> CriSyncer {
             synced: start_collector().0,
             terminated: start_collector().0,
             events: start_collector().0,
+            probes: None,
+            probes_end: None,
         },
     )
 }

@@ -183,6 +183,27 @@ impl Probes {
         v
     }
 
+    /// Every readiness and startup verdict held (for a restarted status manager).
+    pub fn results(&self) -> Vec<ProbeResult> {
+        let mut out = Vec::new();
+        for (uid, e) in &self.pods {
+            for ((container, kind), w) in &e.workers {
+                if let (ProbeKind::Readiness | ProbeKind::Startup, Some(passed), Some(id)) =
+                    (kind, w.verdict, &w.instance)
+                {
+                    out.push(ProbeResult {
+                        uid: uid.clone(),
+                        container: container.to_string(),
+                        container_id: id.clone(),
+                        kind: *kind,
+                        passed,
+                    });
+                }
+            }
+        }
+        out
+    }
+
     pub fn summary(&self) -> ProbesSummary {
         ProbesSummary {
             pods: self.pods.len(),

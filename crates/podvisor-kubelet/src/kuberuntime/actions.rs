@@ -1,10 +1,16 @@
-//! What a sync must do to bring a pod to its spec (the kubelet's `computePodActions`):
-//! pure, from the pod and its runtime status, so every rule is tested without a runtime.
+//! What a sync must do to bring a pod to its spec (the kubelet's `computePodActions`,
+//! Kubernetes 1.35): pure, from the pod, its runtime status and what its probes found, so
+//! every rule is tested without a runtime. Init containers and sidecars are planned in
+//! `init_actions.rs`.
 
 use k8s_openapi::api::core::v1::{Container, Pod};
-use podvisor_core::{PodExt, RestartPolicy};
+use podvisor_core::restart::{restarts_after_exit, restarts_when_killed};
+use podvisor_core::{GracePeriod, PodExt, RestartPolicy};
 use podvisor_cri::{ContainerState, ContainerStatus, PodStatus, SandboxState};
+use podvisor_probe::{ProbeKind, Verdicts};
 use sha2::{Digest, Sha256};
+
+use super::init_actions::init_container_actions;
 
 /// Annotation holding the hash of the container spec a container was created from.
 pub(crate) const CONTAINER_HASH: &str = "io.kubernetes.container.hash";
@@ -17,6 +23,13 @@ pub(crate) fn container_hash(c: &Container) -> String {
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Whether running instance `s` was made from another spec than `c`.
+pub(crate) fn changed(c: &Container, s: &ContainerStatus) -> bool {
+    s.annotations
+        .get(CONTAINER_HASH)
+        .is_some_and(|h| *h != container_hash(c))
+}
+
 /// The sync's plan for one pod.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct PodActions {
@@ -27,8 +40,8 @@ pub(crate) struct PodActions {
     pub sandbox_id: Option<String>,
     /// Attempt number of the sandbox to create.
     pub attempt: u32,
-    /// Index into `spec.initContainers` of the init container to start next.
-    pub next_init_container: Option<usize>,
+    /// Indices into `spec.initContainers` to start, in order.
+    pub init_to_start: Vec<usize>,
     /// Indices into `spec.containers` to (re)start.
     pub containers_to_start: Vec<usize>,
     /// Running containers to stop, and why.
@@ -39,14 +52,49 @@ impl PodActions {
     pub(crate) fn is_noop(&self) -> bool {
         !self.kill_pod
             && !self.create_sandbox
-            && self.next_init_container.is_none()
+            && self.init_to_start.is_empty()
             && self.containers_to_start.is_empty()
             && self.containers_to_kill.is_empty()
     }
 }
 
+/// Why a running container is stopped by a sync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KillReason {
+    /// Its spec changed.
+    Changed,
+    LivenessProbe,
+    StartupProbe,
+    /// Its state is unknown: stopped before it is started again, so two never run.
+    Unknown,
+}
+
+/// A running container to stop, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ContainerKill {
+    pub id: String,
+    pub name: String,
+    pub reason: KillReason,
+    /// What the `Killing` event says.
+    pub message: String,
+    /// The failed probe's own grace period, when it has one.
+    pub grace: Option<GracePeriod>,
+}
+
+impl ContainerKill {
+    pub(crate) fn new(s: &ContainerStatus, reason: KillReason, message: String) -> Self {
+        Self {
+            id: s.id.clone(),
+            name: s.name.clone(),
+            reason,
+            message,
+            grace: None,
+        }
+    }
+}
+
 /// Whether the pod needs a new sandbox, and with which attempt number.
-fn sandbox_changed(pod: &Pod, status: &PodStatus) -> (bool, u32, Option<String>) {
+pub(crate) fn sandbox_changed(pod: &Pod, status: &PodStatus) -> (bool, u32, Option<String>) {
     let Some(newest) = status.sandboxes.first() else {
         return (true, 0, None);
     };
@@ -72,17 +120,10 @@ fn exited_ok(s: &ContainerStatus) -> bool {
     s.state == ContainerState::Exited && s.exit_code == 0
 }
 
-fn init_failed(s: &ContainerStatus) -> bool {
-    match s.state {
-        ContainerState::Exited => s.exit_code != 0,
-        ContainerState::Unknown => true,
-        _ => false,
-    }
-}
-
-/// Whether a container that is not running should be started again.
+/// Whether an app container that is not running should be started again (the kubelet's
+/// `ShouldContainerBeRestarted`, with container restart rules).
 pub(crate) fn should_restart(container: &Container, pod: &Pod, status: &PodStatus) -> bool {
-    if pod.metadata.deletion_timestamp.is_some() {
+    if pod.is_deleted() {
         return false;
     }
     let Some(s) = status.container(&container.name) else {
@@ -91,48 +132,8 @@ pub(crate) fn should_restart(container: &Container, pod: &Pod, status: &PodStatu
     match s.state {
         ContainerState::Running => false,
         ContainerState::Unknown | ContainerState::Created => true,
-        ContainerState::Exited => match pod.restart_policy() {
-            RestartPolicy::Never => false,
-            RestartPolicy::OnFailure => s.exit_code != 0,
-            RestartPolicy::Always => true,
-        },
+        ContainerState::Exited => restarts_after_exit(container, pod.restart_policy(), s.exit_code),
     }
-}
-
-/// The init container to look at next: `(last failed status, next to run, all done)`.
-fn next_init_container<'a>(
-    pod: &Pod,
-    status: &'a PodStatus,
-) -> (Option<&'a ContainerStatus>, Option<usize>, bool) {
-    let inits = pod.init_containers();
-    if inits.is_empty() {
-        return (None, None, true);
-    }
-    // A running app container means the init containers all ran (a restart keeps them).
-    if pod.containers().iter().any(|c| {
-        status
-            .container(&c.name)
-            .is_some_and(|s| s.state == ContainerState::Running)
-    }) {
-        return (None, None, true);
-    }
-    for (i, c) in inits.iter().enumerate().rev() {
-        if let Some(s) = status.container(&c.name).filter(|s| init_failed(s)) {
-            return (Some(s), Some(i), false);
-        }
-    }
-    for (i, c) in inits.iter().enumerate().rev() {
-        let Some(s) = status.container(&c.name) else {
-            continue;
-        };
-        match s.state {
-            ContainerState::Running => return (None, None, false),
-            ContainerState::Exited if i == inits.len() - 1 => return (None, None, true),
-            ContainerState::Exited => return (None, Some(i + 1), false),
-            _ => return (None, Some(i), false),
-        }
-    }
-    (None, Some(0), false)
 }
 
 /// What a sync does, in order: the plan's steps. Each is carried out by one verb of the
@@ -144,7 +145,7 @@ pub(crate) enum Step {
     KillPod {
         replacing: bool,
     },
-    /// Stop these containers (they are started again below).
+    /// Stop these containers (they are started again below, if their policy says so).
     KillContainers(Vec<ContainerKill>),
     CreateSandbox {
         attempt: u32,
@@ -153,14 +154,6 @@ pub(crate) enum Step {
     StartInit(usize),
     /// Start the app container at this index of `spec.containers`.
     StartContainer(usize),
-}
-
-/// A running container to stop, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ContainerKill {
-    pub id: String,
-    pub name: String,
-    pub reason: &'static str,
 }
 
 impl PodActions {
@@ -182,91 +175,120 @@ impl PodActions {
                 attempt: self.attempt,
             });
         }
-        match self.next_init_container {
-            Some(i) => steps.push(Step::StartInit(i)),
-            None => steps.extend(
-                self.containers_to_start
-                    .iter()
-                    .map(|&i| Step::StartContainer(i)),
-            ),
-        }
+        steps.extend(self.init_to_start.iter().map(|&i| Step::StartInit(i)));
+        steps.extend(
+            self.containers_to_start
+                .iter()
+                .map(|&i| Step::StartContainer(i)),
+        );
         steps
     }
 }
 
 /// A fresh sandbox: what to start in it first (the first init container, or every app
-/// container the policy lets run), or no sandbox at all when nothing may run.
+/// container that may run), or no sandbox at all when nothing may run.
 fn new_sandbox_actions(pod: &Pod, status: &PodStatus, mut actions: PodActions) -> PodActions {
     let policy = pod.restart_policy();
-    // A pod that must never restart and already ran keeps its dead sandbox. OnFailure
-    // pods get a new one for what failed (below: nothing to start, no sandbox).
+    // A pod that must never restart and already ran keeps its dead sandbox.
     if policy == RestartPolicy::Never && actions.attempt != 0 && !status.containers.is_empty() {
         actions.create_sandbox = false;
         return actions;
     }
-    if !pod.init_containers().is_empty() {
-        actions.next_init_container = Some(0);
-        return actions;
-    }
-    actions.containers_to_start = pod
+    let to_start: Vec<usize> = pod
         .containers()
         .iter()
         .enumerate()
         .filter(|(_, c)| {
-            !(policy == RestartPolicy::OnFailure
-                && status.container(&c.name).is_some_and(exited_ok))
+            let once = podvisor_core::restart::container_policy(c).unwrap_or(policy)
+                == RestartPolicy::OnFailure;
+            !(once && status.container(&c.name).is_some_and(exited_ok))
         })
         .map(|(i, _)| i)
         .collect();
-    if actions.containers_to_start.is_empty() {
+    let any_app_ran = pod
+        .containers()
+        .iter()
+        .any(|c| status.container(&c.name).is_some());
+    if to_start.is_empty() && any_app_ran {
         actions.create_sandbox = false;
+        return actions;
     }
+    if !pod.init_containers().is_empty() {
+        actions.init_to_start = vec![0];
+        return actions;
+    }
+    actions.containers_to_start = to_start;
     actions
+}
+
+/// The kill of a running instance its probes failed, if they did.
+pub(crate) fn probe_kill(
+    s: &ContainerStatus,
+    what: &str,
+    verdicts: &Verdicts,
+) -> Option<ContainerKill> {
+    let failed = verdicts.failed.get(&s.id)?;
+    let (reason, probe) = match failed.kind {
+        ProbeKind::Startup => (KillReason::StartupProbe, "startup"),
+        _ => (KillReason::LivenessProbe, "liveness"),
+    };
+    let message = format!("{what} {} failed {probe} probe", s.name);
+    let mut kill = ContainerKill::new(s, reason, message);
+    kill.grace = failed.grace_seconds.map(GracePeriod::from_seconds);
+    Some(kill)
 }
 
 /// The app containers to (re)start and kill in a kept sandbox; the pod is killed when
 /// nothing runs and nothing may start.
-fn app_container_actions(pod: &Pod, status: &PodStatus, actions: &mut PodActions) {
+fn app_container_actions(pod: &Pod, status: &PodStatus, verdicts: &Verdicts, a: &mut PodActions) {
     let mut keep = 0;
     for (i, c) in pod.containers().iter().enumerate() {
         let s = status.container(&c.name);
-        match s {
-            Some(s) if s.state == ContainerState::Running => {
-                let want = container_hash(c);
-                if s.annotations
-                    .get(CONTAINER_HASH)
-                    .is_some_and(|h| *h != want)
-                {
-                    actions.containers_to_start.push(i);
-                    actions.containers_to_kill.push(ContainerKill {
-                        id: s.id.clone(),
-                        name: c.name.clone(),
-                        reason: "container spec changed",
-                    });
-                } else {
-                    keep += 1;
-                }
-            }
-            _ if should_restart(c, pod, status) => {
-                actions.containers_to_start.push(i);
+        let Some(s) = s.filter(|s| s.state == ContainerState::Running) else {
+            if should_restart(c, pod, status) {
+                a.containers_to_start.push(i);
                 // It may be running after all: kill it first, so two never run.
                 if let Some(s) = s.filter(|s| s.state == ContainerState::Unknown) {
-                    actions.containers_to_kill.push(ContainerKill {
-                        id: s.id.clone(),
-                        name: c.name.clone(),
-                        reason: "container state unknown",
-                    });
+                    let message =
+                        r#"Container is in "unknown" state, try killing it before restart"#;
+                    a.containers_to_kill.push(ContainerKill::new(
+                        s,
+                        KillReason::Unknown,
+                        message.into(),
+                    ));
                 }
             }
-            _ => {}
+            continue;
+        };
+        let mut restart = restarts_when_killed(c, pod.restart_policy());
+        let mut kill = if changed(c, s) {
+            restart = true;
+            let message = format!("Container {} definition changed", c.name);
+            ContainerKill::new(s, KillReason::Changed, message)
+        } else if let Some(k) = probe_kill(s, "Container", verdicts) {
+            k
+        } else {
+            keep += 1;
+            continue;
+        };
+        if restart {
+            kill.message.push_str(", will be restarted");
+            a.containers_to_start.push(i);
         }
+        a.containers_to_kill.push(kill);
     }
-    if keep == 0 && actions.containers_to_start.is_empty() {
-        actions.kill_pod = true;
+    if keep == 0 && a.containers_to_start.is_empty() {
+        // Running sidecars do not keep a pod alive whose app containers are done.
+        a.kill_pod = true;
+        a.init_to_start.clear();
     }
 }
 
-pub(crate) fn compute_pod_actions(pod: &Pod, status: &PodStatus) -> PodActions {
+pub(crate) fn compute_pod_actions(
+    pod: &Pod,
+    status: &PodStatus,
+    verdicts: &Verdicts,
+) -> PodActions {
     let (create_sandbox, attempt, sandbox_id) = sandbox_changed(pod, status);
     let mut actions = PodActions {
         kill_pod: create_sandbox,
@@ -278,18 +300,11 @@ pub(crate) fn compute_pod_actions(pod: &Pod, status: &PodStatus) -> PodActions {
     if create_sandbox {
         return new_sandbox_actions(pod, status, actions);
     }
-    let (failed, next, done) = next_init_container(pod, status);
-    if !done {
-        if let Some(i) = next {
-            if failed.is_some() && pod.restart_policy() == RestartPolicy::Never {
-                actions.kill_pod = true;
-            } else {
-                actions.next_init_container = Some(i);
-            }
-        }
+    let initialized = init_container_actions(pod, status, verdicts, &mut actions);
+    if actions.kill_pod || !initialized {
         return actions;
     }
-    app_container_actions(pod, status, &mut actions);
+    app_container_actions(pod, status, verdicts, &mut actions);
     actions
 }
 

@@ -2,6 +2,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use podvisor_cri::{ContainerStatus, PodRef, SandboxStatus};
+use podvisor_probe::{ProbeKind, Verdicts};
 
 use super::*;
 
@@ -88,13 +89,14 @@ fn status(sandboxes: Vec<SandboxStatus>, mut containers: Vec<ContainerStatus>) -
 #[test]
 fn a_new_pod_gets_a_sandbox_and_its_first_init_container() {
     let p = pod("Always", &["i1", "i2"], &["app"]);
-    let a = compute_pod_actions(&p, &PodStatus::default());
+    let a = compute_pod_actions(&p, &PodStatus::default(), &Verdicts::default());
     assert!(a.create_sandbox && a.kill_pod);
-    assert_eq!((a.attempt, a.next_init_container), (0, Some(0)));
+    assert_eq!((a.attempt, a.init_to_start.clone()), (0, vec![0]));
     assert!(a.containers_to_start.is_empty());
     let plain = pod("Always", &[], &["a", "b"]);
     assert_eq!(
-        compute_pod_actions(&plain, &PodStatus::default()).containers_to_start,
+        compute_pod_actions(&plain, &PodStatus::default(), &Verdicts::default())
+            .containers_to_start,
         [0, 1]
     );
 }
@@ -103,20 +105,23 @@ fn a_new_pod_gets_a_sandbox_and_its_first_init_container() {
 fn init_containers_run_one_at_a_time_in_order() {
     let p = pod("Always", &["i1", "i2"], &["app"]);
     let running = status(vec![sandbox(0, true)], vec![c(&p, "i1", 1, None)]);
-    assert!(compute_pod_actions(&p, &running).is_noop(), "wait for i1");
+    assert!(
+        compute_pod_actions(&p, &running, &Verdicts::default()).is_noop(),
+        "wait for i1"
+    );
     let i1_done = status(vec![sandbox(0, true)], vec![c(&p, "i1", 1, Some(0))]);
     assert_eq!(
-        compute_pod_actions(&p, &i1_done).next_init_container,
-        Some(1)
+        compute_pod_actions(&p, &i1_done, &Verdicts::default()).init_to_start,
+        [1]
     );
     let both_done = status(
         vec![sandbox(0, true)],
         vec![c(&p, "i1", 1, Some(0)), c(&p, "i2", 2, Some(0))],
     );
-    let a = compute_pod_actions(&p, &both_done);
+    let a = compute_pod_actions(&p, &both_done, &Verdicts::default());
     assert_eq!(
-        (a.next_init_container, a.containers_to_start.clone()),
-        (None, vec![0])
+        (a.init_to_start.clone(), a.containers_to_start.clone()),
+        (vec![], vec![0])
     );
 }
 
@@ -125,13 +130,13 @@ fn a_failed_init_container_is_retried_unless_the_policy_is_never() {
     let p = pod("Always", &["i1"], &["app"]);
     let failed = status(vec![sandbox(0, true)], vec![c(&p, "i1", 1, Some(1))]);
     assert_eq!(
-        compute_pod_actions(&p, &failed).next_init_container,
-        Some(0)
+        compute_pod_actions(&p, &failed, &Verdicts::default()).init_to_start,
+        [0]
     );
     let never = pod("Never", &["i1"], &["app"]);
     let failed = status(vec![sandbox(0, true)], vec![c(&never, "i1", 1, Some(1))]);
-    let a = compute_pod_actions(&never, &failed);
-    assert!(a.kill_pod && a.next_init_container.is_none());
+    let a = compute_pod_actions(&never, &failed, &Verdicts::default());
+    assert!(a.kill_pod && a.init_to_start.is_empty());
 }
 
 #[test]
@@ -139,7 +144,7 @@ fn completed_init_containers_are_not_rerun_once_an_app_container_runs() {
     let p = pod("Always", &["i1"], &["app"]);
     // After an agent restart the init container's record may be gone: the app runs.
     let s = status(vec![sandbox(0, true)], vec![c(&p, "app", 2, None)]);
-    assert!(compute_pod_actions(&p, &s).is_noop());
+    assert!(compute_pod_actions(&p, &s, &Verdicts::default()).is_noop());
 }
 
 #[test]
@@ -157,7 +162,7 @@ fn restart_policies_decide_which_exited_containers_start_again() {
             vec![sandbox(0, true)],
             vec![c(&p, "a", 1, Some(code)), c(&p, "b", 1, None)],
         );
-        let a = compute_pod_actions(&p, &s);
+        let a = compute_pod_actions(&p, &s, &Verdicts::default());
         assert_eq!(
             a.containers_to_start == [0],
             restart,
@@ -171,11 +176,11 @@ fn restart_policies_decide_which_exited_containers_start_again() {
 fn a_pod_with_nothing_left_to_run_is_killed() {
     let p = pod("Never", &[], &["a"]);
     let s = status(vec![sandbox(0, true)], vec![c(&p, "a", 1, Some(0))]);
-    let a = compute_pod_actions(&p, &s);
+    let a = compute_pod_actions(&p, &s, &Verdicts::default());
     assert!(a.kill_pod && !a.create_sandbox && a.containers_to_start.is_empty());
     // Its sandbox is then gone: no new one for a pod that must not restart.
     let s = status(vec![sandbox(0, false)], vec![c(&p, "a", 1, Some(0))]);
-    let a = compute_pod_actions(&p, &s);
+    let a = compute_pod_actions(&p, &s, &Verdicts::default());
     assert!(a.kill_pod && !a.create_sandbox);
 }
 
@@ -183,7 +188,7 @@ fn a_pod_with_nothing_left_to_run_is_killed() {
 fn a_dead_sandbox_is_replaced_with_the_next_attempt() {
     let p = pod("Always", &[], &["a"]);
     let s = status(vec![sandbox(0, false)], vec![c(&p, "a", 1, Some(137))]);
-    let a = compute_pod_actions(&p, &s);
+    let a = compute_pod_actions(&p, &s, &Verdicts::default());
     assert!(a.create_sandbox && a.kill_pod);
     assert_eq!((a.attempt, a.containers_to_start.clone()), (1, vec![0]));
 }
@@ -201,7 +206,7 @@ fn a_changed_container_spec_replaces_the_container() {
         .unwrap()
         .annotations
         .insert(CONTAINER_HASH.into(), "old".into());
-    let a = compute_pod_actions(&p, &s);
+    let a = compute_pod_actions(&p, &s, &Verdicts::default());
     assert_eq!(a.containers_to_start, [1]);
     assert_eq!(a.containers_to_kill.len(), 1);
     assert_eq!(a.containers_to_kill[0].name, "b");
@@ -215,7 +220,7 @@ fn an_unchanged_running_pod_needs_nothing() {
         vec![sandbox(0, true)],
         vec![c(&p, "i1", 1, Some(0)), c(&p, "a", 2, None)],
     );
-    assert!(compute_pod_actions(&p, &s).is_noop());
+    assert!(compute_pod_actions(&p, &s, &Verdicts::default()).is_noop());
 }
 
 #[test]
@@ -236,7 +241,7 @@ fn an_on_failure_pod_whose_sandbox_died_gets_a_new_one_for_what_failed() {
         vec![sandbox(0, false)],
         vec![c(&p, "failed", 1, Some(1)), c(&p, "done", 1, Some(0))],
     );
-    let a = compute_pod_actions(&p, &s);
+    let a = compute_pod_actions(&p, &s, &Verdicts::default());
     assert!(a.create_sandbox && a.kill_pod);
     assert_eq!((a.attempt, a.containers_to_start.clone()), (1, vec![0]));
     // Everything succeeded: nothing to start, so no sandbox either.
@@ -244,7 +249,7 @@ fn an_on_failure_pod_whose_sandbox_died_gets_a_new_one_for_what_failed() {
         vec![sandbox(0, false)],
         vec![c(&p, "failed", 1, Some(0)), c(&p, "done", 1, Some(0))],
     );
-    let a = compute_pod_actions(&p, &s);
+    let a = compute_pod_actions(&p, &s, &Verdicts::default());
     assert!(!a.create_sandbox && a.kill_pod && a.containers_to_start.is_empty());
 }
 
@@ -253,7 +258,7 @@ fn a_container_in_an_unknown_state_is_killed_before_it_is_started_again() {
     let p = pod("Always", &[], &["a"]);
     let mut s = status(vec![sandbox(0, true)], vec![c(&p, "a", 1, Some(1))]);
     s.containers[0].state = ContainerState::Unknown;
-    let a = compute_pod_actions(&p, &s);
+    let a = compute_pod_actions(&p, &s, &Verdicts::default());
     assert_eq!(a.containers_to_start, [0]);
     assert_eq!(a.containers_to_kill.len(), 1, "{a:?}");
     assert_eq!(a.containers_to_kill[0].id, "a-1");
@@ -263,7 +268,7 @@ fn a_container_in_an_unknown_state_is_killed_before_it_is_started_again() {
 fn a_plan_becomes_steps_in_the_order_a_sync_takes_them() {
     let fresh = pod("Always", &["i1"], &["app"]);
     assert_eq!(
-        compute_pod_actions(&fresh, &PodStatus::default()).steps(),
+        compute_pod_actions(&fresh, &PodStatus::default(), &Verdicts::default()).steps(),
         [
             Step::KillPod { replacing: true },
             Step::CreateSandbox { attempt: 0 },
@@ -272,7 +277,7 @@ fn a_plan_becomes_steps_in_the_order_a_sync_takes_them() {
     );
     let plain = pod("Always", &[], &["a", "b"]);
     assert_eq!(
-        compute_pod_actions(&plain, &PodStatus::default()).steps(),
+        compute_pod_actions(&plain, &PodStatus::default(), &Verdicts::default()).steps(),
         [
             Step::KillPod { replacing: true },
             Step::CreateSandbox { attempt: 0 },
@@ -284,7 +289,9 @@ fn a_plan_becomes_steps_in_the_order_a_sync_takes_them() {
     let kill = ContainerKill {
         id: "b-1".into(),
         name: "b".into(),
-        reason: "container spec changed",
+        reason: KillReason::Changed,
+        message: "Container b definition changed, will be restarted".into(),
+        grace: None,
     };
     let kept = PodActions {
         sandbox_id: Some("s".into()),
@@ -303,4 +310,181 @@ fn a_plan_becomes_steps_in_the_order_a_sync_takes_them() {
     };
     assert_eq!(done.steps(), [Step::KillPod { replacing: false }]);
     assert!(PodActions::default().steps().is_empty());
+}
+
+fn with(p: &mut Pod, name: &str, edit: impl FnOnce(&mut Container)) {
+    let spec = p.spec.as_mut().unwrap();
+    let c = spec
+        .init_containers
+        .iter_mut()
+        .flatten()
+        .chain(spec.containers.iter_mut())
+        .find(|c| c.name == name)
+        .unwrap();
+    edit(c);
+}
+
+fn sidecar(c: &mut Container) {
+    c.restart_policy = Some("Always".into());
+}
+
+fn startup_probe(c: &mut Container) {
+    c.startup_probe =
+        Some(serde_json::from_value(serde_json::json!({"exec": {"command": ["true"]}})).unwrap());
+}
+
+fn failed(id: &str, container: &str, kind: ProbeKind, grace: Option<i64>) -> Verdicts {
+    let mut v = Verdicts::default();
+    v.failed.insert(
+        id.into(),
+        podvisor_probe::Failed {
+            container: container.into(),
+            kind,
+            grace_seconds: grace,
+        },
+    );
+    v
+}
+
+#[test]
+fn a_sidecar_starts_first_the_next_init_container_once_it_started_then_it_keeps_running() {
+    let mut p = pod("Never", &["proxy", "setup"], &["app"]);
+    with(&mut p, "proxy", sidecar);
+    let none = Verdicts::default();
+    let sb = || vec![sandbox(0, true)];
+    let a = compute_pod_actions(&p, &status(sb(), vec![]), &none);
+    assert_eq!(a.init_to_start, [0]);
+    let proxy_up = status(sb(), vec![c(&p, "proxy", 1, None)]);
+    assert_eq!(compute_pod_actions(&p, &proxy_up, &none).init_to_start, [1]);
+    let setup_runs = status(sb(), vec![c(&p, "proxy", 1, None), c(&p, "setup", 2, None)]);
+    assert!(compute_pod_actions(&p, &setup_runs, &none).is_noop());
+    let setup_done = status(
+        sb(),
+        vec![c(&p, "proxy", 1, None), c(&p, "setup", 2, Some(0))],
+    );
+    let a = compute_pod_actions(&p, &setup_done, &none);
+    assert_eq!(
+        (a.init_to_start.clone(), a.containers_to_start.clone()),
+        (vec![], vec![0])
+    );
+    // A sidecar is restarted whatever the pod's policy, beside the running app.
+    let proxy_died = status(
+        sb(),
+        vec![
+            c(&p, "proxy", 1, Some(1)),
+            c(&p, "setup", 2, Some(0)),
+            c(&p, "app", 3, None),
+        ],
+    );
+    let a = compute_pod_actions(&p, &proxy_died, &none);
+    assert_eq!((a.init_to_start.clone(), a.kill_pod), (vec![0], false));
+    // The app finished and will not restart: the running sidecar does not keep the pod.
+    let app_done = status(
+        sb(),
+        vec![
+            c(&p, "proxy", 1, None),
+            c(&p, "setup", 2, Some(0)),
+            c(&p, "app", 3, Some(0)),
+        ],
+    );
+    let a = compute_pod_actions(&p, &app_done, &none);
+    assert!(a.kill_pod && a.init_to_start.is_empty() && a.containers_to_start.is_empty());
+}
+
+#[test]
+fn a_sidecars_startup_probe_gates_the_next_init_container_and_its_failure_restarts_it() {
+    let mut p = pod("Always", &["proxy", "setup"], &["app"]);
+    with(&mut p, "proxy", sidecar);
+    with(&mut p, "proxy", startup_probe);
+    let s = status(vec![sandbox(0, true)], vec![c(&p, "proxy", 1, None)]);
+    assert!(
+        compute_pod_actions(&p, &s, &Verdicts::default()).is_noop(),
+        "not started yet"
+    );
+    let mut started = Verdicts::default();
+    started.started.insert("proxy-1".into());
+    assert_eq!(compute_pod_actions(&p, &s, &started).init_to_start, [1]);
+    let a = compute_pod_actions(
+        &p,
+        &s,
+        &failed("proxy-1", "proxy", ProbeKind::Startup, Some(4)),
+    );
+    assert_eq!(a.init_to_start, [0]);
+    assert_eq!(a.containers_to_kill.len(), 1);
+    let k = &a.containers_to_kill[0];
+    assert_eq!(k.message, "Init container proxy failed startup probe");
+    assert_eq!(
+        (k.reason, k.grace),
+        (KillReason::StartupProbe, Some(GracePeriod::from_seconds(4)))
+    );
+}
+
+#[test]
+fn a_failed_liveness_probe_restarts_the_container_as_its_policy_says() {
+    let p = pod("Always", &[], &["app", "web"]);
+    let s = status(
+        vec![sandbox(0, true)],
+        vec![c(&p, "app", 1, None), c(&p, "web", 1, None)],
+    );
+    let a = compute_pod_actions(
+        &p,
+        &s,
+        &failed("app-1", "app", ProbeKind::Liveness, Some(3)),
+    );
+    assert_eq!(a.containers_to_start, [0]);
+    let k = &a.containers_to_kill[0];
+    assert_eq!(
+        k.message,
+        "Container app failed liveness probe, will be restarted"
+    );
+    assert_eq!(k.grace, Some(GracePeriod::from_seconds(3)));
+    // A container that never restarts is stopped; with nothing else running, the pod is.
+    let mut never = pod("Always", &[], &["app", "web"]);
+    with(&mut never, "app", |c| {
+        c.restart_policy = Some("Never".into())
+    });
+    let s = status(
+        vec![sandbox(0, true)],
+        vec![c(&never, "app", 1, None), c(&never, "web", 1, None)],
+    );
+    let a = compute_pod_actions(
+        &never,
+        &s,
+        &failed("app-1", "app", ProbeKind::Liveness, None),
+    );
+    assert_eq!(
+        a.containers_to_kill[0].message,
+        "Container app failed liveness probe"
+    );
+    assert!(
+        a.containers_to_start.is_empty() && !a.kill_pod,
+        "web keeps the pod"
+    );
+    let alone = pod("Never", &[], &["app"]);
+    let s = status(vec![sandbox(0, true)], vec![c(&alone, "app", 1, None)]);
+    let a = compute_pod_actions(
+        &alone,
+        &s,
+        &failed("app-1", "app", ProbeKind::Liveness, None),
+    );
+    assert!(a.kill_pod, "{a:?}");
+}
+
+#[test]
+fn restart_rules_restart_on_the_listed_exit_codes_only() {
+    let mut p = pod("Never", &[], &["app", "web"]);
+    with(&mut p, "app", |c| {
+        *c = serde_json::from_value(serde_json::json!({"name": "app", "image": "busybox",
+            "restartPolicy": "Never",
+            "restartPolicyRules": [{"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}]}))
+        .unwrap();
+    });
+    for (code, restart) in [(42, true), (1, false), (0, false)] {
+        let s = status(
+            vec![sandbox(0, true)],
+            vec![c(&p, "app", 1, Some(code)), c(&p, "web", 1, None)],
+        );
+        let a = compute_pod_actions(&p, &s, &Verdicts::default());
+        assert_eq!(a.containers_to_start == [0], restart, "exit {code}: {a:?}");
+    }
 }

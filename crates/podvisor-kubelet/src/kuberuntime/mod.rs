@@ -7,5 +7,6 @@ pub mod actions;
 pub mod cleanup;
 pub mod config;
 pub mod images;
+mod init_actions;
 pub mod syncer;
 mod verbs;

@@ -8,14 +8,17 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use podvisor_actors::{MailboxError, Recipient};
+use podvisor_core::restart::is_sidecar;
 use podvisor_core::{PodExt, SharedPod};
 use podvisor_cri::{PodStatus, Runtime};
+use podvisor_probe::Verdicts;
 use tracing::{debug, info, warn};
 
-use super::actions::{PodActions, Step, compute_pod_actions};
+use super::actions::{ContainerKill, PodActions, Step, compute_pod_actions};
 use super::config::{ConfigError, NodeConfig};
-use super::verbs::{Target, Waits, running_of, running_of_listing};
+use super::verbs::{Stop, Target, Waits, pod_ip, running_of, running_of_listing};
 use crate::protocol::images::{EnsureImage, ImageError};
+use crate::protocol::probes::{EndProbes, ProbesEnd, SyncProbes};
 use crate::protocol::status::{EventType, PodSynced, PodTerminated, RecordEvent, Waiting};
 use crate::protocol::sync::SyncOutcome;
 use crate::protocol::sync::{PodSyncer, SyncContext, SyncError, Termination};
@@ -37,6 +40,8 @@ pub(crate) enum CriSyncError {
     ImageManager(MailboxError),
     #[error(transparent)]
     Config(#[from] ConfigError),
+    #[error(transparent)]
+    PostStartHook(#[from] podvisor_probe::HookError),
 }
 
 impl From<CriSyncError> for SyncError {
@@ -51,6 +56,10 @@ pub struct SyncerOutputs {
     pub synced: Recipient<PodSynced>,
     pub terminated: Recipient<PodTerminated>,
     pub events: Recipient<RecordEvent>,
+    /// The prober: each sync registers the pod's probes and asks what they found; a
+    /// termination ends them. `None`: no probes run (a tree without a prober).
+    pub probes: Option<Recipient<SyncProbes>>,
+    pub probes_end: Option<Recipient<EndProbes>>,
 }
 
 pub struct CriSyncer {
@@ -79,15 +88,57 @@ impl CriSyncer {
         });
     }
 
-    fn report(&self, pod: &SharedPod, waiting: HashMap<String, Waiting>) {
+    pub(super) fn report(&self, pod: &SharedPod, waiting: HashMap<String, Waiting>) {
         self.out.synced.do_send(PodSynced {
             pod: pod.clone(),
             waiting,
         });
     }
 
+    /// What the probes found of the pod's running instances (nothing, without a prober or
+    /// when it cannot answer: no probe kills, no sidecar counts as started by its probe).
+    async fn verdicts(&self, pod: &SharedPod) -> Verdicts {
+        let Some(probes) = &self.out.probes else {
+            return Verdicts::default();
+        };
+        probes
+            .send(SyncProbes { pod: pod.clone() })
+            .await
+            .unwrap_or_else(|e| {
+                warn!(pod_uid = %pod.uid(), error = %e, "the prober did not answer; syncing without its verdicts");
+                Verdicts::default()
+            })
+    }
+
+    fn end_probes(&self, pod: &SharedPod, end: ProbesEnd) {
+        if let Some(p) = &self.out.probes_end {
+            p.do_send(EndProbes {
+                uid: pod.uid().clone(),
+                end,
+            });
+        }
+    }
+
+    /// The containers a sync stops, each with its grace period: the failed probe's own,
+    /// or the pod's.
+    fn stops(pod: &SharedPod, kills: &[ContainerKill]) -> Vec<Stop> {
+        kills
+            .iter()
+            .map(|k| Stop {
+                id: k.id.clone(),
+                name: k.name.clone(),
+                message: k.message.clone(),
+                grace: pod
+                    .deletion_grace_period()
+                    .or(k.grace)
+                    .unwrap_or_else(|| pod.spec_grace_period()),
+            })
+            .collect()
+    }
+
     /// Carries out the plan's steps, recording why containers wait in `waits`. Stopping
-    /// fails the sync at once; a container that cannot start does not keep the others from
+    /// fails the sync at once; a regular init container that cannot start stops the
+    /// starts; any other container that cannot start does not keep the others from
     /// starting (the first such error is returned after).
     async fn run_steps(
         &self,
@@ -97,6 +148,7 @@ impl CriSyncer {
         waits: &mut Waits,
     ) -> Result<(), SyncError> {
         let mut first_error = None;
+        let ip = pod_ip(pod, status);
         let mut sandbox = actions
             .sandbox_id
             .clone()
@@ -108,20 +160,18 @@ impl CriSyncer {
                         let message = "Pod sandbox changed, it will be killed and re-created.";
                         self.event(pod, EventType::Normal, "SandboxChanged", message.into());
                     }
-                    let (containers, sandboxes) = running_of(status);
-                    self.kill(pod, &containers, &sandboxes, pod.spec_grace_period())
-                        .await?;
+                    let (stops, sandboxes) = running_of(status, pod.spec_grace_period());
+                    self.kill(pod, &ip, &stops, &sandboxes).await?;
                 }
                 Step::KillContainers(kills) => {
-                    let kills: Vec<(String, String)> =
-                        kills.into_iter().map(|k| (k.id, k.name)).collect();
-                    self.kill(pod, &kills, &[], pod.spec_grace_period()).await?;
+                    self.kill(pod, &ip, &Self::stops(pod, &kills), &[]).await?;
                 }
                 Step::CreateSandbox { attempt } => {
                     sandbox = Some(self.create_sandbox(pod, attempt).await?)
                 }
                 Step::StartInit(i) | Step::StartContainer(i) => {
-                    let list = if matches!(step, Step::StartInit(_)) {
+                    let init = matches!(step, Step::StartInit(_));
+                    let list = if init {
                         pod.init_containers()
                     } else {
                         pod.containers()
@@ -137,6 +187,9 @@ impl CriSyncer {
                     if let Err(e) = self.start_container(&target, c, waits).await {
                         warn!(pod_uid = %pod.uid(), container = %c.name, error = %e, "container not started");
                         first_error.get_or_insert(e);
+                        if init && !is_sidecar(c) {
+                            break; // the next one waits for this one
+                        }
                     }
                 }
             }
@@ -154,7 +207,13 @@ impl PodSyncer for CriSyncer {
         pod: &SharedPod,
         status: &Arc<PodStatus>,
     ) -> Result<SyncOutcome, SyncError> {
-        let api = crate::status_manager::convert::api_status(pod, status, &HashMap::new(), false);
+        let api = crate::status_manager::convert::api_status(
+            pod,
+            status,
+            &HashMap::new(),
+            false,
+            Default::default(),
+        );
         let terminal = phase_of(&api).is_some_and(podvisor_core::Phase::is_terminal);
         if terminal {
             self.report(pod, HashMap::new());
@@ -164,7 +223,8 @@ impl PodSyncer for CriSyncer {
             });
         }
         self.make_dirs(pod).await?;
-        let actions = compute_pod_actions(pod, status);
+        let verdicts = self.verdicts(pod).await;
+        let actions = compute_pod_actions(pod, status, &verdicts);
         if actions.is_noop() {
             self.report(pod, HashMap::new());
             return Ok(SyncOutcome::default());
@@ -193,12 +253,16 @@ impl PodSyncer for CriSyncer {
         status: &Arc<PodStatus>,
         t: Termination<'_>,
     ) -> Result<(), SyncError> {
-        let (containers, sandboxes) = match t.running_pod {
-            Some(rp) => running_of_listing(rp.runtime()),
-            None => running_of(status),
+        // A container is not restarted while it is being stopped: its liveness and
+        // startup probes end now; readiness goes on until it stopped.
+        self.end_probes(pod, ProbesEnd::Terminating);
+        let (stops, sandboxes) = match t.running_pod {
+            Some(rp) => running_of_listing(rp.runtime(), t.grace),
+            None => running_of(status, t.grace),
         };
-        info!(pod_uid = %pod.uid(), grace_period = t.grace.seconds(), containers = containers.len(), "stopping pod");
-        self.kill(pod, &containers, &sandboxes, t.grace).await?;
+        info!(pod_uid = %pod.uid(), grace_period = t.grace.seconds(), containers = stops.len(), "stopping pod");
+        self.kill(pod, &pod_ip(pod, status), &stops, &sandboxes)
+            .await?;
         if t.running_pod.is_some() {
             // An orphan gets no terminated sync: remove what it left behind now.
             return self.remove_all(pod.uid()).await;
@@ -216,6 +280,7 @@ impl PodSyncer for CriSyncer {
         pod: &SharedPod,
         _: &Arc<PodStatus>,
     ) -> Result<(), SyncError> {
+        self.end_probes(pod, ProbesEnd::Terminated);
         self.remove_all(pod.uid()).await?;
         self.remove_dirs(pod).await?;
         info!(pod_uid = %pod.uid(), "pod cleaned up");

@@ -11,6 +11,7 @@
 //! | `lifecycle.rs` | PLEG → sync loop; pod workers → PLEG |
 //! | `status.rs` | syncer, sync loop, API → status manager |
 //! | `images.rs` | syncer → image manager |
+//! | `probes.rs` | syncer, sync loop, status manager → prober; prober → sync loop, status manager |
 //! | `manifests.rs` | API → manifest source |
 //! | `sync.rs` | pod worker → the sync functions (`PodSyncer`, implemented over CRI) |
 
@@ -18,6 +19,7 @@ pub mod cache;
 pub mod images;
 pub mod lifecycle;
 pub mod manifests;
+pub mod probes;
 pub mod sources;
 pub mod status;
 pub mod sync;

@@ -104,6 +104,8 @@ pub enum WaitingReason {
     ErrImageNeverPull,
     CreateContainerConfigError,
     CreateContainerError,
+    /// The container's postStart hook failed; it is restarted as its policy says.
+    PostStartHookError,
 }
 
 impl WaitingReason {
@@ -117,6 +119,7 @@ impl WaitingReason {
             Self::ErrImageNeverPull => "ErrImageNeverPull",
             Self::CreateContainerConfigError => "CreateContainerConfigError",
             Self::CreateContainerError => "CreateContainerError",
+            Self::PostStartHookError => "PostStartHookError",
         }
     }
 }
@@ -132,6 +135,20 @@ impl fmt::Display for WaitingReason {
 pub struct Waiting {
     pub reason: WaitingReason,
     pub message: String,
+    /// The instance this is about, when it is about one that runs (its postStart hook has
+    /// not finished: it is not Running yet); `None` for a container that does not run.
+    #[serde(default)]
+    pub instance: Option<String>,
+}
+
+impl Waiting {
+    pub fn new(reason: WaitingReason, message: String) -> Self {
+        Self {
+            reason,
+            message,
+            instance: None,
+        }
+    }
 }
 
 pub use podvisor_core::EventType;

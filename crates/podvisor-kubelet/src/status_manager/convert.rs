@@ -1,19 +1,44 @@
-//! The pod's API status from its runtime status (the kubelet's `generateAPIPodStatus` and
-//! `getPhase`): phase, conditions, container statuses with state, last state, restart
-//! count and reason. Pure, so every rule is tested without a runtime.
+//! The pod's API status from its runtime status (the kubelet's `generateAPIPodStatus`):
+//! container statuses with state, last state, restart count, `started` and `ready`, then
+//! the phase (`phase.rs`) and the conditions (`conditions.rs`). Pure, so every rule is
+//! tested without a runtime.
 
 use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::{
     Container, ContainerState as ApiState, ContainerStateRunning, ContainerStateTerminated,
-    ContainerStateWaiting, ContainerStatus as ApiContainerStatus, Pod, PodCondition, PodIP,
+    ContainerStateWaiting, ContainerStatus as ApiContainerStatus, Pod, PodIP,
     PodStatus as ApiPodStatus,
 };
+use podvisor_core::PodExt;
+use podvisor_core::restart::is_sidecar;
 use podvisor_core::time::from_nanos as time;
-use podvisor_core::{Phase, PodExt, RestartPolicy};
 use podvisor_cri::{ContainerState, ContainerStatus, PodStatus};
 
+use super::conditions::conditions;
+use super::phase::phase;
+use super::probes::{ProbeView, container_id};
 use crate::protocol::status::{Waiting, WaitingReason};
+
+/// Where a container stands in its pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// An init container that runs to completion.
+    Init,
+    /// An init container with `restartPolicy: Always`.
+    Sidecar,
+    App,
+}
+
+impl Role {
+    pub(crate) fn of_init(c: &Container) -> Role {
+        if is_sidecar(c) {
+            Role::Sidecar
+        } else {
+            Role::Init
+        }
+    }
+}
 
 fn terminated(s: &ContainerStatus) -> ApiState {
     ApiState {
@@ -32,7 +57,7 @@ fn terminated(s: &ContainerStatus) -> ApiState {
             message: (!s.message.is_empty()).then(|| s.message.clone()),
             started_at: time(s.started_at),
             finished_at: time(s.finished_at),
-            container_id: Some(format!("containerd://{}", s.id)),
+            container_id: Some(container_id(&s.id)),
             ..Default::default()
         }),
         ..Default::default()
@@ -49,32 +74,43 @@ fn waiting(reason: WaitingReason, message: &str) -> ApiState {
     }
 }
 
-fn container_status(
-    c: &Container,
-    rt: &PodStatus,
-    waits: &HashMap<String, Waiting>,
+/// What one container's status is made of.
+struct Parts<'a> {
+    c: &'a Container,
+    role: Role,
+    rt: &'a PodStatus,
+    wait: Option<&'a Waiting>,
     default_waiting: WaitingReason,
-) -> ApiContainerStatus {
-    let mut instances = rt.containers.iter().filter(|s| s.name == c.name);
+    view: ProbeView<'a>,
+}
+
+fn container_status(p: &Parts<'_>) -> ApiContainerStatus {
+    let c = p.c;
+    let mut instances = p.rt.containers.iter().filter(|s| s.name == c.name);
     let newest = instances.next();
     let previous = instances.find(|s| s.state == ContainerState::Exited);
     let image = c.image.clone().unwrap_or_default();
     let mut out = ApiContainerStatus {
         name: c.name.clone(),
-        image: newest.map_or(image, |n| {
-            if n.image.is_empty() {
-                c.image.clone().unwrap_or_default()
-            } else {
-                n.image.clone()
-            }
-        }),
+        image: newest
+            .map(|n| n.image.clone())
+            .filter(|i| !i.is_empty())
+            .unwrap_or(image),
         image_id: newest.map(|n| n.image_ref.clone()).unwrap_or_default(),
-        container_id: newest.map(|n| format!("containerd://{}", n.id)),
+        container_id: newest.map(|n| container_id(&n.id)),
         restart_count: newest.map_or(0, |n| n.attempt as i32),
+        started: Some(false),
         ..Default::default()
     };
-    let wait = waits.get(&c.name);
+    // A wait about one instance (its postStart hook runs) holds even while it runs.
+    let wait_on = |n: &ContainerStatus| p.wait.filter(|w| w.instance.as_deref() == Some(&n.id));
+    let wait_any = p.wait.filter(|w| w.instance.is_none());
     match newest {
+        Some(n) if n.state == ContainerState::Running && wait_on(n).is_some() => {
+            let w = wait_on(n).expect("checked");
+            out.state = Some(waiting(w.reason, &w.message));
+            out.last_state = previous.map(terminated);
+        }
         Some(n) if n.state == ContainerState::Running => {
             out.state = Some(ApiState {
                 running: Some(ContainerStateRunning {
@@ -82,24 +118,27 @@ fn container_status(
                 }),
                 ..Default::default()
             });
-            out.ready = true;
-            out.started = Some(true);
+            out.started = Some(p.view.started(c, &n.id));
+            out.ready = p.role != Role::Init && p.view.ready(c, &n.id);
             out.last_state = previous.map(terminated);
         }
-        Some(n) if n.state == ContainerState::Exited => match wait {
-            // It will start again, after a backoff: waiting, and the exit is its last state.
-            Some(w) => {
-                out.state = Some(waiting(w.reason, &w.message));
-                out.last_state = Some(terminated(n));
+        Some(n) if n.state == ContainerState::Exited => {
+            out.ready = p.role == Role::Init && n.exit_code == 0;
+            match wait_any {
+                // It will start again, after a backoff: waiting, and the exit is its last state.
+                Some(w) => {
+                    out.state = Some(waiting(w.reason, &w.message));
+                    out.last_state = Some(terminated(n));
+                }
+                None => {
+                    out.state = Some(terminated(n));
+                    out.last_state = previous.map(terminated);
+                }
             }
-            None => {
-                out.state = Some(terminated(n));
-                out.last_state = previous.map(terminated);
-            }
-        },
+        }
         _ => {
             let (reason, message) =
-                wait.map_or((default_waiting, ""), |w| (w.reason, w.message.as_str()));
+                wait_any.map_or((p.default_waiting, ""), |w| (w.reason, w.message.as_str()));
             out.state = Some(waiting(reason, message));
             out.last_state = newest.and(previous).map(terminated);
         }
@@ -107,119 +146,41 @@ fn container_status(
     out
 }
 
-/// How the init containers stand: (still to run or running, failed).
-fn init_counts(pod: &Pod, inits: &[ApiContainerStatus]) -> (usize, usize) {
-    let (mut pending, mut failed) = (0, 0);
-    for c in pod.init_containers() {
-        let Some(s) = inits.iter().find(|s| s.name == c.name) else {
-            pending += 1;
-            continue;
-        };
-        let state = s.state.clone().unwrap_or_default();
-        let last = s.last_state.as_ref().and_then(|l| l.terminated.as_ref());
-        match (&state.running, &state.terminated, last) {
-            (Some(_), _, _) => pending += 1,
-            (None, Some(t), _) | (None, None, Some(t)) => failed += usize::from(t.exit_code != 0),
-            (None, None, None) => pending += 1,
-        }
-    }
-    (pending, failed)
+/// Whether every init container has done its part: a regular one succeeded, a sidecar
+/// started.
+pub(crate) fn initialized(pod: &Pod, inits: &[ApiContainerStatus]) -> bool {
+    pod.init_containers()
+        .iter()
+        .zip(inits)
+        .all(|(c, s)| match Role::of_init(c) {
+            Role::Sidecar => s.started == Some(true),
+            _ => s.ready,
+        })
 }
 
-/// How the app containers stand.
-#[derive(Default)]
-struct AppCounts {
-    unknown: usize,
-    running: usize,
-    waiting: usize,
-    stopped: usize,
-    succeeded: usize,
-}
-
-fn app_counts(pod: &Pod, statuses: &[ApiContainerStatus]) -> AppCounts {
-    let mut n = AppCounts::default();
-    for c in pod.containers() {
-        let Some(s) = statuses.iter().find(|s| s.name == c.name) else {
-            n.unknown += 1;
-            continue;
-        };
-        let state = s.state.clone().unwrap_or_default();
-        if state.running.is_some() {
-            n.running += 1;
-        } else if let Some(t) = state.terminated {
-            n.stopped += 1;
-            n.succeeded += usize::from(t.exit_code == 0);
-        } else if s
-            .last_state
-            .as_ref()
-            .and_then(|l| l.terminated.as_ref())
-            .is_some()
-        {
-            n.stopped += 1;
-        } else {
-            n.waiting += 1;
-        }
-    }
-    n
-}
-
-/// The kubelet's phase rules.
-pub(crate) fn phase(
-    pod: &Pod,
-    statuses: &[ApiContainerStatus],
-    inits: &[ApiContainerStatus],
-) -> Phase {
-    let policy = pod.restart_policy();
-    let (pending_init, failed_init) = init_counts(pod, inits);
-    let n = app_counts(pod, statuses);
-    if failed_init > 0 && policy == RestartPolicy::Never {
-        return Phase::Failed;
-    }
-    if pending_init > 0 || n.waiting > 0 {
-        return Phase::Pending;
-    }
-    if n.running > 0 && n.unknown == 0 {
-        return Phase::Running;
-    }
-    if n.running == 0 && n.stopped > 0 && n.unknown == 0 {
-        return match policy {
-            RestartPolicy::Always => Phase::Running,
-            _ if n.stopped == n.succeeded => Phase::Succeeded,
-            RestartPolicy::Never => Phase::Failed,
-            RestartPolicy::OnFailure => Phase::Running,
-        };
-    }
-    Phase::Pending
-}
-
-fn condition(kind: &str, ok: bool, reason: Option<&str>) -> PodCondition {
-    PodCondition {
-        type_: kind.to_string(),
-        status: if ok { "True" } else { "False" }.to_string(),
-        reason: if ok { None } else { reason.map(String::from) },
-        ..Default::default()
-    }
-}
-
-/// The API status of `pod` as its runtime `status` and the last sync's `waits` show it.
+/// The API status of `pod` as its runtime `status`, the last sync's `waits` and the
+/// probes (`view`) show it.
 pub(crate) fn api_status(
     pod: &Pod,
     rt: &PodStatus,
     waits: &HashMap<String, Waiting>,
-    terminating: bool,
+    terminated: bool,
+    view: ProbeView<'_>,
 ) -> ApiPodStatus {
+    let parts = |c, role, default_waiting| Parts {
+        c,
+        role,
+        rt,
+        wait: waits.get(&c.name),
+        default_waiting,
+        view,
+    };
     let inits: Vec<ApiContainerStatus> = pod
         .init_containers()
         .iter()
-        .map(|c| container_status(c, rt, waits, WaitingReason::PodInitializing))
+        .map(|c| container_status(&parts(c, Role::of_init(c), WaitingReason::PodInitializing)))
         .collect();
-    let inits_done = inits.iter().all(|s| {
-        s.state
-            .as_ref()
-            .and_then(|st| st.terminated.as_ref())
-            .is_some_and(|t| t.exit_code == 0)
-    });
-    let app_default = if inits_done {
+    let app_default = if initialized(pod, &inits) {
         WaitingReason::ContainerCreating
     } else {
         WaitingReason::PodInitializing
@@ -227,10 +188,9 @@ pub(crate) fn api_status(
     let statuses: Vec<ApiContainerStatus> = pod
         .containers()
         .iter()
-        .map(|c| container_status(c, rt, waits, app_default))
+        .map(|c| container_status(&parts(c, Role::App, app_default)))
         .collect();
-    let phase = phase(pod, &statuses, &inits);
-    let containers_ready = !statuses.is_empty() && statuses.iter().all(|s| s.ready);
+    let phase = phase(pod, rt, &statuses, &inits);
     let ips: Vec<String> = if pod.host_network() {
         Vec::new()
     } else {
@@ -238,20 +198,7 @@ pub(crate) fn api_status(
     };
     ApiPodStatus {
         phase: Some(phase.as_str().to_string()),
-        conditions: Some(vec![
-            condition("PodScheduled", true, None),
-            condition("Initialized", inits_done, Some("ContainersNotInitialized")),
-            condition(
-                "ContainersReady",
-                containers_ready,
-                Some("ContainersNotReady"),
-            ),
-            condition(
-                "Ready",
-                containers_ready && !terminating,
-                Some("ContainersNotReady"),
-            ),
-        ]),
+        conditions: Some(conditions(pod, rt, phase, &statuses, &inits, terminated)),
         pod_ip: ips.first().cloned(),
         pod_ips: (!ips.is_empty()).then(|| ips.iter().map(|ip| PodIP { ip: ip.clone() }).collect()),
         init_container_statuses: (!inits.is_empty()).then_some(inits),

@@ -4,6 +4,7 @@ use k8s_openapi::api::core::v1::PodSpec;
 use podvisor_cri::{PodRef, SandboxState, SandboxStatus};
 
 use super::*;
+use crate::status_manager::probes::ProbeView;
 
 fn pod(policy: &str, inits: &[&str], apps: &[&str]) -> Pod {
     let c = |n: &&str| Container {
@@ -94,7 +95,13 @@ fn cond(s: &ApiPodStatus, kind: &str) -> String {
 #[test]
 fn a_new_pod_is_pending_with_creating_containers() {
     let p = pod("Always", &[], &["app"]);
-    let s = api_status(&p, &PodStatus::default(), &HashMap::new(), false);
+    let s = api_status(
+        &p,
+        &PodStatus::default(),
+        &HashMap::new(),
+        false,
+        ProbeView::default(),
+    );
     assert_eq!(s.phase.as_deref(), Some("Pending"));
     let w = get(&s, "app").state.clone().unwrap().waiting.unwrap();
     assert_eq!(w.reason.as_deref(), Some("ContainerCreating"));
@@ -110,6 +117,7 @@ fn running_containers_make_a_ready_running_pod_with_its_ip() {
         &rt(vec![cs("init", 0, 1, Some(0)), cs("app", 0, 2, None)]),
         &HashMap::new(),
         false,
+        ProbeView::default(),
     );
     assert_eq!(s.phase.as_deref(), Some("Running"));
     assert_eq!(s.pod_ip.as_deref(), Some("10.88.0.9"));
@@ -127,6 +135,7 @@ fn running_containers_make_a_ready_running_pod_with_its_ip() {
         &rt(vec![cs("init", 0, 1, Some(0)), cs("app", 0, 2, None)]),
         &HashMap::new(),
         true,
+        ProbeView::default(),
     );
     assert_eq!(cond(&s, "Ready"), "False");
 }
@@ -139,6 +148,7 @@ fn init_containers_keep_the_pod_pending_and_uninitialized() {
         &rt(vec![cs("i1", 0, 1, Some(0)), cs("i2", 0, 2, None)]),
         &HashMap::new(),
         false,
+        ProbeView::default(),
     );
     assert_eq!(s.phase.as_deref(), Some("Pending"));
     assert_eq!(cond(&s, "Initialized"), "False");
@@ -150,6 +160,7 @@ fn init_containers_keep_the_pod_pending_and_uninitialized() {
         &rt(vec![cs("i1", 0, 1, Some(2))]),
         &HashMap::new(),
         false,
+        ProbeView::default(),
     );
     assert_eq!(s.phase.as_deref(), Some("Failed"));
 }
@@ -169,6 +180,7 @@ fn phases_follow_the_restart_policy() {
             &rt(vec![cs("app", 0, 1, Some(code))]),
             &HashMap::new(),
             false,
+            ProbeView::default(),
         );
         assert_eq!(s.phase.as_deref(), Some(phase), "{policy} exit {code}");
         let t = get(&s, "app").state.clone().unwrap().terminated.unwrap();
@@ -188,6 +200,7 @@ fn a_crash_looping_container_waits_with_its_last_exit_and_restart_count() {
         Waiting {
             reason: WaitingReason::CrashLoopBackOff,
             message: "back-off 20s restarting failed container".into(),
+            instance: None,
         },
     )]);
     let s = api_status(
@@ -199,6 +212,7 @@ fn a_crash_looping_container_waits_with_its_last_exit_and_restart_count() {
         ]),
         &waits,
         false,
+        ProbeView::default(),
     );
     let c = get(&s, "app");
     assert_eq!(c.restart_count, 2);
@@ -222,6 +236,7 @@ fn a_crash_looping_container_waits_with_its_last_exit_and_restart_count() {
         &rt(vec![cs("app", 0, 1, Some(1)), cs("app", 1, 2, None)]),
         &HashMap::new(),
         false,
+        ProbeView::default(),
     );
     let c = get(&s, "app");
     assert!(c.state.clone().unwrap().running.is_some());
@@ -240,9 +255,10 @@ fn image_errors_show_as_waiting_reasons() {
         Waiting {
             reason: WaitingReason::ErrImagePull,
             message: "registry unreachable".into(),
+            instance: None,
         },
     )]);
-    let s = api_status(&p, &rt(vec![]), &waits, false);
+    let s = api_status(&p, &rt(vec![]), &waits, false, ProbeView::default());
     let w = get(&s, "app").state.clone().unwrap().waiting.unwrap();
     assert_eq!(w.reason.as_deref(), Some("ErrImagePull"));
     assert_eq!(s.phase.as_deref(), Some("Pending"));
@@ -252,6 +268,232 @@ fn image_errors_show_as_waiting_reasons() {
 fn host_network_pods_have_no_pod_ip() {
     let mut p = pod("Always", &[], &["app"]);
     p.spec.as_mut().unwrap().host_network = Some(true);
-    let s = api_status(&p, &rt(vec![cs("app", 0, 1, None)]), &HashMap::new(), false);
+    let s = api_status(
+        &p,
+        &rt(vec![cs("app", 0, 1, None)]),
+        &HashMap::new(),
+        false,
+        ProbeView::default(),
+    );
     assert_eq!(s.pod_ip, None);
+}
+
+fn edit(p: &mut Pod, name: &str, f: impl FnOnce(&mut Container)) {
+    let spec = p.spec.as_mut().unwrap();
+    let c = spec
+        .init_containers
+        .iter_mut()
+        .flatten()
+        .chain(spec.containers.iter_mut())
+        .find(|c| c.name == name)
+        .unwrap();
+    f(c);
+}
+
+fn exec_probe() -> Option<k8s_openapi::api::core::v1::Probe> {
+    Some(serde_json::from_value(serde_json::json!({"exec": {"command": ["true"]}})).unwrap())
+}
+
+fn result(
+    container: &str,
+    id: &str,
+    kind: podvisor_probe::ProbeKind,
+    passed: bool,
+) -> podvisor_probe::ProbeResult {
+    podvisor_probe::ProbeResult {
+        uid: "u".into(),
+        container: container.into(),
+        container_id: id.into(),
+        kind,
+        passed,
+    }
+}
+
+#[test]
+fn readiness_follows_the_probe_of_that_very_instance_and_a_published_one_stands_until_then() {
+    use super::super::probes::ProbeResults;
+    use podvisor_probe::ProbeKind::*;
+    let mut p = pod("Always", &[], &["app"]);
+    edit(&mut p, "app", |c| c.readiness_probe = exec_probe());
+    let r = rt(vec![cs("app", 0, 1, None)]);
+    let s = api_status(&p, &r, &HashMap::new(), false, ProbeView::default());
+    let app = get(&s, "app");
+    assert!(
+        !app.ready && app.started == Some(true),
+        "a new instance is not ready yet"
+    );
+    assert_eq!(cond(&s, "Ready"), "False");
+    let mut results = ProbeResults::default();
+    results.set(&result("app", "app-0", Readiness, true));
+    let ready = api_status(
+        &p,
+        &r,
+        &HashMap::new(),
+        false,
+        ProbeView::new(Some(&results), None),
+    );
+    assert!(get(&ready, "app").ready);
+    assert_eq!(cond(&ready, "Ready"), "True");
+    // No verdict (a restarted agent): what was published for app-0 stands.
+    let again = api_status(
+        &p,
+        &r,
+        &HashMap::new(),
+        false,
+        ProbeView::new(None, Some(&ready)),
+    );
+    assert!(get(&again, "app").ready);
+    // A new instance does not inherit it; a failing verdict takes it away.
+    let next = rt(vec![cs("app", 0, 1, Some(1)), cs("app", 1, 2, None)]);
+    let s = api_status(
+        &p,
+        &next,
+        &HashMap::new(),
+        false,
+        ProbeView::new(None, Some(&ready)),
+    );
+    assert!(!get(&s, "app").ready);
+    results.set(&result("app", "app-0", Readiness, false));
+    let s = api_status(
+        &p,
+        &r,
+        &HashMap::new(),
+        false,
+        ProbeView::new(Some(&results), Some(&ready)),
+    );
+    assert!(!get(&s, "app").ready);
+    let c = s
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "ContainersReady")
+        .unwrap();
+    assert_eq!(c.reason.as_deref(), Some("ContainersNotReady"));
+    assert_eq!(
+        c.message.as_deref(),
+        Some("containers with unready status: [app]")
+    );
+    // A startup probe: not started, so not ready, until it succeeds.
+    edit(&mut p, "app", |c| {
+        c.readiness_probe = None;
+        c.startup_probe = exec_probe();
+    });
+    let s = api_status(&p, &r, &HashMap::new(), false, ProbeView::default());
+    assert_eq!(
+        (get(&s, "app").started, get(&s, "app").ready),
+        (Some(false), false)
+    );
+    let mut started = ProbeResults::default();
+    started.set(&result("app", "app-0", Startup, true));
+    let s = api_status(
+        &p,
+        &r,
+        &HashMap::new(),
+        false,
+        ProbeView::new(Some(&started), None),
+    );
+    assert_eq!(
+        (get(&s, "app").started, get(&s, "app").ready),
+        (Some(true), true)
+    );
+}
+
+#[test]
+fn sidecars_count_for_readiness_run_beside_the_app_and_do_not_hold_completion() {
+    let mut p = pod("Never", &["proxy"], &["app"]);
+    edit(&mut p, "proxy", |c| {
+        c.restart_policy = Some("Always".into())
+    });
+    let up = rt(vec![cs("proxy", 0, 1, None), cs("app", 0, 2, None)]);
+    let s = api_status(&p, &up, &HashMap::new(), false, ProbeView::default());
+    assert_eq!(s.phase.as_deref(), Some("Running"));
+    assert!(
+        get(&s, "proxy").ready,
+        "a sidecar is ready like an app container"
+    );
+    assert_eq!(cond(&s, "Initialized"), "True");
+    // The app finished: the pod runs while the sidecar does, and succeeds once it stopped.
+    let app_done = rt(vec![cs("proxy", 0, 1, None), cs("app", 0, 2, Some(0))]);
+    let s = api_status(&p, &app_done, &HashMap::new(), false, ProbeView::default());
+    assert_eq!(s.phase.as_deref(), Some("Running"));
+    let all_done = rt(vec![cs("proxy", 0, 1, Some(143)), cs("app", 0, 2, Some(0))]);
+    let s = api_status(&p, &all_done, &HashMap::new(), false, ProbeView::default());
+    assert_eq!(
+        s.phase.as_deref(),
+        Some("Succeeded"),
+        "the sidecar's exit code does not count"
+    );
+    // Only the sidecar runs yet: initializing, and the app waits for it.
+    let first = rt(vec![cs("proxy", 0, 1, None)]);
+    let s = api_status(&p, &first, &HashMap::new(), false, ProbeView::default());
+    assert_eq!(cond(&s, "Initialized"), "True");
+    let w = get(&s, "app").state.clone().unwrap().waiting.unwrap();
+    assert_eq!(w.reason.as_deref(), Some("ContainerCreating"));
+    // A regular init container that runs is neither ready nor done.
+    let q = pod("Always", &["setup"], &["app"]);
+    let s = api_status(
+        &q,
+        &rt(vec![cs("setup", 0, 1, None)]),
+        &HashMap::new(),
+        false,
+        ProbeView::default(),
+    );
+    assert!(!get(&s, "setup").ready);
+    let init = s
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "Initialized")
+        .unwrap();
+    assert_eq!(
+        init.message.as_deref(),
+        Some("containers with incomplete status: [setup]")
+    );
+}
+
+#[test]
+fn a_container_whose_post_start_hook_runs_is_not_running_yet_and_the_sandbox_condition_shows() {
+    let p = pod("Always", &[], &["app"]);
+    let mut w = Waiting::new(WaitingReason::ContainerCreating, String::new());
+    w.instance = Some("app-0".into());
+    let waits = HashMap::from([("app".to_string(), w)]);
+    let r = rt(vec![cs("app", 0, 1, None)]);
+    let s = api_status(&p, &r, &waits, false, ProbeView::default());
+    let st = get(&s, "app").state.clone().unwrap();
+    assert_eq!(
+        st.waiting.unwrap().reason.as_deref(),
+        Some("ContainerCreating")
+    );
+    assert_eq!(s.phase.as_deref(), Some("Pending"));
+    assert_eq!(cond(&s, "PodReadyToStartContainers"), "True");
+    // A wait about another instance does not hold this one.
+    let mut w = Waiting::new(WaitingReason::ContainerCreating, String::new());
+    w.instance = Some("app-9".into());
+    let waits = HashMap::from([("app".to_string(), w)]);
+    let s = api_status(&p, &r, &waits, false, ProbeView::default());
+    assert!(get(&s, "app").state.clone().unwrap().running.is_some());
+    let s = api_status(
+        &p,
+        &PodStatus::default(),
+        &HashMap::new(),
+        false,
+        ProbeView::default(),
+    );
+    assert_eq!(cond(&s, "PodReadyToStartContainers"), "False");
+    let kinds: Vec<&str> = s
+        .conditions
+        .iter()
+        .flatten()
+        .map(|c| c.type_.as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "PodReadyToStartContainers",
+            "Initialized",
+            "Ready",
+            "ContainersReady",
+            "PodScheduled"
+        ]
+    );
 }

@@ -9,6 +9,7 @@ use podvisor_core::SharedPod;
 use podvisor_cri::PodStatus;
 
 use super::convert::api_status;
+use super::probes::ProbeView;
 use crate::protocol::status::Waiting;
 use crate::protocol::updates::StatusFn;
 
@@ -29,11 +30,12 @@ impl Inputs {
         }
     }
 
-    /// The API status as `runtime` shows the pod (nothing in the runtime if `None`).
-    pub(crate) fn status(&self, runtime: Option<&PodStatus>) -> ApiPodStatus {
+    /// The API status as `runtime` (nothing in the runtime if `None`) and the probes
+    /// (`view`) show the pod.
+    pub(crate) fn status(&self, runtime: Option<&PodStatus>, view: ProbeView<'_>) -> ApiPodStatus {
         let empty = PodStatus::default();
         let rt = runtime.unwrap_or(&empty);
-        let mut status = api_status(&self.pod, rt, &self.waiting, self.terminated);
+        let mut status = api_status(&self.pod, rt, &self.waiting, self.terminated, view);
         for f in &self.status_fns {
             f(&mut status);
         }

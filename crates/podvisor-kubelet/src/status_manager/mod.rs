@@ -4,9 +4,13 @@
 //! final adjustments. Statuses are persisted in the state directory off the actor thread,
 //! so they survive agent restarts. The API reads them.
 
+mod conditions;
 pub mod convert;
 mod inputs;
 mod persist;
+mod phase;
+mod probes;
+mod record;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -23,8 +27,11 @@ use tracing::info;
 
 use inputs::Inputs;
 use persist::Disk;
+use probes::{ProbeResults, ProbeView};
+use record::{keep_times, phase_and_ready, terminal};
 
 use crate::protocol::cache::StatusChanged;
+use crate::protocol::probes::{ProbeChanged, ResendProbeResults};
 use crate::protocol::status::{
     EventType, ForgetPod, ListPods, PodEvent, PodRecord, PodRejected, PodSynced, PodTerminated,
     PublishedStatus, RecordEvent, RetainPods, TerminalPhases,
@@ -41,6 +48,10 @@ pub struct StatusManager {
     dirty: persist::Dirty,
     /// Told of every status change (the node's store writes them back to the API).
     sink: Option<Recipient<PublishedStatus>>,
+    /// What readiness and startup probes decided, per pod.
+    probes: HashMap<PodUid, ProbeResults>,
+    /// Asked to tell every verdict again when this actor (re)starts.
+    prober: Option<Recipient<ResendProbeResults>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -60,7 +71,15 @@ impl StatusManager {
             runtime: HashMap::new(),
             dirty: persist::Dirty::default(),
             sink: None,
+            probes: HashMap::new(),
+            prober: None,
         }
+    }
+
+    /// Asks `prober` for every probe verdict at each (re)start.
+    pub fn with_prober(mut self, prober: Option<Recipient<ResendProbeResults>>) -> Self {
+        self.prober = prober;
+        self
     }
 
     /// Also tells `sink` of every status change.
@@ -84,7 +103,9 @@ impl StatusManager {
             return;
         };
         let runtime = self.runtime.get(uid).map(|(s, _)| s.as_ref());
-        let status = inputs.status(runtime);
+        let previous = self.records.get(uid).and_then(|r| r.pod.status.as_ref());
+        let view = ProbeView::new(self.probes.get(uid), previous);
+        let status = inputs.status(runtime, view);
         let (pod, terminated) = (inputs.pod.clone(), inputs.terminated);
         if self.set(&pod, status, ctx) {
             self.publish(&uid.clone(), terminated);
@@ -178,6 +199,7 @@ impl StatusManager {
 
     fn forget(&mut self, uid: &PodUid, ctx: &mut Context<Self>) {
         self.inputs.remove(uid);
+        self.probes.remove(uid);
         self.runtime.remove(uid);
         let record = self.records.remove(uid);
         if record.is_some() {
@@ -192,40 +214,6 @@ impl StatusManager {
     }
 }
 
-/// A pod's start time and the transition time of every unchanged condition stay.
-fn keep_times(previous: Option<&ApiPodStatus>, status: &mut ApiPodStatus) {
-    status.start_time = previous
-        .and_then(|p| p.start_time.clone())
-        .or_else(|| Some(podvisor_core::time::now()));
-    let old = previous
-        .and_then(|p| p.conditions.as_deref())
-        .unwrap_or(&[]);
-    for c in status.conditions.iter_mut().flatten() {
-        c.last_transition_time = old
-            .iter()
-            .find(|o| o.type_ == c.type_ && o.status == c.status)
-            .and_then(|o| o.last_transition_time.clone())
-            .or_else(|| Some(podvisor_core::time::now()));
-    }
-}
-
-fn terminal(status: &ApiPodStatus) -> bool {
-    status
-        .phase
-        .as_deref()
-        .and_then(|p| p.parse::<Phase>().ok())
-        .is_some_and(Phase::is_terminal)
-}
-
-fn phase_and_ready(status: Option<&ApiPodStatus>) -> (Option<&str>, bool) {
-    let phase = status.and_then(|s| s.phase.as_deref());
-    let ready = status
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
-        .is_some_and(|c| c.status == "True");
-    (phase, ready)
-}
-
 impl Actor for StatusManager {
     type Context = Context<Self>;
 }
@@ -238,6 +226,9 @@ impl SupervisedActor for StatusManager {
     /// restart (of the actor or of the agent) `get pods` answers at once, and the next sync
     /// of each pod refreshes it.
     fn rebuild(&mut self, ctx: &mut Context<Self>, _: &StartInfo<Self>) {
+        if let Some(prober) = &self.prober {
+            prober.do_send(ResendProbeResults);
+        }
         let disk = self.disk.clone();
         ctx.wait(
             async move {
@@ -280,6 +271,14 @@ impl Handler<StatusChanged> for StatusManager {
                 .insert(msg.uid.clone(), (msg.data.status, msg.data.modified));
             self.refresh(&msg.uid, ctx);
         }
+    }
+}
+
+impl Handler<ProbeChanged> for StatusManager {
+    type Result = ();
+    fn handle(&mut self, ProbeChanged(r): ProbeChanged, ctx: &mut Context<Self>) {
+        self.probes.entry(r.uid.clone()).or_default().set(&r);
+        self.refresh(&r.uid, ctx);
     }
 }
 

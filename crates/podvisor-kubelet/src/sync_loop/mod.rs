@@ -30,6 +30,7 @@ pub use podvisor_core::fit::Allocatable;
 use crate::kuberuntime::config::NodeConfig;
 use crate::protocol::cache::DeleteStatus;
 use crate::protocol::lifecycle::{PlegEventKind, PodLifecycleEvent};
+use crate::protocol::probes::{ProbeSync, RetainProbes};
 use crate::protocol::sources::{DesiredPods, GetDesiredPods, Rescan, SourcePods};
 use crate::protocol::status::{ForgetPod, PodRejected, RetainPods, TerminalPhases};
 use crate::protocol::updates::{
@@ -82,6 +83,8 @@ pub struct SyncLoopDeps {
     /// The config sources, asked for a full snapshot whenever the loop (re)starts, so a
     /// restarted loop has its desired pods at once, not at the next periodic rescan.
     pub sources: Vec<Recipient<Rescan>>,
+    /// The prober, kept to the pods still known by housekeeping.
+    pub probes: Option<Recipient<RetainProbes>>,
 }
 
 pub struct SyncLoop {
@@ -247,6 +250,15 @@ impl Handler<PodLifecycleEvent> for SyncLoop {
         }
         if e.kind == PlegEventKind::ContainerDied && self.pods.get(&e.uid).is_some() {
             self.collect_garbage(e.uid, ctx);
+        }
+    }
+}
+
+impl Handler<ProbeSync> for SyncLoop {
+    type Result = ();
+    fn handle(&mut self, e: ProbeSync, _: &mut Context<Self>) {
+        if let Some(p) = self.pods.get(&e.uid).cloned() {
+            self.send(UpdatePodOptions::new(UpdateType::Sync, p));
         }
     }
 }

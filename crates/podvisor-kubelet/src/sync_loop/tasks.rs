@@ -12,6 +12,7 @@ use tracing::{debug, info, warn};
 use super::{SyncLoop, gc, housekeeping};
 use crate::kuberuntime::cleanup;
 use crate::protocol::cache::DeleteStatus;
+use crate::protocol::probes::RetainProbes;
 use crate::protocol::status::{ForgetPod, RetainPods};
 use crate::protocol::updates::{PodWorkerState, SyncKnownPods};
 
@@ -55,6 +56,9 @@ impl SyncLoop {
             for uid in forget {
                 deps.forget.do_send(ForgetPod { uid: uid.clone() });
                 deps.cache_delete.do_send(DeleteStatus { uid });
+            }
+            if let Some(probes) = &deps.probes {
+                probes.do_send(RetainProbes(retain.clone()));
             }
             deps.retain.do_send(RetainPods(retain));
         };

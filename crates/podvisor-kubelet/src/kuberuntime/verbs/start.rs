@@ -1,6 +1,7 @@
 //! Starting one container: unless it is backing off after a crash; starting the instance an
 //! earlier create left instead of making a second; making its image present; then create
-//! and start, adopting a create whose answer was lost.
+//! and start, adopting a create whose answer was lost; then its postStart hook, during
+//! which it does not count as Running, and whose failure stops it.
 
 use std::collections::HashMap;
 
@@ -20,6 +21,13 @@ use crate::protocol::images::{EnsureImage, PullPolicy};
 use crate::protocol::status::{EventType, Waiting, WaitingReason};
 use crate::protocol::sync::SyncError;
 
+/// Whether this sync started the container (its postStart hook is then run) or found it
+/// started by an earlier one.
+enum Started {
+    Now(String),
+    Before,
+}
+
 /// Why containers of the pod wait, by container name.
 pub(crate) type Waits = HashMap<String, Waiting>;
 
@@ -32,7 +40,7 @@ pub(crate) struct Target<'a> {
 }
 
 fn wait(waits: &mut Waits, c: &Container, reason: WaitingReason, message: String) {
-    waits.insert(c.name.clone(), Waiting { reason, message });
+    waits.insert(c.name.clone(), Waiting::new(reason, message));
 }
 
 impl CriSyncer {
@@ -51,6 +59,7 @@ impl CriSyncer {
         if let Some(p) = previous.filter(|p| p.state == ContainerState::Created)
             && self.resume_created(t, p, c).await?
         {
+            self.post_start(t, c, &p.id, waits).await?;
             return Ok(true);
         }
         let image = self.ensure_image(t.pod, c, waits).await?;
@@ -79,7 +88,10 @@ impl CriSyncer {
             );
             CriSyncError::Config(e)
         })?;
-        self.create_and_start(t, c, &cfg, attempt, waits).await
+        match self.create_and_start(t, c, &cfg, attempt, waits).await? {
+            Started::Now(id) => self.post_start(t, c, &id, waits).await.map(|()| true),
+            Started::Before => Ok(true),
+        }
     }
 
     /// Crash-loop backoff: an exited instance whose backoff has not run out waits.
@@ -172,7 +184,7 @@ impl CriSyncer {
         cfg: &podvisor_cri::proto::ContainerConfig,
         attempt: u32,
         waits: &mut Waits,
-    ) -> Result<bool, SyncError> {
+    ) -> Result<Started, SyncError> {
         let id = match self
             .runtime
             .create_container(&t.sandbox.id, cfg, &t.sandbox.config)
@@ -188,7 +200,7 @@ impl CriSyncer {
                     .find(|x| x.name == c.name && x.attempt == attempt)
                 {
                     Some(x) if x.state == ContainerState::Created => x.id.clone(),
-                    Some(_) => return Ok(true), // started too: nothing to do
+                    Some(_) => return Ok(Started::Before), // started too: nothing to do
                     None => return Err(e.into()),
                 }
             }
@@ -211,6 +223,6 @@ impl CriSyncer {
             format!("Started container {}", c.name),
         );
         debug!(pod_uid = %t.pod.uid(), container = %c.name, attempt, "container started");
-        Ok(true)
+        Ok(Started::Now(id))
     }
 }

@@ -1,0 +1,209 @@
+//! The prober actor (kind `prober`, the kubelet's prober manager): every startup, readiness
+//! and liveness probe of the node in one scheduler (`podvisor_probe::Probes`, one delay
+//! queue, a bounded number of runs at once), its runs spawned into this actor's context.
+//! It learns a pod's probes from the pod's syncs (`SyncProbes`, answered with what the
+//! probes found), its containers' instances from the status cache (`StatusChanged`), and
+//! tells the status manager what readiness and startup probes decided (`ProbeChanged`),
+//! the sync loop when a pod must be synced now (`ProbeSync`), and the pod's events
+//! (`Unhealthy`, `ProbeWarning`).
+//!
+//! Restart: nothing is kept. The new instance asks the sync loop for the desired pods and
+//! the status cache for their statuses, and probes again from there; a container already
+//! running is probed within one period (spread out), and until a probe decides, the status
+//! manager keeps the readiness it last published for that instance.
+
+use std::sync::Arc;
+
+use actix::prelude::*;
+use podvisor_actors::{Recipient, StartInfo, SupervisedActor, due};
+use podvisor_core::PodUid;
+use podvisor_cri::Runtime;
+use podvisor_probe::{Effect, Outcome, ProbeKey, Probes, ProbesSummary, Run, Target, Verdicts};
+use tokio::time::Instant;
+use tracing::debug;
+
+use crate::protocol::cache::{GetStatus, StatusChanged};
+use crate::protocol::probes::{
+    EndProbes, ProbeChanged, ProbeSync, ProbesEnd, ResendProbeResults, RetainProbes, SyncProbes,
+};
+use crate::protocol::sources::GetDesiredPods;
+use crate::protocol::status::{EventType, RecordEvent};
+
+/// How many probes run at once, at most (the rest wait their turn, in order).
+pub const DEFAULT_LIMIT: usize = 64;
+
+/// What the prober talks to.
+pub struct ProberDeps {
+    pub runtime: Arc<dyn Runtime>,
+    pub results: Recipient<ProbeChanged>,
+    pub events: Recipient<RecordEvent>,
+    pub sync: Recipient<ProbeSync>,
+    pub desired: Recipient<GetDesiredPods>,
+    pub cache: Recipient<GetStatus>,
+    pub limit: usize,
+}
+
+pub struct Prober {
+    deps: Arc<ProberDeps>,
+    probes: Probes,
+}
+
+impl Prober {
+    pub fn new(deps: Arc<ProberDeps>) -> Self {
+        let probes = Probes::new(deps.limit, podvisor_core::time::now_nanos());
+        Self { deps, probes }
+    }
+
+    fn on_due(&mut self, key: ProbeKey, _: Instant, ctx: &mut Context<Self>) {
+        if let Some(run) = self.probes.due(key, Instant::now()) {
+            self.launch(run, ctx);
+        }
+    }
+
+    fn launch(&mut self, run: Run, ctx: &mut Context<Self>) {
+        let target = Target {
+            runtime: self.deps.runtime.clone(),
+            container_id: run.container_id.clone(),
+            pod_ip: run.pod_ip,
+        };
+        let (key, id) = (run.key, run.container_id);
+        let probe = podvisor_probe::run::probe(run.action, target, run.timeout);
+        ctx.spawn(
+            probe
+                .into_actor(self)
+                .map(move |outcome, act, ctx| act.finished(&key, &id, outcome, ctx)),
+        );
+    }
+
+    fn finished(&mut self, key: &ProbeKey, id: &str, outcome: Outcome, ctx: &mut Context<Self>) {
+        debug!(pod_uid = %key.uid, container = %key.container, probe = %key.kind, ?outcome, "probe ran");
+        let effects = self.probes.finish(key, id, outcome, Instant::now());
+        self.apply(effects);
+        while let Some(run) = self.probes.next_waiting(Instant::now()) {
+            self.launch(run, ctx);
+        }
+    }
+
+    fn apply(&self, effects: Vec<Effect>) {
+        for e in effects {
+            match e {
+                Effect::Result(r) => self.deps.results.do_send(ProbeChanged(r)),
+                Effect::Sync(uid) => self.deps.sync.do_send(ProbeSync { uid }),
+                Effect::Event {
+                    pod,
+                    reason,
+                    message,
+                } => self.deps.events.do_send(RecordEvent {
+                    pod,
+                    kind: EventType::Warning,
+                    reason,
+                    message,
+                }),
+            }
+        }
+    }
+
+    /// Learns the desired pods and their statuses again (after a restart).
+    fn relearn(&mut self, ctx: &mut Context<Self>) {
+        let (desired, cache) = (self.deps.desired.clone(), self.deps.cache.clone());
+        let fetch = async move {
+            let pods = desired
+                .send(GetDesiredPods)
+                .await
+                .map(|d| d.pods)
+                .unwrap_or_default();
+            let mut out = Vec::with_capacity(pods.len());
+            for pod in pods {
+                let status = cache
+                    .send(GetStatus {
+                        uid: pod.uid().clone(),
+                    })
+                    .await
+                    .ok();
+                out.push((pod, status));
+            }
+            out
+        };
+        ctx.spawn(fetch.into_actor(self).map(|pods, act, _| {
+            let (now, wall) = (Instant::now(), podvisor_core::time::now_nanos());
+            for (pod, status) in pods {
+                let uid = pod.uid().clone();
+                act.probes.set_pod(pod, now, wall);
+                if let Some(s) = status.filter(|s| s.error.is_none()) {
+                    act.probes.set_status(&uid, s.status, now, wall);
+                }
+            }
+        }));
+    }
+}
+
+impl Actor for Prober {
+    type Context = Context<Self>;
+}
+
+impl SupervisedActor for Prober {
+    const KIND: &'static str = "prober";
+    type Summary = ProbesSummary;
+
+    fn rebuild(&mut self, ctx: &mut Context<Self>, start: &StartInfo<Self>) {
+        self.probes = Probes::new(self.deps.limit, podvisor_core::time::now_nanos());
+        due::drive(ctx, |a: &mut Self| a.probes.queue(), Self::on_due);
+        if start.is_restart() {
+            self.relearn(ctx);
+        }
+    }
+
+    fn summary(&self) -> ProbesSummary {
+        self.probes.summary()
+    }
+}
+
+impl Handler<SyncProbes> for Prober {
+    type Result = MessageResult<SyncProbes>;
+    fn handle(&mut self, msg: SyncProbes, _: &mut Context<Self>) -> Self::Result {
+        let uid: PodUid = msg.pod.uid().clone();
+        let (now, wall) = (Instant::now(), podvisor_core::time::now_nanos());
+        self.probes.set_pod(msg.pod, now, wall);
+        let verdicts: Verdicts = self.probes.verdicts(&uid);
+        MessageResult(verdicts)
+    }
+}
+
+impl Handler<StatusChanged> for Prober {
+    type Result = ();
+    fn handle(&mut self, msg: StatusChanged, _: &mut Context<Self>) {
+        if msg.data.error.is_none() {
+            let (now, wall) = (Instant::now(), podvisor_core::time::now_nanos());
+            self.probes.set_status(&msg.uid, msg.data.status, now, wall);
+        }
+    }
+}
+
+impl Handler<EndProbes> for Prober {
+    type Result = ();
+    fn handle(&mut self, msg: EndProbes, _: &mut Context<Self>) {
+        match msg.end {
+            ProbesEnd::Terminating => {
+                let (now, wall) = (Instant::now(), podvisor_core::time::now_nanos());
+                self.probes.stop_liveness_and_startup(&msg.uid, now, wall);
+            }
+            ProbesEnd::Terminated => self.probes.remove(&msg.uid),
+        }
+    }
+}
+
+impl Handler<RetainProbes> for Prober {
+    type Result = ();
+    fn handle(&mut self, RetainProbes(keep): RetainProbes, _: &mut Context<Self>) {
+        self.probes.retain(&keep);
+    }
+}
+
+impl Handler<ResendProbeResults> for Prober {
+    type Result = ();
+    fn handle(&mut self, _: ResendProbeResults, _: &mut Context<Self>) {
+        for r in self.probes.results() {
+            self.deps.results.do_send(ProbeChanged(r));
+        }
+    }
+}
