@@ -208,33 +208,36 @@ async fn create_mirror(store: &StoreHandles, pod: &Pod) -> Result<Option<Uid>, S
     }
 }
 
-/// Makes the mirror exist, current, and not marked for deletion; writes its status.
-/// Answers the mirror's UID.
+/// Makes the mirror exist, current, and not marked for deletion; writes its status (a
+/// mirror just made gets it at once: waiting for the pod's next change could leave it
+/// bare for as long as the pod does not change). Answers the mirror's UID.
 async fn mirror(store: &StoreHandles, pod: &Pod) -> Result<Option<Uid>, StoreError> {
     let static_uid = pod.metadata.uid.as_deref().unwrap_or_default();
-    let current = match get(store, pod.namespace(), pod.name()).await {
-        Ok(c) => c,
-        Err(StoreError::NotFound { .. }) => return create_mirror(store, pod).await,
+    let made = match get(store, pod.namespace(), pod.name()).await {
+        Err(StoreError::NotFound { .. }) => create_mirror(store, pod).await?,
         Err(e) => return Err(e),
+        Ok(current) => match mirror_of(&current) {
+            // An API pod of the same name: not ours to touch.
+            None => return Ok(None),
+            Some(of)
+                if of != static_uid
+                    || current.value()["metadata"]["deletionTimestamp"].is_string() =>
+            {
+                info!(
+                    pod = pod.name(),
+                    "mirror pod outdated or deleted through the API; making it again"
+                );
+                delete(store, pod.namespace(), pod.name(), &current.uid).await?;
+                create_mirror(store, pod).await?
+            }
+            Some(_) => Some(current.uid.clone()),
+        },
     };
-    match mirror_of(&current) {
-        // An API pod of the same name: not ours to touch.
-        None => return Ok(None),
-        Some(of)
-            if of != static_uid || current.value()["metadata"]["deletionTimestamp"].is_string() =>
-        {
-            info!(
-                pod = pod.name(),
-                "mirror pod outdated or deleted through the API; making it again"
-            );
-            delete(store, pod.namespace(), pod.name(), &current.uid).await?;
-            return create_mirror(store, pod).await;
-        }
-        Some(_) => {}
-    }
-    let mirror_uid = current.uid.to_string();
+    let Some(mirror_uid) = made else {
+        return Ok(None);
+    };
     write_status(store, pod, &mirror_uid, (pod.name(), pod.namespace())).await?;
-    Ok(Some(current.uid.clone()))
+    Ok(Some(mirror_uid))
 }
 
 /// The static pod is gone for good: so is its mirror.
