@@ -92,7 +92,8 @@ where
     }
 }
 
-/// A collector as a child to supervise, with what it collects.
+/// A collector as a child to supervise, with what it collects. Keyed by the message's
+/// type, so one tree can hold a collector of each.
 pub fn collector<M>() -> (ActorRef<Collector<M>>, ChildSpec, Collected<M>)
 where
     M: Message<Result = ()> + Send + Unpin + 'static,
@@ -100,6 +101,7 @@ where
     let seen = Collected::default();
     let s = seen.clone();
     let (me, spec) = ChildSpec::of(move || Collector(s.clone()))
+        .key(std::any::type_name::<M>())
         .capacity(1 << 16)
         .build();
     (me, spec, seen)

@@ -197,8 +197,9 @@ impl Probes {
     }
 
     /// The pod as it is now (its probes follow its spec); a pod being deleted keeps only
-    /// its readiness probes.
-    pub fn set_pod(&mut self, pod: SharedPod, now: Instant, wall: i64) {
+    /// its readiness probes. Whether the scheduler still needs the pod's runtime status
+    /// (it has probes, and no status arrived yet).
+    pub fn set_pod(&mut self, pod: SharedPod, now: Instant, wall: i64) -> bool {
         let uid = pod.uid().clone();
         let entry = self.pods.entry(uid.clone()).or_insert_with(|| PodEntry {
             pod: pod.clone(),
@@ -229,7 +230,9 @@ impl Probes {
         for (k, spec) in wanted {
             entry.workers.entry(k).or_insert_with(|| Worker::new(spec));
         }
+        let wants_status = entry.status.is_none() && !entry.workers.is_empty();
         self.observe(&uid, now, wall);
+        wants_status
     }
 
     /// The pod started terminating: its liveness and startup probes stop (a container
@@ -238,7 +241,7 @@ impl Probes {
         if let Some(e) = self.pods.get(uid) {
             let pod = e.pod.clone();
             self.pods.get_mut(uid).expect("just found").terminating = true;
-            self.set_pod(pod, now, wall);
+            let _ = self.set_pod(pod, now, wall);
         }
     }
 

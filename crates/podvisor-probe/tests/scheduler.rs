@@ -106,7 +106,7 @@ fn results(effects: &[Effect]) -> Vec<(ProbeKind, bool)> {
 async fn readiness_starts_after_its_delay_keeps_its_cadence_and_reports_changes_once() {
     let mut p = Probes::new(8, wall());
     let ready = probe(serde_json::json!({"initialDelaySeconds": 2, "failureThreshold": 2}));
-    p.set_pod(
+    let _ = p.set_pod(
         pod(serde_json::json!([{"name": "app", "image": "i", "readinessProbe": ready}])),
         Instant::now(),
         wall(),
@@ -173,7 +173,7 @@ async fn a_startup_probe_holds_the_others_back_then_releases_them() {
         "startupProbe": probe(serde_json::json!({"failureThreshold": 30})),
         "livenessProbe": probe(serde_json::json!({})),
         "readinessProbe": probe(serde_json::json!({}))}]);
-    p.set_pod(pod(c), Instant::now(), wall());
+    let _ = p.set_pod(pod(c), Instant::now(), wall());
     p.set_status(&uid(), status("c1", true, wall()), Instant::now(), wall());
     let (key, _) = next(&mut p).await;
     assert_eq!(key.kind, ProbeKind::Startup);
@@ -213,7 +213,7 @@ async fn a_failed_liveness_probe_asks_for_a_sync_names_the_instance_and_waits_fo
     let mut p = Probes::new(8, wall());
     let live =
         probe(serde_json::json!({"failureThreshold": 2, "terminationGracePeriodSeconds": 3}));
-    p.set_pod(
+    let _ = p.set_pod(
         pod(serde_json::json!([{"name": "app", "image": "i", "livenessProbe": live}])),
         Instant::now(),
         wall(),
@@ -250,7 +250,7 @@ async fn runs_beyond_the_limit_wait_and_a_stale_answer_changes_nothing() {
     let c = serde_json::json!([{"name": "app", "image": "i",
         "livenessProbe": probe(serde_json::json!({"failureThreshold": 1})),
         "readinessProbe": probe(serde_json::json!({}))}]);
-    p.set_pod(pod(c), Instant::now(), wall());
+    let _ = p.set_pod(pod(c), Instant::now(), wall());
     p.set_status(&uid(), status("c1", true, wall()), Instant::now(), wall());
     let first = next_run(&mut p).await;
     let (second, _) = next(&mut p).await;
@@ -285,7 +285,7 @@ async fn a_terminating_pod_keeps_only_readiness_and_a_restart_spreads_first_prob
     let c = serde_json::json!([{"name": "app", "image": "i",
         "livenessProbe": probe(serde_json::json!({"periodSeconds": 10})),
         "readinessProbe": probe(serde_json::json!({"periodSeconds": 10, "initialDelaySeconds": 100}))}]);
-    p.set_pod(pod(c), Instant::now(), wall());
+    let _ = p.set_pod(pod(c), Instant::now(), wall());
     p.set_status(&uid(), status("c1", true, long_ago), Instant::now(), wall());
     // Running since long before this scheduler: both are due within one period (not
     // after the initial delay, which has long passed, and not all at once).

@@ -197,6 +197,14 @@ impl FakeRuntime {
         }
     }
 
+    /// What `exec_sync` in running container `id` exits with from now on (a probe that
+    /// starts failing, or recovers).
+    pub fn set_exec_exit(&self, id: &str, exit_code: i32) {
+        if let Some(c) = self.lock().state.containers.get_mut(id) {
+            c.program.exec.exit_code = exit_code;
+        }
+    }
+
     /// Removes a container behind the agent's back (as `crictl rm` would).
     pub fn remove_container_externally(&self, id: &str) {
         let mut inner = self.lock();

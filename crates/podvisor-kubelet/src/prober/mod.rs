@@ -128,10 +128,29 @@ impl Prober {
             let (now, wall) = (Instant::now(), podvisor_core::time::now_nanos());
             for (pod, status) in pods {
                 let uid = pod.uid().clone();
-                act.probes.set_pod(pod, now, wall);
+                let _ = act.probes.set_pod(pod, now, wall);
                 if let Some(s) = status.filter(|s| s.error.is_none()) {
                     act.probes.set_status(&uid, s.status, now, wall);
                 }
+            }
+        }));
+    }
+
+    /// Asks the status cache for a pod's status the scheduler has not seen yet (its
+    /// changes arrive by themselves from then on).
+    fn fetch_status(&self, uid: PodUid, ctx: &mut Context<Self>) {
+        let cache = self.deps.cache.clone();
+        let ask = async move {
+            cache
+                .send(GetStatus { uid: uid.clone() })
+                .await
+                .ok()
+                .map(|s| (uid, s))
+        };
+        ctx.spawn(ask.into_actor(self).map(|answer, act, _| {
+            if let Some((uid, s)) = answer.filter(|(_, s)| s.error.is_none()) {
+                let (now, wall) = (Instant::now(), podvisor_core::time::now_nanos());
+                act.probes.set_status(&uid, s.status, now, wall);
             }
         }));
     }
@@ -160,10 +179,12 @@ impl SupervisedActor for Prober {
 
 impl Handler<SyncProbes> for Prober {
     type Result = MessageResult<SyncProbes>;
-    fn handle(&mut self, msg: SyncProbes, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: SyncProbes, ctx: &mut Context<Self>) -> Self::Result {
         let uid: PodUid = msg.pod.uid().clone();
         let (now, wall) = (Instant::now(), podvisor_core::time::now_nanos());
-        self.probes.set_pod(msg.pod, now, wall);
+        if self.probes.set_pod(msg.pod, now, wall) {
+            self.fetch_status(uid.clone(), ctx);
+        }
         let verdicts: Verdicts = self.probes.verdicts(&uid);
         MessageResult(verdicts)
     }

@@ -41,7 +41,7 @@ pub struct PodRejected {
 /// Something happened to the pod (the kubelet's events: Created, Started, Killing,
 /// BackOff, Failed...). Carries the pod, so an event of a pod's first sync is kept even
 /// before its first status.
-#[derive(Message)]
+#[derive(Message, Clone)]
 #[rtype(result = "()")]
 pub struct RecordEvent {
     pub pod: SharedPod,
