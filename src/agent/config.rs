@@ -32,6 +32,7 @@ pub struct AgentConfig {
     pub allocatable: Allocatable,
     pub node: NodeSection,
     pub pleg: Pleg,
+    pub probes: Probes,
     pub supervisor: Supervisor,
     pub debug: Debug,
     pub api: Api,
@@ -51,6 +52,26 @@ pub struct Pleg {
     /// stream is seen losing events).
     #[serde(deserialize_with = "duration")]
     pub safety_relist: Duration,
+}
+
+/// `[probes]`: how many probes run at once (the rest wait their turn, and show as late in
+/// the debug endpoint's `prober` actor).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Probes {
+    pub max_in_flight: usize,
+    /// Of those, exec probes: each is a process the runtime starts in a container.
+    pub max_exec_in_flight: usize,
+}
+
+impl Default for Probes {
+    fn default() -> Self {
+        let d = podvisor_kubelet::prober::DEFAULT_LIMITS;
+        Self {
+            max_in_flight: d.total,
+            max_exec_in_flight: d.exec,
+        }
+    }
 }
 
 /// Restart policy of every supervisor in the tree.
@@ -127,6 +148,7 @@ impl Default for AgentConfig {
             allocatable: Allocatable::default(),
             node: NodeSection::default(),
             pleg: Pleg::default(),
+            probes: Probes::default(),
             supervisor: Supervisor::default(),
             debug: Debug::default(),
             api: Api::default(),
@@ -341,6 +363,17 @@ impl AgentConfig {
                 key: "supervisor.restart_backoff",
                 message: "must not exceed supervisor.restart_backoff_max".into(),
             });
+        }
+        for (key, n) in [
+            ("probes.max_in_flight", self.probes.max_in_flight),
+            ("probes.max_exec_in_flight", self.probes.max_exec_in_flight),
+        ] {
+            if n == 0 {
+                return Err(ConfigError::Value {
+                    key,
+                    message: "must be at least 1".into(),
+                });
+            }
         }
         if self.supervisor.max_restarts == 0 {
             return Err(ConfigError::Value {

@@ -146,7 +146,10 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
                 status_wait: Duration::from_secs(2),
                 extra_sources: vec![kube.source.recipient()],
                 status_sink: Some(kube.writer.recipient()),
-                probe_limit: podvisor_kubelet::prober::DEFAULT_LIMIT,
+                probe_limits: podvisor_probe::Limits {
+                    total: cfg.probes.max_in_flight,
+                    exec: cfg.probes.max_exec_in_flight,
+                },
             },
         );
         let health = Health::new();

@@ -29,3 +29,106 @@ pub fn free_port() -> anyhow::Result<u16> {
         .local_addr()?
         .port())
 }
+
+/// A release `podvisor run` of a benchmark's own (node name, directories, ports), killed
+/// when dropped; its pods are left for [`BenchAgent::clear`].
+pub struct BenchAgent {
+    pub child: Child,
+    pub node: String,
+    pub dir: std::path::PathBuf,
+    /// The debug endpoint (`http://127.0.0.1:PORT`).
+    pub debug: String,
+}
+
+impl BenchAgent {
+    /// Starts an agent named `node` under `<tmp>/<bench>/<node>` against `runtime`, with
+    /// `extra` (TOML sections) after its base configuration.
+    pub fn start(
+        bin: &Path,
+        bench: &str,
+        node: &str,
+        runtime: &str,
+        extra: &str,
+    ) -> anyhow::Result<Self> {
+        let dir = std::env::temp_dir().join(bench).join(node);
+        let _ = std::fs::remove_dir_all(&dir);
+        let debug_port = free_port()?;
+        let config = format!(
+            "node_name = \"{node}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{d}/manifests\"\nstate_dir = \"{d}/state\"\npod_log_dir = \"{d}/logs\"\n[debug]\naddress = \"127.0.0.1:{debug_port}\"\n[api]\naddress = \"127.0.0.1:{}\"\n[log]\nformat = \"json\"\nfilter = \"warn\"\n{extra}",
+            free_port()?,
+            d = dir.display(),
+        );
+        let child = spawn(bin, &dir, &config)?;
+        Ok(Self {
+            child,
+            node: node.to_string(),
+            dir,
+            debug: format!("http://127.0.0.1:{debug_port}"),
+        })
+    }
+
+    /// The agent's Kubernetes API, once it answers (within 30 s).
+    pub async fn api(&self) -> anyhow::Result<podvisor_debug::client::Endpoint> {
+        let kubeconfig = self.dir.join("state/kubeconfig");
+        let t0 = std::time::Instant::now();
+        loop {
+            if let Ok(api) = podvisor_debug::client::Endpoint::from_kubeconfig(&kubeconfig)
+                && api.get("/api/v1/namespaces/default/pods").await.is_ok()
+            {
+                return Ok(api);
+            }
+            if t0.elapsed() > std::time::Duration::from_secs(30) {
+                anyhow::bail!("agent {} not serving its API within 30 s", self.node);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Writes manifest `<name>.yaml` (to a hidden name, then renamed: never read half).
+    pub fn write(&self, name: &str, yaml: &str) -> anyhow::Result<()> {
+        let m = self.dir.join("manifests");
+        let tmp = m.join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, yaml)?;
+        std::fs::rename(&tmp, m.join(format!("{name}.yaml")))?;
+        Ok(())
+    }
+
+    /// An actor's summary from the debug endpoint.
+    pub async fn actor_state(&self, id: &str) -> anyhow::Result<serde_json::Value> {
+        let body =
+            podvisor_debug::client::get(&self.debug, &format!("/debug/actors/{id}"), None).await?;
+        let v: serde_json::Value = serde_json::from_str(&body)?;
+        Ok(v["state"].clone())
+    }
+
+    /// Removes every manifest and waits until the runtime holds nothing of this node.
+    pub async fn clear(&self, rt: &podvisor_cri::CriRuntime) -> anyhow::Result<()> {
+        use podvisor_cri::Runtime;
+        for e in std::fs::read_dir(self.dir.join("manifests"))? {
+            std::fs::remove_file(e?.path())?;
+        }
+        let t0 = std::time::Instant::now();
+        while rt
+            .list_pods()
+            .await?
+            .iter()
+            .any(|p| podvisor_cri::labels::owned_by(p, &self.node))
+        {
+            if t0.elapsed() > std::time::Duration::from_secs(180) {
+                anyhow::bail!(
+                    "{}: pods still in the runtime 180 s after removal",
+                    self.node
+                );
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for BenchAgent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

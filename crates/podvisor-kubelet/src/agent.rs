@@ -43,8 +43,8 @@ pub struct AgentParams {
     pub extra_sources: Vec<Recipient<Rescan>>,
     /// Told of every pod status change (written back to the API store).
     pub status_sink: Option<Recipient<PublishedStatus>>,
-    /// Probes run at once, at most (`prober::DEFAULT_LIMIT`).
-    pub probe_limit: usize,
+    /// Probes run at once, at most (`prober::DEFAULT_LIMITS`).
+    pub probe_limits: podvisor_probe::Limits,
 }
 
 /// The built tree: children for the root supervisor, in start order, and the handles the
@@ -191,7 +191,7 @@ fn prober_deps_of(
         sync: sync_loop.recipient(),
         desired: sync_loop.recipient(),
         cache: status.cache.recipient(),
-        limit: p.probe_limit,
+        limits: p.probe_limits,
     })
 }
 

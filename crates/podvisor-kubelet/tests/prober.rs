@@ -95,7 +95,7 @@ fn the_prober_reports_changes_asks_for_syncs_and_probes_on_after_a_crash() {
             sync: sync.recipient(),
             desired: desired.recipient(),
             cache: status.cache.recipient(),
-            limit: 8,
+            limits: podvisor_kubelet::prober::DEFAULT_LIMITS,
         }));
         start_root(
             "root",

@@ -21,6 +21,8 @@ mod worker;
 
 pub use action::{Action, ActionError, HttpGet, Scheme};
 pub use outcome::Outcome;
-pub use probes::{Effect, Failed, ProbeKey, ProbeResult, Probes, ProbesSummary, Run, Verdicts};
+pub use probes::{
+    Effect, Failed, Limits, ProbeKey, ProbeResult, Probes, ProbesSummary, Run, Verdicts,
+};
 pub use run::{HookError, Target};
 pub use spec::{ProbeKind, ProbeSpec};

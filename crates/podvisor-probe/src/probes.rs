@@ -1,6 +1,7 @@
 //! Every probe of the node in one scheduler (the kubelet's prober manager, as plain data
-//! an actor owns): the pods' probes, one deadline each in one [`DueQueue`], at most
-//! `limit` runs at once, and what their results mean for the pod ([`Effect`]s). The actor
+//! an actor owns): the pods' probes, one deadline each in one [`DueQueue`], a bounded
+//! number of runs at once ([`Limits`]: exec probes, which the runtime carries out, have a
+//! bound of their own), and what their results mean for the pod ([`Effect`]s). The actor
 //! runs what [`Probes::due`] hands it and reports back through [`Probes::finish`]; every
 //! rule is here, tested on paused time.
 //!
@@ -95,6 +96,7 @@ pub struct ProbesSummary {
     pub probes: usize,
     pub scheduled: usize,
     pub in_flight: usize,
+    pub exec_in_flight: usize,
     /// Due, waiting for a free slot.
     pub waiting: usize,
     pub runs: u64,
@@ -131,12 +133,24 @@ impl PodEntry {
     }
 }
 
+/// How many probes run at once, at most: in all, and of those exec probes (each one a
+/// process the runtime starts in a container: the runtime's CPU is what they cost).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub total: usize,
+    pub exec: usize,
+}
+
 pub struct Probes {
     pods: HashMap<PodUid, PodEntry>,
     queue: DueQueue<ProbeKey>,
+    /// Due network probes (httpGet, tcpSocket, grpc) and exec probes waiting for a slot.
     waiting: VecDeque<ProbeKey>,
-    in_flight: usize,
-    limit: usize,
+    waiting_exec: VecDeque<ProbeKey>,
+    /// Runs under way, and whether each is an exec.
+    running: HashMap<ProbeKey, bool>,
+    exec_running: usize,
+    limits: Limits,
     /// Wall-clock nanoseconds when this scheduler started: containers started well before
     /// were running before it, and their first probes are spread out.
     epoch: i64,
@@ -176,14 +190,19 @@ fn specs(pod: &SharedPod, terminating: bool) -> Vec<(Arc<str>, ProbeSpec)> {
 }
 
 impl Probes {
-    /// `limit`: runs at once, at most; `wall_now`: the wall clock (nanoseconds).
-    pub fn new(limit: usize, wall_now: i64) -> Self {
+    /// `wall_now`: the wall clock (nanoseconds).
+    pub fn new(limits: Limits, wall_now: i64) -> Self {
         Self {
             pods: HashMap::new(),
             queue: DueQueue::new(),
             waiting: VecDeque::new(),
-            in_flight: 0,
-            limit: limit.max(1),
+            waiting_exec: VecDeque::new(),
+            running: HashMap::new(),
+            exec_running: 0,
+            limits: Limits {
+                total: limits.total.max(1),
+                exec: limits.exec.max(1),
+            },
             epoch: wall_now,
             lateness: Histogram::default(),
             runs: 0,

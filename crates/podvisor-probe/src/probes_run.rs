@@ -12,11 +12,16 @@ use crate::spec::ProbeKind;
 use crate::worker::Verdict;
 
 impl Probes {
-    /// `key`'s time has come: the run to start, unless it is stale, held back, or over the
+    /// `key`'s time has come: the run to start, unless it is stale, held back, or over a
     /// limit (then it waits for [`Probes::next_waiting`]).
     pub fn due(&mut self, key: ProbeKey, now: Instant) -> Option<Run> {
-        if self.in_flight >= self.limit {
-            self.waiting.push_back(key);
+        let exec = self.is_exec(&key);
+        if !self.free(exec) {
+            if exec {
+                self.waiting_exec.push_back(key);
+            } else {
+                self.waiting.push_back(key);
+            }
             return None;
         }
         self.start(key, now)
@@ -24,13 +29,30 @@ impl Probes {
 
     /// The next run that waited for a free slot, if one is free now.
     pub fn next_waiting(&mut self, now: Instant) -> Option<Run> {
-        while self.in_flight < self.limit {
-            let key = self.waiting.pop_front()?;
+        loop {
+            let key = if self.free(false) && !self.waiting.is_empty() {
+                self.waiting.pop_front()
+            } else if self.free(true) {
+                self.waiting_exec.pop_front()
+            } else {
+                None
+            }?;
             if let Some(run) = self.start(key, now) {
                 return Some(run);
             }
         }
-        None
+    }
+
+    fn is_exec(&self, key: &ProbeKey) -> bool {
+        self.pods
+            .get(&key.uid)
+            .and_then(|e| e.workers.get(&(Arc::clone(&key.container), key.kind)))
+            .is_some_and(|w| matches!(w.spec.action, crate::action::Action::Exec(_)))
+    }
+
+    /// Whether a run (an exec one, when `exec`) may start now.
+    fn free(&self, exec: bool) -> bool {
+        self.running.len() < self.limits.total && (!exec || self.exec_running < self.limits.exec)
     }
 
     fn start(&mut self, key: ProbeKey, now: Instant) -> Option<Run> {
@@ -47,7 +69,9 @@ impl Probes {
             self.lateness.record(now.saturating_duration_since(due));
         }
         w.in_flight = true;
-        self.in_flight += 1;
+        let exec = matches!(w.spec.action, crate::action::Action::Exec(_));
+        self.running.insert(key.clone(), exec);
+        self.exec_running += usize::from(exec);
         Some(Run {
             action: w.spec.action.clone(),
             container_id: w.instance.clone()?,
@@ -65,7 +89,9 @@ impl Probes {
         outcome: Outcome,
         now: Instant,
     ) -> Vec<Effect> {
-        self.in_flight = self.in_flight.saturating_sub(1);
+        if let Some(exec) = self.running.remove(key) {
+            self.exec_running -= usize::from(exec);
+        }
         self.runs += 1;
         match outcome.passed() {
             Some(false) => self.failures += 1,
@@ -209,8 +235,9 @@ impl Probes {
             pods: self.pods.len(),
             probes: self.pods.values().map(|e| e.workers.len()).sum(),
             scheduled: self.queue.len(),
-            in_flight: self.in_flight,
-            waiting: self.waiting.len(),
+            in_flight: self.running.len(),
+            exec_in_flight: self.exec_running,
+            waiting: self.waiting.len() + self.waiting_exec.len(),
             runs: self.runs,
             failures: self.failures,
             errors: self.errors,

@@ -8,7 +8,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use podvisor_core::{PodUid, SharedPod};
 use podvisor_cri::{ContainerState, ContainerStatus, PodStatus};
-use podvisor_probe::{Effect, Outcome, ProbeKey, ProbeKind, Probes, Run};
+use podvisor_probe::{Effect, Limits, Outcome, ProbeKey, ProbeKind, Probes, Run};
 use tokio::time::Instant;
 
 const S: Duration = Duration::from_secs(1);
@@ -59,6 +59,10 @@ fn status(id: &str, running: bool, started_at: i64) -> Arc<PodStatus> {
     })
 }
 
+fn limits(n: usize) -> Limits {
+    Limits { total: n, exec: n }
+}
+
 fn wall() -> i64 {
     podvisor_core::time::now_nanos()
 }
@@ -104,7 +108,7 @@ fn results(effects: &[Effect]) -> Vec<(ProbeKind, bool)> {
 
 #[tokio::test(start_paused = true)]
 async fn readiness_starts_after_its_delay_keeps_its_cadence_and_reports_changes_once() {
-    let mut p = Probes::new(8, wall());
+    let mut p = Probes::new(limits(8), wall());
     let ready = probe(serde_json::json!({"initialDelaySeconds": 2, "failureThreshold": 2}));
     let _ = p.set_pod(
         pod(serde_json::json!([{"name": "app", "image": "i", "readinessProbe": ready}])),
@@ -168,7 +172,7 @@ async fn readiness_starts_after_its_delay_keeps_its_cadence_and_reports_changes_
 
 #[tokio::test(start_paused = true)]
 async fn a_startup_probe_holds_the_others_back_then_releases_them() {
-    let mut p = Probes::new(8, wall());
+    let mut p = Probes::new(limits(8), wall());
     let c = serde_json::json!([{"name": "app", "image": "i",
         "startupProbe": probe(serde_json::json!({"failureThreshold": 30})),
         "livenessProbe": probe(serde_json::json!({})),
@@ -210,7 +214,7 @@ async fn a_startup_probe_holds_the_others_back_then_releases_them() {
 
 #[tokio::test(start_paused = true)]
 async fn a_failed_liveness_probe_asks_for_a_sync_names_the_instance_and_waits_for_the_next() {
-    let mut p = Probes::new(8, wall());
+    let mut p = Probes::new(limits(8), wall());
     let live =
         probe(serde_json::json!({"failureThreshold": 2, "terminationGracePeriodSeconds": 3}));
     let _ = p.set_pod(
@@ -246,7 +250,7 @@ async fn a_failed_liveness_probe_asks_for_a_sync_names_the_instance_and_waits_fo
 
 #[tokio::test(start_paused = true)]
 async fn runs_beyond_the_limit_wait_and_a_stale_answer_changes_nothing() {
-    let mut p = Probes::new(1, wall());
+    let mut p = Probes::new(limits(1), wall());
     let c = serde_json::json!([{"name": "app", "image": "i",
         "livenessProbe": probe(serde_json::json!({"failureThreshold": 1})),
         "readinessProbe": probe(serde_json::json!({}))}]);
@@ -281,7 +285,7 @@ async fn runs_beyond_the_limit_wait_and_a_stale_answer_changes_nothing() {
 #[tokio::test(start_paused = true)]
 async fn a_terminating_pod_keeps_only_readiness_and_a_restart_spreads_first_probes() {
     let long_ago = wall() - 3_600_000_000_000;
-    let mut p = Probes::new(8, wall());
+    let mut p = Probes::new(limits(8), wall());
     let c = serde_json::json!([{"name": "app", "image": "i",
         "livenessProbe": probe(serde_json::json!({"periodSeconds": 10})),
         "readinessProbe": probe(serde_json::json!({"periodSeconds": 10, "initialDelaySeconds": 100}))}]);
@@ -307,4 +311,56 @@ async fn a_terminating_pod_keeps_only_readiness_and_a_restart_spreads_first_prob
     assert!(p.due(ready, Instant::now()).is_some(), "readiness goes on");
     p.remove(&uid());
     assert_eq!(p.summary().probes, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn exec_probes_have_a_bound_of_their_own_and_do_not_hold_up_the_others() {
+    let mut p = Probes::new(Limits { total: 8, exec: 1 }, wall());
+    let exec = probe(serde_json::json!({}));
+    let http = serde_json::json!({"httpGet": {"port": 80}, "periodSeconds": 1});
+    let c = serde_json::json!([
+        {"name": "a", "image": "i", "livenessProbe": exec},
+        {"name": "b", "image": "i", "livenessProbe": exec},
+        {"name": "c", "image": "i", "readinessProbe": http}]);
+    let _ = p.set_pod(pod(c), Instant::now(), wall());
+    let one = status("x", true, wall());
+    let mut three = (*one).clone();
+    three.containers = ["a", "b", "c"]
+        .iter()
+        .map(|n| {
+            let mut c = one.containers[0].clone();
+            c.name = n.to_string();
+            c.id = format!("{n}1");
+            c
+        })
+        .collect();
+    p.set_status(&uid(), Arc::new(three), Instant::now(), wall());
+    let mut started = Vec::new();
+    for _ in 0..3 {
+        let (key, _) = next(&mut p).await;
+        if let Some(r) = p.due(key, Instant::now()) {
+            started.push(r);
+        }
+    }
+    let mut kinds: Vec<ProbeKind> = started.iter().map(|r| r.key.kind).collect();
+    kinds.sort();
+    assert_eq!(
+        kinds,
+        [ProbeKind::Readiness, ProbeKind::Liveness],
+        "one exec and the httpGet"
+    );
+    assert_eq!((p.summary().exec_in_flight, p.summary().waiting), (1, 1));
+    assert!(
+        p.next_waiting(Instant::now()).is_none(),
+        "the exec slot is taken"
+    );
+    let exec_run = started
+        .iter()
+        .find(|r| r.key.kind == ProbeKind::Liveness)
+        .unwrap()
+        .clone();
+    finish(&mut p, &exec_run, Outcome::Success);
+    let waited = p.next_waiting(Instant::now()).expect("the other exec, now");
+    assert_ne!(waited.key.container, exec_run.key.container);
+    assert_eq!(p.summary().exec_in_flight, 1);
 }

@@ -18,12 +18,12 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Child;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::bail;
 use clap::Parser;
+use podvisor_bench::agent::BenchAgent as Agent;
 use podvisor_bench::procstat;
 use podvisor_bench::stats::{Samples, Summary};
 use podvisor_cri::{CriRuntime, Runtime, Timeouts};
@@ -55,87 +55,10 @@ struct Args {
     window: u64,
 }
 
-/// A `podvisor run` of our own, killed (and its pods left to `clear`) when dropped.
-struct Agent {
-    child: Child,
-    node: String,
-    dir: PathBuf,
-}
-
-impl Agent {
-    fn start(bin: &Path, runtime: &str, node: &str, pleg: &str) -> anyhow::Result<Self> {
-        let dir = std::env::temp_dir().join("podvisor-exit-bench").join(node);
-        let _ = std::fs::remove_dir_all(&dir);
-        let port = podvisor_bench::agent::free_port;
-        let config = format!(
-            "node_name = \"{node}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{d}/manifests\"\nstate_dir = \"{d}/state\"\npod_log_dir = \"{d}/logs\"\n[allocatable]\npods = 200\n[pleg]\nmode = \"{pleg}\"\n[debug]\naddress = \"127.0.0.1:{}\"\n[api]\naddress = \"127.0.0.1:{}\"\n[log]\nformat = \"json\"\nfilter = \"warn\"\n",
-            port()?,
-            port()?,
-            d = dir.display(),
-        );
-        let child = podvisor_bench::agent::spawn(bin, &dir, &config)?;
-        Ok(Self {
-            child,
-            node: node.to_string(),
-            dir,
-        })
-    }
-
-    async fn api(&self) -> anyhow::Result<Endpoint> {
-        let kubeconfig = self.dir.join("state/kubeconfig");
-        let t0 = Instant::now();
-        loop {
-            if let Ok(api) = Endpoint::from_kubeconfig(&kubeconfig)
-                && api.get("/api/v1/namespaces/default/pods").await.is_ok()
-            {
-                return Ok(api);
-            }
-            if t0.elapsed() > Duration::from_secs(30) {
-                bail!("agent {} not serving its API within 30 s", self.node);
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    fn write(&self, name: &str, yaml: &str) -> anyhow::Result<()> {
-        let m = self.dir.join("manifests");
-        std::fs::write(m.join(format!(".{name}.tmp")), yaml)?;
-        std::fs::rename(
-            m.join(format!(".{name}.tmp")),
-            m.join(format!("{name}.yaml")),
-        )?;
-        Ok(())
-    }
-
-    /// Removes every manifest and waits until the runtime holds nothing of this node.
-    async fn clear(&self, rt: &CriRuntime) -> anyhow::Result<()> {
-        for e in std::fs::read_dir(self.dir.join("manifests"))? {
-            std::fs::remove_file(e?.path())?;
-        }
-        let t0 = Instant::now();
-        while rt
-            .list_pods()
-            .await?
-            .iter()
-            .any(|p| podvisor_cri::labels::owned_by(p, &self.node))
-        {
-            if t0.elapsed() > Duration::from_secs(180) {
-                bail!(
-                    "{}: pods still in the runtime 180 s after removal",
-                    self.node
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The agent of one mode: its PLEG mode and room for the idle pods.
+fn start_agent(bin: &Path, runtime: &str, node: &str, pleg: &str) -> anyhow::Result<Agent> {
+    let extra = format!("[allocatable]\npods = 200\n[pleg]\nmode = \"{pleg}\"\n");
+    Agent::start(bin, "podvisor-exit-bench", node, runtime, &extra)
 }
 
 fn now_ns() -> i64 {
@@ -341,7 +264,7 @@ async fn main() -> anyhow::Result<()> {
 
     let mut modes = Vec::new();
     for (label, pleg) in [("relist (1 s)", "relist"), ("evented", "evented")] {
-        let agent = Agent::start(&bin, &args.endpoint, &format!("exit-{pleg}"), pleg)?;
+        let agent = start_agent(&bin, &args.endpoint, &format!("exit-{pleg}"), pleg)?;
         let seen = watch(agent.api().await?);
         modes.push(Mode {
             label,
@@ -373,7 +296,7 @@ async fn main() -> anyhow::Result<()> {
     );
     println!("| PLEG | agent | containerd |\n|---|---:|---:|");
     for (label, pleg) in [("relist (1 s)", "relist"), ("evented", "evented")] {
-        let agent = Agent::start(&bin, &args.endpoint, &format!("idle-{pleg}"), pleg)?;
+        let agent = start_agent(&bin, &args.endpoint, &format!("idle-{pleg}"), pleg)?;
         agent.api().await?;
         let (a, c) = idle_cpu(&rt, &agent, args.idle_pods, containerd, window).await?;
         println!("| {label} | {a:.2} % | {c:.2} % |");

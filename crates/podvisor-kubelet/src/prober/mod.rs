@@ -18,7 +18,9 @@ use actix::prelude::*;
 use podvisor_actors::{Recipient, StartInfo, SupervisedActor, due};
 use podvisor_core::PodUid;
 use podvisor_cri::Runtime;
-use podvisor_probe::{Effect, Outcome, ProbeKey, Probes, ProbesSummary, Run, Target, Verdicts};
+use podvisor_probe::{
+    Effect, Limits, Outcome, ProbeKey, Probes, ProbesSummary, Run, Target, Verdicts,
+};
 use tokio::time::Instant;
 use tracing::debug;
 
@@ -29,8 +31,9 @@ use crate::protocol::probes::{
 use crate::protocol::sources::GetDesiredPods;
 use crate::protocol::status::{EventType, RecordEvent};
 
-/// How many probes run at once, at most (the rest wait their turn, in order).
-pub const DEFAULT_LIMIT: usize = 64;
+/// How many probes run at once, at most (the rest wait their turn, in order), and of
+/// those how many execs (see docs/benchmarks.md, probe-bench, for how they were chosen).
+pub const DEFAULT_LIMITS: Limits = Limits { total: 64, exec: 8 };
 
 /// What the prober talks to.
 pub struct ProberDeps {
@@ -40,7 +43,7 @@ pub struct ProberDeps {
     pub sync: Recipient<ProbeSync>,
     pub desired: Recipient<GetDesiredPods>,
     pub cache: Recipient<GetStatus>,
-    pub limit: usize,
+    pub limits: Limits,
 }
 
 pub struct Prober {
@@ -50,7 +53,7 @@ pub struct Prober {
 
 impl Prober {
     pub fn new(deps: Arc<ProberDeps>) -> Self {
-        let probes = Probes::new(deps.limit, podvisor_core::time::now_nanos());
+        let probes = Probes::new(deps.limits, podvisor_core::time::now_nanos());
         Self { deps, probes }
     }
 
@@ -165,7 +168,7 @@ impl SupervisedActor for Prober {
     type Summary = ProbesSummary;
 
     fn rebuild(&mut self, ctx: &mut Context<Self>, start: &StartInfo<Self>) {
-        self.probes = Probes::new(self.deps.limit, podvisor_core::time::now_nanos());
+        self.probes = Probes::new(self.deps.limits, podvisor_core::time::now_nanos());
         due::drive(ctx, |a: &mut Self| a.probes.queue(), Self::on_due);
         if start.is_restart() {
             self.relearn(ctx);
