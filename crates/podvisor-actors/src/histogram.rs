@@ -57,8 +57,9 @@ impl Histogram {
     }
 }
 
-/// A point-in-time copy; snapshots of one kind of actor add up for per-kind metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// A point-in-time copy; snapshots of one kind of actor add up for per-kind metrics, and
+/// two of one histogram differ by what was recorded between them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 pub struct HistogramSnapshot {
     pub counts: [u64; BUCKETS],
     pub sum_ns: u64,
@@ -76,6 +77,14 @@ pub struct LatencySummary {
 impl HistogramSnapshot {
     pub fn count(&self) -> u64 {
         self.counts.iter().sum()
+    }
+
+    /// What was recorded since `earlier` (a snapshot of the same histogram).
+    pub fn since(&self, earlier: &HistogramSnapshot) -> HistogramSnapshot {
+        HistogramSnapshot {
+            counts: std::array::from_fn(|i| self.counts[i].saturating_sub(earlier.counts[i])),
+            sum_ns: self.sum_ns.saturating_sub(earlier.sum_ns),
+        }
     }
 
     pub fn add(&mut self, other: &HistogramSnapshot) {

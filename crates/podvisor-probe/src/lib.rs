@@ -25,4 +25,4 @@ pub use probes::{
     Effect, Failed, Limits, ProbeKey, ProbeResult, Probes, ProbesSummary, Run, Verdicts,
 };
 pub use run::{HookError, Target};
-pub use spec::{ProbeKind, ProbeSpec};
+pub use spec::{ProbeKind, ProbeSpec, has_probes};

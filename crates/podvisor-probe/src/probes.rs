@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use podvisor_actors::DueQueue;
-use podvisor_actors::histogram::{Histogram, LatencySummary};
+use podvisor_actors::histogram::{Histogram, HistogramSnapshot, LatencySummary};
 use podvisor_core::{PodExt, PodUid, SharedPod};
 use podvisor_cri::{ContainerState, PodStatus};
 use serde::Serialize;
@@ -104,6 +104,8 @@ pub struct ProbesSummary {
     pub errors: u64,
     /// How long after its due time each run started.
     pub lateness: LatencySummary,
+    /// The same, bucket by bucket (two snapshots tell how late runs were in between).
+    pub lateness_histogram: HistogramSnapshot,
 }
 
 struct PodEntry {

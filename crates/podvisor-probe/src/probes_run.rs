@@ -200,7 +200,7 @@ impl Probes {
                         kind: *kind,
                         grace_seconds: w.spec.grace_seconds,
                     };
-                    // A startup failure is what the kubelet reports first.
+                    // Never both for one instance: liveness runs only once startup passed.
                     v.failed.entry(id).or_insert(failed);
                 }
                 _ => {}
@@ -242,6 +242,7 @@ impl Probes {
             failures: self.failures,
             errors: self.errors,
             lateness: self.lateness.snapshot().summary(),
+            lateness_histogram: self.lateness.snapshot(),
         }
     }
 

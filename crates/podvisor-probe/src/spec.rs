@@ -49,6 +49,21 @@ impl fmt::Display for ProbeKind {
     }
 }
 
+/// Whether any container of the pod that probes may run on (app containers, sidecars) has
+/// a probe: a pod without one needs nothing of the prober.
+pub fn has_probes(pod: &k8s_openapi::api::core::v1::Pod) -> bool {
+    let Some(spec) = &pod.spec else { return false };
+    let sidecars = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .filter(|c| podvisor_core::restart::is_sidecar(c));
+    spec.containers
+        .iter()
+        .chain(sidecars)
+        .any(|c| ProbeKind::ALL.iter().any(|k| k.of(c).is_some()))
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeSpec {
     pub kind: ProbeKind,

@@ -96,9 +96,12 @@ impl CriSyncer {
     }
 
     /// What the probes found of the pod's running instances (nothing, without a prober or
-    /// when it cannot answer: no probe kills, no sidecar counts as started by its probe).
+    /// when it cannot answer: no probe kills, no sidecar counts as started by its probe). A
+    /// pod without probes costs no message (its spec cannot gain one: pods are immutable
+    /// but for their images).
     async fn verdicts(&self, pod: &SharedPod) -> Verdicts {
-        let Some(probes) = &self.out.probes else {
+        let Some(probes) = self.out.probes.as_ref().filter(|_| podvisor_probe::has_probes(pod))
+        else {
             return Verdicts::default();
         };
         probes
@@ -111,7 +114,7 @@ impl CriSyncer {
     }
 
     fn end_probes(&self, pod: &SharedPod, end: ProbesEnd) {
-        if let Some(p) = &self.out.probes_end {
+        if let Some(p) = self.out.probes_end.as_ref().filter(|_| podvisor_probe::has_probes(pod)) {
             p.do_send(EndProbes {
                 uid: pod.uid().clone(),
                 end,
