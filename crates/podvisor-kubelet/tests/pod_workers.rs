@@ -365,3 +365,41 @@ fn the_dispatcher_retries_failed_syncs_and_terminations_by_itself() {
         assert_eq!(dispatcher.state.unwrap()["scheduled"], 0);
     });
 }
+
+#[test]
+fn a_sync_after_one_that_changed_nothing_does_not_wait_for_newer_status() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new();
+        let w = world(fake.clone(), FakeSyncer::with_runtime(fake.clone()));
+        let sync = |n: usize| {
+            w.dispatcher.do_send(UpdatePod(UpdatePodOptions::new(
+                if n == 0 {
+                    UpdateType::Create
+                } else {
+                    UpdateType::Sync
+                },
+                pod("u1"),
+            )));
+        };
+        // The first sync starts a container; the second sees it (the worker asked the PLEG)
+        // and changes nothing.
+        for n in 0..2 {
+            sync(n);
+            until("sync", Duration::from_secs(5), || {
+                w.syncer.calls_for("u1").len() == n + 1
+            })
+            .await;
+        }
+        // No relist for an hour, nothing new in the runtime: a third sync (an event, a
+        // periodic resync) runs at once on the status the second acted on, rather than
+        // waiting its 2 s for a newer one that is not coming.
+        sync(2);
+        until(
+            "a third sync without the 2 s wait",
+            Duration::from_millis(500),
+            || w.syncer.calls_for("u1").len() == 3,
+        )
+        .await;
+        assert_eq!(w.syncer.calls_for("u1")[2].containers_seen, 1);
+    });
+}

@@ -100,7 +100,11 @@ impl CriSyncer {
     /// pod without probes costs no message (its spec cannot gain one: pods are immutable
     /// but for their images).
     async fn verdicts(&self, pod: &SharedPod) -> Verdicts {
-        let Some(probes) = self.out.probes.as_ref().filter(|_| podvisor_probe::has_probes(pod))
+        let Some(probes) = self
+            .out
+            .probes
+            .as_ref()
+            .filter(|_| podvisor_probe::has_probes(pod))
         else {
             return Verdicts::default();
         };
@@ -114,7 +118,12 @@ impl CriSyncer {
     }
 
     fn end_probes(&self, pod: &SharedPod, end: ProbesEnd) {
-        if let Some(p) = self.out.probes_end.as_ref().filter(|_| podvisor_probe::has_probes(pod)) {
+        if let Some(p) = self
+            .out
+            .probes_end
+            .as_ref()
+            .filter(|_| podvisor_probe::has_probes(pod))
+        {
             p.do_send(EndProbes {
                 uid: pod.uid().clone(),
                 end,

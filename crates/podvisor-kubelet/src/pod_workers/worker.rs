@@ -1,7 +1,10 @@
 //! One pod's worker: runs the syncs the dispatcher hands it, one at a time, and reports
-//! how each ended. Before each sync it waits for pod status newer than its last sync (so
-//! it never acts on what it saw before its own changes), having asked the PLEG to inspect
-//! the pod right away so the wait is a millisecond, not a relist period.
+//! how each ended. After a sync that changed the runtime it waits, before the next, for
+//! pod status newer than that sync (so it never acts on what it saw before its own
+//! changes), having asked the PLEG to inspect the pod right away so the wait is a
+//! millisecond, not a relist period. After a sync that changed nothing the cached status
+//! is as new as needed: whatever changed since is the PLEG's to report, and it stores a
+//! pod's status before it reports the pod's events.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,8 +38,11 @@ pub(crate) struct WorkerDeps {
 pub struct PodWorker {
     uid: PodUid,
     deps: Arc<WorkerDeps>,
-    /// When the last sync ended: the next one needs status newer than this.
+    /// When the last sync ended, and whether it changed the runtime (or failed): the next
+    /// sync needs status newer than its end if it did, or if the next one is about
+    /// something new from outside (the PLEG is asked to inspect the pod first).
     last_sync: Option<Instant>,
+    last_changed: bool,
 }
 
 impl PodWorker {
@@ -45,6 +51,7 @@ impl PodWorker {
             uid,
             deps,
             last_sync: None,
+            last_changed: false,
         }
     }
 }
@@ -212,9 +219,14 @@ impl Handler<Work> for PodWorker {
             uid: self.uid.clone(),
             cancel,
         };
-        let fut = run(self.deps.clone(), work, sync_ctx, self.last_sync, ask_pleg);
+        // A periodic or event-driven sync after one that changed nothing takes the newest
+        // status there is: waiting for one newer than that sync would wait for a change
+        // that may never come (with an evented PLEG, until the next safety relist).
+        let min = self.last_sync.filter(|_| ask_pleg || self.last_changed);
+        let fut = run(self.deps.clone(), work, sync_ctx, min, ask_pleg);
         ctx.wait(fut.into_actor(self).map(move |(result, changed), act, _| {
             act.last_sync = Some(Instant::now());
+            act.last_changed = changed;
             if changed {
                 // Fresh status now, not after the next relist: the PLEG's events for what
                 // this sync did bring the next sync (and the status) in milliseconds.
