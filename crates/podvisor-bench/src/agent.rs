@@ -42,19 +42,21 @@ pub struct BenchAgent {
 
 impl BenchAgent {
     /// Starts an agent named `node` under `<tmp>/<bench>/<node>` against `runtime`, with
-    /// `extra` (TOML sections) after its base configuration.
+    /// `extra` (TOML sections) after its base configuration. Its log (`agent.log`, JSON)
+    /// holds what `log` (a tracing filter) asks for.
     pub fn start(
         bin: &Path,
         bench: &str,
         node: &str,
         runtime: &str,
         extra: &str,
+        log: &str,
     ) -> anyhow::Result<Self> {
         let dir = std::env::temp_dir().join(bench).join(node);
         let _ = std::fs::remove_dir_all(&dir);
         let debug_port = free_port()?;
         let config = format!(
-            "node_name = \"{node}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{d}/manifests\"\nstate_dir = \"{d}/state\"\npod_log_dir = \"{d}/logs\"\n[debug]\naddress = \"127.0.0.1:{debug_port}\"\n[api]\naddress = \"127.0.0.1:{}\"\n[log]\nformat = \"json\"\nfilter = \"warn\"\n{extra}",
+            "node_name = \"{node}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{d}/manifests\"\nstate_dir = \"{d}/state\"\npod_log_dir = \"{d}/logs\"\n[debug]\naddress = \"127.0.0.1:{debug_port}\"\n[api]\naddress = \"127.0.0.1:{}\"\n[log]\nformat = \"json\"\nfilter = \"{log}\"\n{extra}",
             free_port()?,
             d = dir.display(),
         );

@@ -53,12 +53,58 @@ struct Args {
     /// Seconds over which CPU is sampled.
     #[arg(long, default_value_t = 60)]
     window: u64,
+    /// Also write each exit as `mode,pod,container,finishedAt ns,seen ns` (wall clock) to
+    /// this file, to lay beside the agents' logs.
+    #[arg(long)]
+    details: Option<PathBuf>,
 }
 
-/// The agent of one mode: its PLEG mode and room for the idle pods.
-fn start_agent(bin: &Path, runtime: &str, node: &str, pleg: &str) -> anyhow::Result<Agent> {
+/// The agent of one mode: its PLEG mode and room for the idle pods; `log`, its filter.
+fn start_agent(
+    bin: &Path,
+    runtime: &str,
+    node: &str,
+    pleg: &str,
+    log: &str,
+) -> anyhow::Result<Agent> {
     let extra = format!("[allocatable]\npods = 200\n[pleg]\nmode = \"{pleg}\"\n");
-    Agent::start(bin, "podvisor-exit-bench", node, runtime, &extra)
+    Agent::start(bin, "podvisor-exit-bench", node, runtime, &extra, log)
+}
+
+/// What the evented agent logs of each container event (its debug line): when containerd
+/// made the event (its `created_at`), by container ID.
+const EVENT_LOG: &str = "warn,podvisor_kubelet::pleg::events=debug";
+
+fn event_times(log: &Path) -> anyhow::Result<HashMap<String, i64>> {
+    let mut out = HashMap::new();
+    for line in std::fs::read_to_string(log)?.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let f = &v["fields"];
+        let stop = f["message"] == "container event"
+            && f["kind"].as_str().is_some_and(|k| k.contains("Stop"));
+        if let (true, Some(id), Some(at)) =
+            (stop, f["container_id"].as_str(), f["created_at"].as_i64())
+        {
+            out.entry(id.to_string()).or_insert(at);
+        }
+    }
+    Ok(out)
+}
+
+/// The evented exits split at the moment containerd made the event: the runtime's share
+/// (exit → event) and podvisor's (event → the status a watcher sees).
+fn split(m: &Mode) -> anyhow::Result<(Samples, Samples)> {
+    let made = event_times(&m.agent.dir.join("agent.log"))?;
+    let (mut runtime, mut ours) = (Samples::new(), Samples::new());
+    for (id, done, seen) in &m.exits {
+        if let Some(at) = made.get(id) {
+            runtime.push(Duration::from_nanos((at - done).max(0) as u64));
+            ours.push(Duration::from_nanos((seen - at).max(0) as u64));
+        }
+    }
+    Ok((runtime, ours))
 }
 
 fn now_ns() -> i64 {
@@ -127,7 +173,11 @@ fn idler(name: &str) -> String {
 
 /// The runtime's `finishedAt` of the first (exited) container of each of `node`'s pods,
 /// by pod name.
-async fn finished_at(rt: &CriRuntime, node: &str) -> anyhow::Result<HashMap<String, i64>> {
+/// Each pod's first container: its ID and when it finished (CRI, nanoseconds).
+async fn finished_at(
+    rt: &CriRuntime,
+    node: &str,
+) -> anyhow::Result<HashMap<String, (String, i64)>> {
     let mut out = HashMap::new();
     for p in rt.list_pods().await? {
         if !podvisor_cri::labels::owned_by(&p, node) {
@@ -136,7 +186,7 @@ async fn finished_at(rt: &CriRuntime, node: &str) -> anyhow::Result<HashMap<Stri
         for c in &p.containers {
             let s = rt.container_status(&c.id).await?;
             if c.attempt == 0 && s.finished_at > 0 {
-                out.insert(p.pod.name.clone(), s.finished_at);
+                out.insert(p.pod.name.clone(), (c.id.clone(), s.finished_at));
             }
         }
     }
@@ -148,6 +198,8 @@ struct Mode {
     agent: Agent,
     seen: Seen,
     samples: Samples,
+    /// Container ID, finishedAt and seen (ns) of every exit.
+    exits: Vec<(String, i64, i64)>,
 }
 
 async fn exit_rounds(
@@ -185,13 +237,22 @@ async fn exit_rounds(
             }
             let finished = finished_at(rt, &m.agent.node).await?;
             for n in &names {
-                let (Some(seen), Some(done)) =
+                let (Some(seen), Some((id, done))) =
                     (m.seen.lock().unwrap().get(n).copied(), finished.get(n))
                 else {
                     bail!("{}: no finishedAt for {n}", m.label);
                 };
                 m.samples
                     .push(Duration::from_nanos((seen - done).max(0) as u64));
+                m.exits.push((id.clone(), *done, seen));
+                if let Some(path) = &args.details {
+                    use std::io::Write as _;
+                    let mut f = std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(path)?;
+                    writeln!(f, "{},{n},{id},{done},{seen}", m.label)?;
+                }
             }
         }
         for m in modes.iter() {
@@ -263,14 +324,18 @@ async fn main() -> anyhow::Result<()> {
     println!("# exit-bench: containerd {version}, seed {seed}\n");
 
     let mut modes = Vec::new();
-    for (label, pleg) in [("relist (1 s)", "relist"), ("evented", "evented")] {
-        let agent = start_agent(&bin, &args.endpoint, &format!("exit-{pleg}"), pleg)?;
+    for (label, pleg, log) in [
+        ("relist (1 s)", "relist", "warn"),
+        ("evented", "evented", EVENT_LOG),
+    ] {
+        let agent = start_agent(&bin, &args.endpoint, &format!("exit-{pleg}"), pleg, log)?;
         let seen = watch(agent.api().await?);
         modes.push(Mode {
             label,
             agent,
             seen,
             samples: Samples::new(),
+            exits: Vec::new(),
         });
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -282,6 +347,19 @@ async fn main() -> anyhow::Result<()> {
     for m in &modes {
         println!("{}", m.samples.summary().row(m.label));
     }
+    let (runtime, ours) = split(&modes[1])?;
+    println!(
+        "\n## evented, split where containerd made the event (its created_at)\n\n{}",
+        Summary::HEADER
+    );
+    println!(
+        "{}",
+        runtime.summary().row("exit → event made (containerd)")
+    );
+    println!(
+        "{}",
+        ours.summary().row("event made → status seen (podvisor)")
+    );
 
     drop(modes);
 
@@ -296,7 +374,7 @@ async fn main() -> anyhow::Result<()> {
     );
     println!("| PLEG | agent | containerd |\n|---|---:|---:|");
     for (label, pleg) in [("relist (1 s)", "relist"), ("evented", "evented")] {
-        let agent = start_agent(&bin, &args.endpoint, &format!("idle-{pleg}"), pleg)?;
+        let agent = start_agent(&bin, &args.endpoint, &format!("idle-{pleg}"), pleg, "warn")?;
         agent.api().await?;
         let (a, c) = idle_cpu(&rt, &agent, args.idle_pods, containerd, window).await?;
         println!("| {label} | {a:.2} % | {c:.2} % |");

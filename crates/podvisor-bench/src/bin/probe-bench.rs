@@ -109,6 +109,7 @@ async fn measure(
         &format!("probes-{mode}"),
         &args.endpoint,
         &extra,
+        "warn",
     )?;
     agent.api().await?;
     let t0 = Instant::now();

@@ -190,6 +190,7 @@ impl Pleg {
 
     fn on_container_event(&mut self, event: ContainerEvent, ctx: &mut Context<Self>) {
         self.events_received += 1;
+        debug!(container_id = %event.container_id, kind = ?event.kind, created_at = event.created_at, "container event");
         let kinds = translate(event.kind);
         self.loss
             .delivered(&event.container_id, kinds, Instant::now());
