@@ -6,48 +6,20 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use actix::prelude::*;
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use podvisor_actors::testing::collector;
-use podvisor_actors::{
-    ActorRef, ChildSpec, Registry, StartInfo, SupervisedActor, SupervisorConfig, start_root,
-};
+use podvisor_actors::{ActorRef, ChildSpec, Registry, SupervisorConfig, start_root};
 use podvisor_core::{GracePeriod, SharedPod};
 use podvisor_cri::FakeRuntime;
 use podvisor_kubelet::groups::{PodWorkerWiring, StatusWiring, pod_worker_group, status_group};
 use podvisor_kubelet::pleg::PlegConfig;
 use podvisor_kubelet::pod_workers::{PodWorkers, Timings};
 use podvisor_kubelet::protocol::lifecycle::PodLifecycleEvent;
-use podvisor_kubelet::protocol::sources::{DesiredPods, GetDesiredPods};
 use podvisor_kubelet::protocol::updates::{
     KillPodOptions, UpdatePod, UpdatePodOptions, UpdateType,
 };
 use podvisor_kubelet::protocol::work::WorkKind;
 use support::*;
-
-/// Stands in for the sync loop as the source of desired pods.
-struct Desired(Arc<Mutex<Vec<SharedPod>>>);
-
-impl Actor for Desired {
-    type Context = Context<Self>;
-}
-
-impl SupervisedActor for Desired {
-    const KIND: &'static str = "desired";
-    type Summary = ();
-    fn rebuild(&mut self, _: &mut Context<Self>, _: &StartInfo<Self>) {}
-    fn summary(&self) {}
-}
-
-impl Handler<GetDesiredPods> for Desired {
-    type Result = MessageResult<GetDesiredPods>;
-    fn handle(&mut self, _: GetDesiredPods, _: &mut Context<Self>) -> Self::Result {
-        MessageResult(DesiredPods {
-            pods: self.0.lock().unwrap().clone(),
-            all_sources_seen: true,
-        })
-    }
-}
 
 struct World {
     fake: FakeRuntime,

@@ -8,43 +8,17 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::prelude::*;
 use podvisor_actors::testing::{Collected, collector};
-use podvisor_actors::{ChildSpec, StartInfo, SupervisedActor, SupervisorConfig, start_root};
+use podvisor_actors::{ChildSpec, SupervisorConfig, start_root};
 use podvisor_core::SharedPod;
 use podvisor_cri::FakeRuntime;
 use podvisor_kubelet::groups::StatusWiring;
 use podvisor_kubelet::prober::{Prober, ProberDeps};
 use podvisor_kubelet::protocol::lifecycle::RelistNow;
 use podvisor_kubelet::protocol::probes::{ProbeChanged, ProbeSync, SyncProbes};
-use podvisor_kubelet::protocol::sources::{DesiredPods, GetDesiredPods};
 use podvisor_kubelet::protocol::status::RecordEvent;
 use podvisor_probe::ProbeKind;
-use support::{manual, paused_system, start_pod_of, until};
-
-/// Stands in for the sync loop: knows the desired pods.
-struct Desired(Vec<SharedPod>);
-
-impl Actor for Desired {
-    type Context = Context<Self>;
-}
-
-impl SupervisedActor for Desired {
-    const KIND: &'static str = "desired";
-    type Summary = ();
-    fn rebuild(&mut self, _: &mut Context<Self>, _: &StartInfo<Self>) {}
-    fn summary(&self) {}
-}
-
-impl Handler<GetDesiredPods> for Desired {
-    type Result = MessageResult<GetDesiredPods>;
-    fn handle(&mut self, _: GetDesiredPods, _: &mut Context<Self>) -> Self::Result {
-        MessageResult(DesiredPods {
-            pods: self.0.clone(),
-            all_sources_seen: true,
-        })
-    }
-}
+use support::{Desired, manual, paused_system, start_pod_of, until};
 
 fn pod() -> SharedPod {
     let p = serde_json::from_value(serde_json::json!({
@@ -73,7 +47,8 @@ fn the_prober_reports_changes_asks_for_syncs_and_probes_on_after_a_crash() {
         let (results, results_spec, changed) = collector::<ProbeChanged>();
         let (events, events_spec, recorded) = collector::<RecordEvent>();
         let (sync, sync_spec, syncs) = collector::<ProbeSync>();
-        let (desired, desired_spec) = ChildSpec::of(|| Desired(vec![pod()])).build();
+        let pods = Arc::new(std::sync::Mutex::new(vec![pod()]));
+        let (desired, desired_spec) = ChildSpec::of(move || Desired(pods.clone())).build();
         let late: Arc<std::sync::OnceLock<Arc<ProberDeps>>> = Arc::default();
         let l = late.clone();
         let (prober, prober_spec) =

@@ -269,3 +269,31 @@ impl PodSyncer for FakeSyncer {
         })
     }
 }
+
+/// Stands in for the sync loop as the source of desired pods.
+use actix::prelude::*;
+use podvisor_actors::{StartInfo, SupervisedActor};
+use podvisor_kubelet::protocol::sources::{DesiredPods, GetDesiredPods};
+
+pub struct Desired(pub Arc<Mutex<Vec<SharedPod>>>);
+
+impl Actor for Desired {
+    type Context = Context<Self>;
+}
+
+impl SupervisedActor for Desired {
+    const KIND: &'static str = "desired";
+    type Summary = ();
+    fn rebuild(&mut self, _: &mut Context<Self>, _: &StartInfo<Self>) {}
+    fn summary(&self) {}
+}
+
+impl Handler<GetDesiredPods> for Desired {
+    type Result = MessageResult<GetDesiredPods>;
+    fn handle(&mut self, _: GetDesiredPods, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(DesiredPods {
+            pods: self.0.lock().unwrap().clone(),
+            all_sources_seen: true,
+        })
+    }
+}
