@@ -57,6 +57,7 @@ async fn a_watcher_that_stops_reading_is_cut_off_and_others_see_everything() {
         kept, 16,
         "the slow watcher got its allowance, then its stream ended"
     );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[actix_rt::test]
@@ -87,4 +88,5 @@ async fn a_dry_run_is_answered_and_nobody_is_told() {
         }
         other => panic!("{other:?}"),
     }
+    let _ = std::fs::remove_dir_all(&dir);
 }

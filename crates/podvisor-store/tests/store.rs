@@ -7,12 +7,31 @@ use podvisor_store::{
 };
 use serde_json::{Value, json};
 
-fn dir(name: &str) -> std::path::PathBuf {
+/// A test's store directory, removed when the test is done with it (kept after a failure,
+/// for a look at it).
+struct Dir(std::path::PathBuf);
+
+impl std::ops::Deref for Dir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+fn dir(name: &str) -> Dir {
     let d = std::env::temp_dir()
         .join("podvisor-store-tests")
         .join(format!("{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
-    d
+    Dir(d)
 }
 
 fn open(d: &std::path::Path, window: usize) -> Store {
