@@ -8,6 +8,7 @@
 // Functions stay short in production code (clippy.toml sets the limit); tests may run long.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
+pub mod decode;
 pub mod event;
 pub mod expand;
 pub mod fit;

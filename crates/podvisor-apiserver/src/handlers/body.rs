@@ -16,13 +16,29 @@ pub fn parse(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
         return Err(ApiError::unsupported_media(content_type));
     }
     let v: Value = if content_type.contains("yaml") {
-        serde_yaml_ng::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("the body is not valid YAML: {e}")))?
+        yaml(body)?
     } else {
         serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))?
     };
     Ok(v)
+}
+
+/// One YAML document, decoded on a budget (aliases cannot expand a small body into
+/// gigabytes: `podvisor_core::decode`).
+fn yaml(body: &[u8]) -> Result<Value, ApiError> {
+    let bad = |e: &dyn std::fmt::Display| {
+        ApiError::bad_request(format!("the body is not valid YAML: {e}"))
+    };
+    let text = std::str::from_utf8(body).map_err(|e| bad(&e))?;
+    let mut docs = podvisor_core::decode::yaml_documents(text).map_err(|e| bad(&e))?;
+    match docs.len() {
+        0 => Ok(Value::Null),
+        1 => Ok(docs.remove(0)),
+        n => Err(bad(&format!(
+            "{n} documents, where one object was expected"
+        ))),
+    }
 }
 
 pub fn content_type(req: &actix_web::HttpRequest) -> String {
@@ -108,6 +124,17 @@ mod tests {
         let r = parse("application/yaml", body.as_bytes());
         assert!(r.is_err(), "expanded instead of refused");
         assert!(t0.elapsed() < std::time::Duration::from_secs(1));
+    }
+
+    #[test]
+    fn one_anchor_referenced_thousands_of_times_is_refused_with_the_reason() {
+        let mut y = String::from("a: &a [");
+        y.push_str(&vec!["x"; 1000].join(","));
+        y.push_str("]\nb: [");
+        y.push_str(&vec!["*a"; 20_000].join(","));
+        y.push_str("]\n");
+        let e = parse("application/yaml", y.as_bytes()).unwrap_err();
+        assert!(format!("{e:?}").contains("aliases repeat"), "{e:?}");
     }
 
     #[test]

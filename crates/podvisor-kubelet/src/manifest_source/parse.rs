@@ -9,7 +9,6 @@ use k8s_openapi::api::core::v1::{Pod, Toleration};
 use podvisor_core::pod::CONFIG_SOURCE_ANNOTATION;
 use podvisor_core::validation::{FieldError, FieldErrors, FieldPath, names, validate_pod};
 use podvisor_core::{PodExt, SharedPod};
-use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 /// Files larger than this are refused (a manifest is a few KB; this stops a stray log).
@@ -26,10 +25,9 @@ pub(crate) enum ManifestFileError {
     TooLarge(u64),
     #[error("invalid JSON: {0}")]
     Json(#[source] serde_json::Error),
+    /// Not YAML, or YAML that expands beyond its budget (aliases).
     #[error("invalid YAML: {0}")]
-    Yaml(#[source] serde_yaml_ng::Error),
-    #[error("cannot be represented as JSON: {0}")]
-    NotJson(#[source] serde_json::Error),
+    Yaml(#[source] podvisor_core::decode::DecodeError),
     #[error("no pod in file")]
     Empty,
     #[error("expected apiVersion v1 and kind Pod, found {api:?} {kind:?}")]
@@ -178,21 +176,8 @@ pub(crate) fn read_file(path: &Path, node: &str) -> Result<Vec<SharedPod>, Manif
     {
         vec![serde_json::from_str(&text).map_err(E::Json)?]
     } else {
-        let mut docs = Vec::new();
-        for (i, doc) in serde_yaml_ng::Deserializer::from_str(&text).enumerate() {
-            let v = serde_yaml_ng::Value::deserialize(doc)
-                .map_err(E::Yaml)
-                .map_err(E::in_document(i + 1))?;
-            if v.is_null() {
-                continue; // an empty document (e.g. a trailing ---)
-            }
-            docs.push(
-                serde_json::to_value(v)
-                    .map_err(E::NotJson)
-                    .map_err(E::in_document(i + 1))?,
-            );
-        }
-        docs
+        // On a budget: aliases cannot expand a small file into gigabytes.
+        podvisor_core::decode::yaml_documents(&text).map_err(E::Yaml)?
     };
     if docs.is_empty() {
         return Err(E::Empty);

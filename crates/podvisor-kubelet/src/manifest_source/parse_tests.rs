@@ -318,3 +318,27 @@ fn an_unreadable_directory_is_not_an_empty_one() {
     let d = Dir::new("readable");
     assert!(!scan(&d.0, "n").unreadable);
 }
+
+#[test]
+fn a_manifest_whose_aliases_expand_without_bound_is_refused_with_the_reason() {
+    // 65 KB: one anchor of 1,000 scalars referenced 20,000 times (20 million nodes: this
+    // took the agent to 2.7 GB).
+    let mut bomb = String::from("apiVersion: v1\nkind: Pod\nmetadata: {name: bomb}\nx: &a [");
+    bomb.push_str(&vec!["x"; 1000].join(","));
+    bomb.push_str("]\ny: [");
+    bomb.push_str(&vec!["*a"; 20_000].join(","));
+    bomb.push_str("]\n");
+    let d = Dir::new("alias-bomb");
+    let path = d.write("bomb.yaml", &bomb);
+    d.write("web.yaml", WEB);
+    let t0 = std::time::Instant::now();
+    let s = scan(&d.0, "n1");
+    assert!(t0.elapsed() < std::time::Duration::from_secs(2));
+    assert_eq!(s.pods.len(), 1, "the good file still loads");
+    let (bad, why) = &s.errors[0];
+    assert_eq!(bad, &path);
+    assert!(
+        why.contains("aliases repeat more than a manifest needs"),
+        "{why}"
+    );
+}
