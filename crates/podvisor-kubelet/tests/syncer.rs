@@ -145,3 +145,42 @@ async fn a_created_instance_of_an_old_spec_is_removed_before_the_new_one_is_made
     assert_eq!(status.containers[0].state, ContainerState::Running);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[actix_rt::test]
+async fn an_orphan_is_stopped_with_its_pods_own_grace_period() {
+    use podvisor_core::GracePeriod;
+    use podvisor_kubelet::protocol::sync::Termination;
+    use podvisor_kubelet::protocol::updates::RuntimePod;
+    let dir = scratch("orphan");
+    let fake = FakeRuntime::new();
+    // It ignores SIGTERM: its stop takes the whole grace period it is given.
+    fake.set_program(
+        "app",
+        podvisor_cri::fake::Program::runs_forever().ignoring_sigterm(),
+    );
+    let s = syncer(&fake, &dir);
+    let pod = pod().edited(|p| p.spec.as_mut().unwrap().termination_grace_period_seconds = Some(2));
+    let status = Arc::new(fake.pod_status(UID).await.unwrap());
+    s.sync_pod(&ctx(), UpdateType::Create, &pod, &status)
+        .await
+        .unwrap();
+    // Nobody wants the pod after an agent restart: an orphan, known only from the runtime,
+    // whose kill comes with the default 30 s for want of a spec.
+    let listing = fake.list_pods().await.unwrap();
+    let rp = RuntimePod::new(listing.into_iter().find(|p| p.pod.uid == UID).unwrap());
+    let t0 = std::time::Instant::now();
+    let termination = Termination {
+        grace: GracePeriod::DEFAULT,
+        running_pod: Some(&rp),
+        status_fns: &[],
+    };
+    s.sync_terminating_pod(&ctx(), &rp.stand_in(), &Arc::default(), termination)
+        .await
+        .unwrap();
+    let took = t0.elapsed();
+    assert!(
+        took >= std::time::Duration::from_secs(2) && took < std::time::Duration::from_secs(10),
+        "stopped in {took:?}: the pod's own 2 s, not 30 s"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -17,6 +17,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
+use super::super::config::GRACE_PERIOD;
 use super::super::syncer::CriSyncer;
 use super::order::stop_order;
 use crate::protocol::status::EventType;
@@ -66,16 +67,24 @@ pub(crate) fn running_of(status: &PodStatus, grace: GracePeriod) -> (Vec<Stop>, 
     )
 }
 
-/// The same, from the runtime's listing of a pod known only from the runtime.
+/// The same, from the runtime's listing of a pod known only from the runtime (no spec at
+/// hand): each container is given the grace period its pod had, which it carries as an
+/// annotation, else `grace`.
 pub(crate) fn running_of_listing(
     pod: &podvisor_cri::Pod,
     grace: GracePeriod,
 ) -> (Vec<Stop>, Vec<String>) {
+    let own = |c: &podvisor_cri::Container| {
+        c.annotations
+            .get(GRACE_PERIOD)
+            .and_then(|g| g.parse::<i64>().ok())
+            .map_or(grace, GracePeriod::from_seconds)
+    };
     (
         pod.containers
             .iter()
             .filter(|c| matches!(c.state, ContainerState::Running | ContainerState::Created))
-            .map(|c| Stop::new(&c.id, &c.name, grace))
+            .map(|c| Stop::new(&c.id, &c.name, own(c)))
             .collect(),
         pod.sandboxes
             .iter()
