@@ -481,7 +481,13 @@ async fn a_sigkilled_agent_adopts_its_ten_pods_without_restarting_any() {
     for i in 0..10 {
         agent.write(
             &format!("p{i}.yaml"),
-            &pod_yaml(&format!("p{i}"), "", &container_yaml("c", "sleep 3600")),
+            // `sleep`, PID 1 of its own namespace, ignores SIGTERM: only the grace
+            // period (read back from the container when p0 is an orphan) stops it.
+            &pod_yaml(
+                &format!("p{i}"),
+                "  terminationGracePeriodSeconds: 2\n",
+                &container_yaml("c", "sleep 3600"),
+            ),
         );
     }
     let ids = |pods: &[Pod]| -> Vec<(String, String)> {

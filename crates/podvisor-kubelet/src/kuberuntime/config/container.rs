@@ -151,6 +151,10 @@ fn security(pod: &Pod, c: &Container) -> LinuxContainerSecurityContext {
             .map(|v| Int64Value { value: v }),
         readonly_rootfs: sc.read_only_root_filesystem.unwrap_or(false),
         no_new_privs: sc.allow_privilege_escalation == Some(false),
+        namespace_options: pod
+            .spec
+            .as_ref()
+            .map(|spec| super::sandbox::namespaces(spec, pod.host_network())),
         ..Default::default()
     }
 }

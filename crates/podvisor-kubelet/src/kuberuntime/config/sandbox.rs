@@ -68,7 +68,13 @@ fn port_mappings(pod: &Pod) -> Vec<PortMapping> {
         .collect()
 }
 
-fn namespaces(spec: &PodSpec, host_net: bool) -> NamespaceOption {
+/// The pod's namespaces, as its sandbox and every one of its containers are told them: the
+/// network and IPC namespaces are the pod's (or the node's, with `hostNetwork` and
+/// `hostIPC`); each container has a PID namespace of its own unless the pod shares one
+/// (`shareProcessNamespace`) or takes the node's (`hostPID`). A container told nothing
+/// gets containerd's default, the pod's PID namespace: every pod behaved as if it shared
+/// one.
+pub(crate) fn namespaces(spec: &PodSpec, host_net: bool) -> NamespaceOption {
     let mode = |host: bool, otherwise: NamespaceMode| {
         if host { NamespaceMode::Node } else { otherwise }
     };

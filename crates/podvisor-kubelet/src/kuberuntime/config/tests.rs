@@ -243,6 +243,45 @@ fn sandbox_config_follows_the_pod_network_and_ports() {
     assert_eq!(ns.network, NamespaceMode::Node as i32);
 }
 
+#[test]
+fn every_container_is_told_the_pods_namespaces_with_a_pid_namespace_of_its_own() {
+    let container_ns = |p: &Pod| {
+        let c = p.spec.as_ref().unwrap().containers[0].clone();
+        let cfg = config_of(p, &c, "busybox", 0, 0, Some("10.88.0.7")).unwrap();
+        cfg.linux
+            .unwrap()
+            .security_context
+            .unwrap()
+            .namespace_options
+            .unwrap()
+    };
+    let mut p = pod_with(app(), vec![]);
+    let ns = container_ns(&p);
+    assert_eq!(
+        (ns.network, ns.pid, ns.ipc),
+        (
+            NamespaceMode::Pod as i32,
+            NamespaceMode::Container as i32,
+            NamespaceMode::Pod as i32
+        )
+    );
+    let spec = p.spec.as_mut().unwrap();
+    spec.share_process_namespace = Some(true);
+    spec.host_ipc = Some(true);
+    spec.host_network = Some(true);
+    let ns = container_ns(&p);
+    assert_eq!(
+        (ns.network, ns.pid, ns.ipc),
+        (
+            NamespaceMode::Node as i32,
+            NamespaceMode::Pod as i32,
+            NamespaceMode::Node as i32
+        )
+    );
+    p.spec.as_mut().unwrap().host_pid = Some(true);
+    assert_eq!(container_ns(&p).pid, NamespaceMode::Node as i32);
+}
+
 fn exited(attempt: u32, base: u32, ran_secs: i64) -> ContainerStatus {
     ContainerStatus {
         id: "c".into(),
