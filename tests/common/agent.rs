@@ -46,7 +46,7 @@ impl Agent {
         super::runtime().await; // fails with instructions if containerd is not up
         let node = format!("{node}-{}", std::process::id());
         let dir = std::env::temp_dir().join("podvisor-it").join(&node);
-        let _ = std::fs::remove_dir_all(&dir);
+        let _ = podvisor_kubelet::kuberuntime::subpath::remove_tree(&dir);
         for sub in ["manifests", "state", "logs", "out"] {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
         }
@@ -137,6 +137,11 @@ impl Agent {
     }
 
     /// A directory the test's containers can write into (a hostPath).
+    /// The agent's state directory (the pods' directories are in `pods/`).
+    pub fn state_dir(&self) -> PathBuf {
+        self.dir.join("state")
+    }
+
     pub fn out_dir(&self) -> PathBuf {
         self.dir.join("out")
     }
@@ -279,6 +284,8 @@ impl Drop for Agent {
         })
         .join()
         .ok();
+        // The pods' subPath binds go with their containers, kept files or not.
+        let _ = podvisor_kubelet::kuberuntime::subpath::unmount_beneath(&self.dir);
         if std::env::var_os("PODVISOR_KEEP_TEST_DIRS").is_none() && !std::thread::panicking() {
             let _ = std::fs::remove_dir_all(&self.dir);
         }

@@ -42,6 +42,10 @@ pub(crate) enum CriSyncError {
     Config(#[from] ConfigError),
     #[error(transparent)]
     PostStartHook(#[from] podvisor_probe::HookError),
+    #[error(transparent)]
+    SubPath(#[from] super::subpath::SubPathError),
+    #[error("a blocking task failed: {0}")]
+    Blocking(String),
 }
 
 impl From<CriSyncError> for SyncError {

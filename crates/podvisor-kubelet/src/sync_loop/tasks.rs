@@ -87,7 +87,7 @@ impl SyncLoop {
             async move {
                 let _ = tokio::task::spawn_blocking(move || {
                     for dir in cleanup::orphaned_dirs(&node, &known) {
-                        match std::fs::remove_dir_all(&dir) {
+                        match crate::kuberuntime::subpath::remove_tree(&dir) {
                             Ok(()) => info!(dir = %dir.display(), "removed the directory of a pod nobody knows"),
                             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                             Err(e) => warn!(dir = %dir.display(), error = %e, "cannot remove an orphaned pod directory"),

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-use k8s_openapi::api::core::v1::{Container, EnvVar, Pod};
+use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, VolumeMount};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use podvisor_core::{PodExt, PodUid, quantity};
 use podvisor_cri::labels;
@@ -15,9 +15,10 @@ use podvisor_cri::proto::{
 };
 
 use super::backoff::BACKOFF_BASE;
-use super::paths::empty_dir_path;
+use super::paths::{empty_dir_path, subpath_target};
 use super::{ConfigError, NodeConfig};
 use crate::kuberuntime::actions::{CONTAINER_HASH, container_hash};
+use crate::kuberuntime::subpath::SubPath;
 
 /// How many times the container restarted before this instance.
 pub(crate) const RESTART_COUNT: &str = "io.kubernetes.container.restartCount";
@@ -68,28 +69,69 @@ fn env_value(i: &Instance, node: &NodeConfig, e: &EnvVar) -> Result<String, Conf
     })
 }
 
+/// Where a volume mount's volume is on the host.
+fn volume_root(
+    pod: &Pod,
+    node: &NodeConfig,
+    c: &Container,
+    m: &VolumeMount,
+) -> Result<PathBuf, ConfigError> {
+    let uid = PodUid::from(pod.metadata.uid.as_deref().unwrap_or(""));
+    let v = pod
+        .volumes()
+        .iter()
+        .find(|v| v.name == m.name)
+        .ok_or_else(|| ConfigError::MissingVolume {
+            container: c.name.clone(),
+            volume: m.name.clone(),
+        })?;
+    if v.empty_dir.is_some() {
+        Ok(empty_dir_path(node, &uid, &v.name))
+    } else if let Some(hp) = &v.host_path {
+        Ok(PathBuf::from(&hp.path))
+    } else {
+        Err(ConfigError::UnsupportedVolume(v.name.clone()))
+    }
+}
+
+fn sub_path(m: &VolumeMount) -> Option<&str> {
+    m.sub_path.as_deref().filter(|s| !s.is_empty())
+}
+
+/// The subPath mounts of container `c` to prepare before it is created: what each
+/// resolves beneath, and where it is bound (the path `mounts` gives the runtime).
+pub(crate) fn sub_paths(
+    node: &NodeConfig,
+    pod: &Pod,
+    c: &Container,
+) -> Result<Vec<SubPath>, ConfigError> {
+    let uid = PodUid::from(pod.metadata.uid.as_deref().unwrap_or(""));
+    let mut out = Vec::new();
+    for (index, m) in c.volume_mounts.iter().flatten().enumerate() {
+        if let Some(sub) = sub_path(m) {
+            out.push(SubPath {
+                volume: m.name.clone(),
+                root: volume_root(pod, node, c, m)?,
+                sub: sub.to_string(),
+                target: subpath_target(node, &uid, &m.name, &c.name, index),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The container's mounts. A subPath is never joined onto the volume's path here: a
+/// symlink planted in the volume would lead the runtime anywhere on the host. The runtime
+/// gets the bind `sub_paths` prepares instead.
 fn mounts(node: &NodeConfig, pod: &Pod, c: &Container) -> Result<Vec<Mount>, ConfigError> {
     let uid = PodUid::from(pod.metadata.uid.as_deref().unwrap_or(""));
     let mut out = Vec::new();
-    for m in c.volume_mounts.iter().flatten() {
-        let v = pod
-            .volumes()
-            .iter()
-            .find(|v| v.name == m.name)
-            .ok_or_else(|| ConfigError::MissingVolume {
-                container: c.name.clone(),
-                volume: m.name.clone(),
-            })?;
-        let mut host = if v.empty_dir.is_some() {
-            empty_dir_path(node, &uid, &v.name)
-        } else if let Some(hp) = &v.host_path {
-            PathBuf::from(&hp.path)
-        } else {
-            return Err(ConfigError::UnsupportedVolume(v.name.clone()));
+    for (index, m) in c.volume_mounts.iter().flatten().enumerate() {
+        let root = volume_root(pod, node, c, m)?;
+        let host = match sub_path(m) {
+            Some(_) => subpath_target(node, &uid, &m.name, &c.name, index),
+            None => root,
         };
-        if let Some(sub) = m.sub_path.as_deref().filter(|s| !s.is_empty()) {
-            host = host.join(sub);
-        }
         out.push(Mount {
             container_path: m.mount_path.clone(),
             host_path: host.to_string_lossy().into_owned(),

@@ -29,6 +29,22 @@ pub(crate) fn empty_dir_path(node: &NodeConfig, uid: &PodUid, volume: &str) -> P
         .join(volume)
 }
 
+/// Where podvisor binds what the `index`-th volume mount of `container` resolved its
+/// subPath to (`subpath.rs`), as the kubelet places it.
+pub(crate) fn subpath_target(
+    node: &NodeConfig,
+    uid: &PodUid,
+    volume: &str,
+    container: &str,
+    index: usize,
+) -> PathBuf {
+    pod_state_dir(node, uid)
+        .join("volume-subpaths")
+        .join(volume)
+        .join(container)
+        .join(index.to_string())
+}
+
 /// The host's resolver settings from a resolv.conf.
 pub fn read_dns(path: &Path) -> Option<DnsConfig> {
     let text = std::fs::read_to_string(path).ok()?;

@@ -153,9 +153,20 @@ fn empty_dir_and_host_path_volumes_are_mounted() {
         "/var/lib/podvisor/pods/u1/volumes/empty-dir/scratch"
     );
     assert_eq!(cfg.mounts[0].container_path, "/data");
+    // The subPath is never joined onto the volume: the runtime gets podvisor's bind of
+    // what it resolved beneath `/srv`.
     assert_eq!(
         (cfg.mounts[1].host_path.as_str(), cfg.mounts[1].readonly),
-        ("/srv/etc", true)
+        ("/var/lib/podvisor/pods/u1/volume-subpaths/host/app/1", true)
+    );
+    let subs = super::sub_paths(&node(), &p, &c).unwrap();
+    assert_eq!(
+        (subs.len(), subs[0].root.to_str(), subs[0].sub.as_str()),
+        (1, Some("/srv"), "etc")
+    );
+    assert_eq!(
+        subs[0].target.to_str(),
+        Some(cfg.mounts[1].host_path.as_str())
     );
     assert_eq!(cfg.log_path, "app/2.log");
     assert_eq!(cfg.metadata.unwrap().attempt, 2);

@@ -3,11 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
+use k8s_openapi::api::core::v1::Container;
 use podvisor_core::{PodExt, SharedPod};
 
-use super::super::cleanup;
-use super::super::config::{empty_dir_path, pod_log_directory, pod_state_dir};
+use super::super::config::{empty_dir_path, pod_log_directory, pod_state_dir, sub_paths};
 use super::super::syncer::{CriSyncError, CriSyncer};
+use super::super::{cleanup, subpath};
 
 fn io(action: &'static str, path: &Path, source: std::io::Error) -> CriSyncError {
     CriSyncError::Io {
@@ -48,11 +49,32 @@ impl CriSyncer {
             .map_err(|e| io("create", &dirs[0], e))
     }
 
-    /// Removes the pod's state directory; a pod that was deleted loses its logs too (one
+    /// Binds container `c`'s subPaths, each resolved beneath its volume, where its config
+    /// told the runtime to find them.
+    pub(crate) async fn bind_sub_paths(
+        &self,
+        pod: &SharedPod,
+        c: &Container,
+    ) -> Result<(), CriSyncError> {
+        let subs = sub_paths(&self.node, pod, c).map_err(CriSyncError::Config)?;
+        if subs.is_empty() {
+            return Ok(());
+        }
+        tokio::task::spawn_blocking(move || subs.iter().try_for_each(subpath::bind))
+            .await
+            .map_err(|e| CriSyncError::Blocking(e.to_string()))?
+            .map_err(CriSyncError::SubPath)
+    }
+
+    /// Removes the pod's state directory (unmounting its subPath binds first); a pod that was deleted loses its logs too (one
     /// still in its config, which completed, keeps them for `podvisor logs`).
     pub(crate) async fn remove_dirs(&self, pod: &SharedPod) -> Result<(), CriSyncError> {
         let dir = pod_state_dir(&self.node, pod.uid());
-        match tokio::fs::remove_dir_all(&dir).await {
+        let d = dir.clone();
+        let removed = tokio::task::spawn_blocking(move || subpath::remove_tree(&d))
+            .await
+            .map_err(|e| CriSyncError::Blocking(e.to_string()))?;
+        match removed {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 return Err(io("remove", &dir, e));
             }

@@ -79,15 +79,16 @@ impl CriSyncer {
             backoff_base,
             pod_ip: t.sandbox.ip.as_deref(),
         };
+        let config_error = |waits: &mut Waits, e: String| {
+            wait(waits, c, WaitingReason::CreateContainerConfigError, e);
+        };
         let cfg = container_config(&self.node, &instance).map_err(|e| {
-            wait(
-                waits,
-                c,
-                WaitingReason::CreateContainerConfigError,
-                e.to_string(),
-            );
+            config_error(waits, e.to_string());
             CriSyncError::Config(e)
         })?;
+        self.bind_sub_paths(t.pod, c)
+            .await
+            .inspect_err(|e| config_error(waits, e.to_string()))?;
         match self.create_and_start(t, c, &cfg, attempt, waits).await? {
             Started::Now(id) => self.post_start(t, c, &id, waits).await.map(|()| true),
             Started::Before => Ok(true),
