@@ -48,6 +48,7 @@ fn crash_loop_at_the_root() {
                 max_restarts: 2,
                 within: Duration::from_secs(60),
             },
+            ..SupervisorConfig::default()
         };
         start_root(
             "root",

@@ -20,6 +20,7 @@ fn config(strategy: Strategy, max_restarts: u32) -> SupervisorConfig {
             max_restarts,
             within: Duration::from_secs(60),
         },
+        ..SupervisorConfig::default()
     }
 }
 

@@ -119,6 +119,7 @@ fn pod_workers(
         cache_get: status.cache.recipient(),
         reinspect: status.pleg.recipient(),
         desired: Some(desired),
+        events: Some(to.statuses.recipient()),
         timings: p.timings,
         status_wait: p.status_wait,
         node_name: p.node.node_name.clone(),

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use podvisor_actors::{
-    ActorRef, ChildSpec, Recipient, Registry, Strategy, Supervisor, SupervisorConfig,
+    ActorRef, ChildSpec, Recipient, Registry, Scope, Strategy, Supervisor, SupervisorConfig,
 };
 use podvisor_cri::Runtime;
 
@@ -13,6 +13,7 @@ use crate::pod_workers::{PodWorkers, PodWorkersDeps, Timings};
 use crate::protocol::cache::{GetNewerThan, GetStatus, StatusChanged};
 use crate::protocol::lifecycle::{PodLifecycleEvent, Reinspect};
 use crate::protocol::sources::GetDesiredPods;
+use crate::protocol::status::RecordEvent;
 use crate::protocol::sync::PodSyncer;
 use crate::status_cache::StatusCache;
 
@@ -101,10 +102,15 @@ pub struct PodWorkerWiring {
     pub cache_get: Recipient<GetStatus>,
     pub reinspect: Recipient<Reinspect>,
     pub desired: Option<Recipient<GetDesiredPods>>,
+    pub events: Option<Recipient<RecordEvent>>,
     pub timings: Timings,
     pub status_wait: std::time::Duration,
     pub node_name: String,
 }
+
+/// How long a pod worker that crashes too often (more than the intensity allows, counted
+/// for it alone) may be held back between restarts: the kubelet's crash-loop cap.
+pub const POD_WORKER_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// Enough room for a burst of pod creations (one `StartChild` each).
 const WORKERS_SUPERVISOR_CAPACITY: usize = 1 << 16;
@@ -121,8 +127,13 @@ pub fn pod_worker_group(
         move || {
             Supervisor::new(
                 "pod-workers",
+                // Pods are independent: one whose worker keeps crashing is held back
+                // alone instead of taking the agent down with it.
                 SupervisorConfig {
                     strategy: Strategy::OneForOne,
+                    scope: Scope::EachChild {
+                        max: POD_WORKER_BACKOFF_MAX,
+                    },
                     ..supervision
                 },
                 registry.clone(),
@@ -142,6 +153,7 @@ pub fn pod_worker_group(
         start_worker: workers.recipient(),
         stop_worker: workers.recipient(),
         desired: wiring.desired,
+        events: wiring.events,
         timings: wiring.timings,
         status_wait: wiring.status_wait,
         node_name: wiring.node_name,

@@ -7,14 +7,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
-use podvisor_actors::testing::collector;
-use podvisor_actors::{ActorRef, ChildSpec, Registry, SupervisorConfig, start_root};
+use podvisor_actors::testing::{Collected, collector};
+use podvisor_actors::{ActorRef, ChildSpec, Lifecycle, Registry, SupervisorConfig, start_root};
 use podvisor_core::{GracePeriod, SharedPod};
 use podvisor_cri::FakeRuntime;
 use podvisor_kubelet::groups::{PodWorkerWiring, StatusWiring, pod_worker_group, status_group};
 use podvisor_kubelet::pleg::PlegConfig;
 use podvisor_kubelet::pod_workers::{PodWorkers, Timings};
 use podvisor_kubelet::protocol::lifecycle::PodLifecycleEvent;
+use podvisor_kubelet::protocol::status::RecordEvent;
 use podvisor_kubelet::protocol::updates::{
     KillPodOptions, UpdatePod, UpdatePodOptions, UpdateType,
 };
@@ -27,11 +28,13 @@ struct World {
     registry: Arc<Registry>,
     dispatcher: ActorRef<PodWorkers>,
     desired: Arc<Mutex<Vec<SharedPod>>>,
+    pod_events: Collected<RecordEvent>,
 }
 
 fn world(fake: FakeRuntime, syncer: FakeSyncer) -> World {
     let registry = Registry::new();
     let (events, events_spec, _) = collector::<PodLifecycleEvent>();
+    let (pod_events, pod_events_spec, collected) = collector::<RecordEvent>();
     let status = status_group(
         &registry,
         StatusWiring {
@@ -57,6 +60,7 @@ fn world(fake: FakeRuntime, syncer: FakeSyncer) -> World {
             cache_get: status.cache.recipient(),
             reinspect: status.pleg.recipient(),
             desired: Some(source.recipient()),
+            events: Some(pod_events.recipient()),
             timings: Timings::default(),
             status_wait: Duration::from_secs(2),
             node_name: podvisor_cri::sample::SAMPLE_OWNER.into(),
@@ -67,7 +71,13 @@ fn world(fake: FakeRuntime, syncer: FakeSyncer) -> World {
         "root",
         SupervisorConfig::default(),
         registry.clone(),
-        vec![events_spec, source_spec, status.spec, group.spec],
+        vec![
+            events_spec,
+            pod_events_spec,
+            source_spec,
+            status.spec,
+            group.spec,
+        ],
         |e| panic!("escalated: {e:?}"),
     );
     World {
@@ -76,6 +86,7 @@ fn world(fake: FakeRuntime, syncer: FakeSyncer) -> World {
         registry,
         dispatcher: group.dispatcher,
         desired,
+        pod_events: collected,
     }
 }
 
@@ -219,6 +230,73 @@ fn a_crashed_worker_carries_on_with_the_newest_update() {
             syncer.kinds_for("u1").iter().all(|k| *k == WorkKind::Sync),
             "no pod was killed"
         );
+    });
+}
+
+#[test]
+fn a_pod_whose_worker_keeps_crashing_is_held_back_alone_and_the_others_go_on() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new();
+        let w = world(fake.clone(), FakeSyncer::with_runtime(fake.clone()));
+        for uid in ["poison", "fine"] {
+            w.dispatcher.do_send(UpdatePod(UpdatePodOptions::new(
+                UpdateType::Create,
+                pod(uid),
+            )));
+        }
+        until("both synced", Duration::from_secs(5), || {
+            !w.syncer.calls_for("poison").is_empty() && !w.syncer.calls_for("fine").is_empty()
+        })
+        .await;
+        let actor = |id: &str| w.registry.get(id).expect(id).mailbox;
+        // Far more crashes than the supervisor's intensity (10 within 60 s) allows.
+        let mut gaps = Vec::new();
+        for i in 1..=16 {
+            until("the worker running again", Duration::from_secs(600), || {
+                actor("pod-worker/poison").lifecycle == Lifecycle::Running
+            })
+            .await;
+            assert!(w.registry.inject_panic("pod-worker/poison", "poison"));
+            let t0 = tokio::time::Instant::now();
+            until("restarted", Duration::from_secs(600), || {
+                let m = actor("pod-worker/poison");
+                m.restarts == i && m.lifecycle == Lifecycle::Running
+            })
+            .await;
+            gaps.push(t0.elapsed());
+        }
+        // Nothing escalated: the dispatcher and the other pod's worker never restarted.
+        assert_eq!(actor("pod-workers").restarts, 0);
+        assert_eq!(actor("supervisor/pod-workers").restarts, 0);
+        assert_eq!(actor("pod-worker/fine").restarts, 0);
+        // Past the intensity, the poison pod's restarts are held back beyond the group's
+        // 5 s cap, growing each time.
+        let last = gaps[gaps.len() - 1];
+        assert!(
+            last >= Duration::from_secs(40) && last > gaps[gaps.len() - 2],
+            "{gaps:?}"
+        );
+        // The other pod still syncs.
+        let before = w.syncer.calls_for("fine").len();
+        w.dispatcher.do_send(UpdatePod(UpdatePodOptions::new(
+            UpdateType::Sync,
+            pod("fine"),
+        )));
+        until("fine synced again", Duration::from_secs(5), || {
+            w.syncer.calls_for("fine").len() > before
+        })
+        .await;
+        // Each crash is told as the poison pod's event.
+        let crashes: Vec<String> = w
+            .pod_events
+            .snapshot()
+            .into_iter()
+            .filter(|e| e.reason == "WorkerCrashed")
+            .map(|e| format!("{} {}", e.pod.uid(), e.message))
+            .collect();
+        assert_eq!(crashes.len(), 16, "{crashes:?}");
+        assert!(crashes.iter().all(|c| c.starts_with("poison ")));
+        assert!(crashes[15].contains("(16 restarts)"), "{}", crashes[15]);
     });
 }
 

@@ -11,6 +11,7 @@ mod root;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message, StreamHandler};
 use serde::Serialize;
@@ -19,7 +20,7 @@ use tokio::time::Instant;
 use tracing::{error, info, warn};
 
 pub use child::{ChildBuilder, ChildSpec, Restart};
-pub use policy::{Backoff, Decision, Intensity, RestartTracker};
+pub use policy::{Backoff, Decision, Intensity, RestartTracker, Scope};
 pub use root::{Escalation, start_root};
 
 use crate::actor::{StartInfo, SupervisedActor};
@@ -66,6 +67,7 @@ pub struct SupervisorConfig {
     pub strategy: Strategy,
     pub backoff: Backoff,
     pub intensity: Intensity,
+    pub scope: Scope,
 }
 
 impl Default for SupervisorConfig {
@@ -74,6 +76,7 @@ impl Default for SupervisorConfig {
             strategy: Strategy::OneForOne,
             backoff: Backoff::default(),
             intensity: Intensity::default(),
+            scope: Scope::Group,
         }
     }
 }
@@ -148,7 +151,7 @@ impl Supervisor {
             exits: None,
             slots: BTreeMap::new(),
             successors: HashMap::new(),
-            tracker: RestartTracker::new(config.backoff, config.intensity),
+            tracker: RestartTracker::new(config.backoff, config.intensity, config.scope),
             next_seq: 0,
             next_instance: 0,
             escalated: false,
@@ -279,30 +282,37 @@ impl Supervisor {
                 );
                 self.escalate(why, ctx);
             }
-            Decision::Restart { after } => {
-                // The group restarts together, in start order, once the crashed child's
-                // backoff has passed; each member counts a restart.
-                let due = Instant::now() + after;
-                let strategy = self.config.strategy;
-                for (other, s) in self.slots.iter_mut() {
-                    let in_group = match strategy {
-                        Strategy::OneForOne => false,
-                        Strategy::OneForAll => other != id,
-                        Strategy::RestForOne => s.seq > seq,
-                    };
-                    if in_group && s.state == SlotState::Running {
-                        s.state = SlotState::StoppingForRestart { due };
-                        s.spec.cell.count_restart();
-                        s.spec.cell.stop();
-                    }
-                }
-                if let Some(slot) = self.slots.get_mut(id) {
-                    slot.state = SlotState::Waiting { due };
-                    slot.spec.cell.set_lifecycle(Lifecycle::Restarting);
-                }
-                ctx.run_later(after, |act, _| act.start_due());
+            Decision::Hold { after, restarts } => {
+                warn!(supervisor = %self.name, child = %id, restarts, after_ms = after.as_millis() as u64, "child crashes too often: holding it back alone");
+                self.restart_later(id, seq, after, ctx);
+            }
+            Decision::Restart { after } => self.restart_later(id, seq, after, ctx),
+        }
+    }
+
+    /// Restarts the crashed child `id` (and its group, by the strategy) after `after`.
+    fn restart_later(&mut self, id: &ActorId, seq: u64, after: Duration, ctx: &mut Context<Self>) {
+        // The group restarts together, in start order, once the crashed child's backoff
+        // has passed; each member counts a restart.
+        let due = Instant::now() + after;
+        let strategy = self.config.strategy;
+        for (other, s) in self.slots.iter_mut() {
+            let in_group = match strategy {
+                Strategy::OneForOne => false,
+                Strategy::OneForAll => other != id,
+                Strategy::RestForOne => s.seq > seq,
+            };
+            if in_group && s.state == SlotState::Running {
+                s.state = SlotState::StoppingForRestart { due };
+                s.spec.cell.count_restart();
+                s.spec.cell.stop();
             }
         }
+        if let Some(slot) = self.slots.get_mut(id) {
+            slot.state = SlotState::Waiting { due };
+            slot.spec.cell.set_lifecycle(Lifecycle::Restarting);
+        }
+        ctx.run_later(after, |act, _| act.start_due());
     }
 
     /// Gives up: stops every child for good and stops itself with an error, which its own

@@ -54,52 +54,97 @@ impl Default for Intensity {
     }
 }
 
+/// Whose restarts the intensity counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scope {
+    /// All children's together: over the intensity, the supervisor gives up and escalates
+    /// (OTP's rule, for children that are parts of one whole).
+    #[default]
+    Group,
+    /// Each child's alone, for children that are independent of each other (one per pod):
+    /// a child that crashed more than `max_restarts` times in a row (without running for
+    /// `reset_after` in between) is held, its backoff doubling on past the group's cap up
+    /// to `max`, and the supervisor never escalates for it; the others go on. (Counted in
+    /// a row, not within the window: a window empties during a long hold, which would let
+    /// the child back to short delays.)
+    EachChild { max: Duration },
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    Restart { after: Duration },
-    Escalate { restarts: u32, within: Duration },
+    Restart {
+        after: Duration,
+    },
+    /// A child of an `EachChild` supervisor over the intensity: restarted after `after`.
+    Hold {
+        after: Duration,
+        restarts: u32,
+    },
+    Escalate {
+        restarts: u32,
+        within: Duration,
+    },
 }
 
 #[derive(Debug, Default)]
 pub struct RestartTracker {
     backoff: Backoff,
     intensity: Intensity,
+    scope: Scope,
+    /// The group's recent restarts (`Scope::Group`).
     recent: VecDeque<Instant>,
     consecutive: HashMap<ActorId, u32>,
 }
 
 impl RestartTracker {
-    pub fn new(backoff: Backoff, intensity: Intensity) -> Self {
+    pub fn new(backoff: Backoff, intensity: Intensity, scope: Scope) -> Self {
         Self {
             backoff,
             intensity,
+            scope,
             ..Default::default()
         }
     }
 
     /// A child crashed at `now` after running since `started_at`.
     pub fn on_crash(&mut self, child: &ActorId, started_at: Instant, now: Instant) -> Decision {
-        while self
-            .recent
-            .front()
-            .is_some_and(|t| now.saturating_duration_since(*t) > self.intensity.within)
-        {
-            self.recent.pop_front();
-        }
-        if self.recent.len() as u32 >= self.intensity.max_restarts {
-            return Decision::Escalate {
-                restarts: self.recent.len() as u32,
-                within: self.intensity.within,
-            };
-        }
-        self.recent.push_back(now);
         let n = self.consecutive.entry(child.clone()).or_insert(0);
         if now.saturating_duration_since(started_at) >= self.backoff.reset_after {
             *n = 0;
         }
-        *n += 1;
+        *n = n.saturating_add(1);
+        let n = *n;
+        if let Scope::EachChild { max } = self.scope {
+            return if n > self.intensity.max_restarts {
+                Decision::Hold {
+                    after: Backoff {
+                        max,
+                        ..self.backoff
+                    }
+                    .delay(n),
+                    restarts: n,
+                }
+            } else {
+                Decision::Restart {
+                    after: self.backoff.delay(n),
+                }
+            };
+        }
+        let within = self.intensity.within;
+        while self
+            .recent
+            .front()
+            .is_some_and(|t| now.saturating_duration_since(*t) > within)
+        {
+            self.recent.pop_front();
+        }
+        let restarts = u32::try_from(self.recent.len()).unwrap_or(u32::MAX);
+        if restarts >= self.intensity.max_restarts {
+            return Decision::Escalate { restarts, within };
+        }
+        self.recent.push_back(now);
         Decision::Restart {
-            after: self.backoff.delay(*n),
+            after: self.backoff.delay(n),
         }
     }
 
@@ -108,19 +153,79 @@ impl RestartTracker {
         self.consecutive.remove(child);
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn tracker(max_restarts: u32, within_s: u64) -> RestartTracker {
+        scoped(max_restarts, within_s, Scope::Group)
+    }
+
+    fn scoped(max_restarts: u32, within_s: u64, scope: Scope) -> RestartTracker {
         RestartTracker::new(
             Backoff::default(),
             Intensity {
                 max_restarts,
                 within: Duration::from_secs(within_s),
             },
+            scope,
         )
+    }
+
+    #[test]
+    fn each_child_scope_holds_a_child_over_the_intensity_and_never_escalates() {
+        let max = Duration::from_secs(300);
+        let mut t = scoped(10, 60, Scope::EachChild { max });
+        let (bad, good) = (ActorId::from("bad"), ActorId::from("good"));
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut decisions = Vec::new();
+        for i in 0..20 {
+            decisions.push(t.on_crash(&bad, at(i * 100), at(i * 100 + 1)));
+        }
+        assert!(
+            decisions[..10]
+                .iter()
+                .all(|d| matches!(d, Decision::Restart { .. }))
+        );
+        assert_eq!(
+            decisions[10],
+            Decision::Hold {
+                after: Duration::from_millis(10_240),
+                restarts: 11
+            }
+        );
+        // Its backoff goes on doubling past the group's 5 s, up to `max`.
+        assert_eq!(
+            decisions[19],
+            Decision::Hold {
+                after: max,
+                restarts: 20
+            }
+        );
+        assert!(
+            decisions
+                .iter()
+                .all(|d| !matches!(d, Decision::Escalate { .. }))
+        );
+        // Another child is counted alone: a plain restart at the initial delay.
+        assert_eq!(
+            t.on_crash(&good, at(0), at(2000)),
+            Decision::Restart {
+                after: Duration::from_millis(10)
+            }
+        );
+        // Held however long ago its crashes began, until it runs for `reset_after`.
+        assert!(matches!(
+            t.on_crash(&bad, at(3_600_000), at(3_600_001)),
+            Decision::Hold { restarts: 21, .. }
+        ));
+        assert_eq!(
+            t.on_crash(&bad, at(3_600_000), at(3_660_000)),
+            Decision::Restart {
+                after: Duration::from_millis(10)
+            }
+        );
     }
 
     #[test]

@@ -111,6 +111,7 @@ async fn run(pods: usize, updates: usize) -> Run {
             cache_get: status.cache.recipient(),
             reinspect: status.pleg.recipient(),
             desired: None,
+            events: None,
             timings: Timings {
                 resync_interval: Duration::from_secs(3600),
                 backoff: Duration::from_secs(3600),

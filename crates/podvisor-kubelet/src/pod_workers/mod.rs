@@ -58,6 +58,7 @@ mod state_tests;
 use crate::protocol::cache::{GetNewerThan, GetStatus};
 use crate::protocol::lifecycle::Reinspect;
 use crate::protocol::sources::GetDesiredPods;
+use crate::protocol::status::{EventType, RecordEvent};
 use crate::protocol::sync::PodSyncer;
 use crate::protocol::updates::{SyncKnownPods, UpdatePod, UpdatePodOptions};
 use crate::protocol::work::{Undelivered, Work, WorkDone, WorkResult, WorkerRestarted};
@@ -75,6 +76,9 @@ pub struct PodWorkersDeps {
     /// Where a rebuilding dispatcher gets the desired pods; `None` in tests of the
     /// dispatcher alone.
     pub desired: Option<Recipient<GetDesiredPods>>,
+    /// Where a worker's crash is told as the pod's event; `None` in tests of the
+    /// dispatcher alone.
+    pub events: Option<Recipient<RecordEvent>>,
     pub timings: Timings,
     pub status_wait: Duration,
     /// Runtime pods labelled with this node are the agent's own (see `labels::owned_by`).
@@ -295,6 +299,18 @@ impl Handler<WorkDone> for PodWorkers {
 impl Handler<WorkerRestarted> for PodWorkers {
     type Result = ();
     fn handle(&mut self, msg: WorkerRestarted, _: &mut Context<Self>) {
+        if let (Some(events), Some(pod)) = (&self.deps.events, self.state.pod(&msg.uid)) {
+            events.do_send(RecordEvent {
+                pod,
+                kind: EventType::Warning,
+                reason: "WorkerCrashed",
+                message: format!(
+                    "podvisor's worker for this pod crashed and was restarted ({} restarts); it backs off alone, up to {}s between restarts, while other pods go on",
+                    msg.restarts,
+                    crate::groups::POD_WORKER_BACKOFF_MAX.as_secs()
+                ),
+            });
+        }
         let effects = self.state.worker_restarted(&msg.uid, Instant::now());
         self.apply(effects);
     }

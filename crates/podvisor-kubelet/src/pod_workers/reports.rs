@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use podvisor_core::{PodExt, PodUid};
+use podvisor_core::{PodExt, PodUid, SharedPod};
 use tokio::time::Instant;
 use tracing::warn;
 
@@ -101,6 +101,15 @@ impl PodWorkersState {
 
     /// A worker crashed and restarted: the work it was running is lost, so it gets the
     /// newest update again.
+    /// The newest spec of pod `uid` the dispatcher holds.
+    pub(crate) fn pod(&self, uid: &PodUid) -> Option<SharedPod> {
+        let s = self.pods.get(uid)?;
+        let pending = s.pending.as_ref().map(|p| &p.pod);
+        pending
+            .or(s.current.as_ref().map(|c| &c.update.pod))
+            .cloned()
+    }
+
     pub(crate) fn worker_restarted(&mut self, uid: &PodUid, now: Instant) -> Vec<Effect> {
         let Some(status) = self.pods.get_mut(uid) else {
             return Vec::new();

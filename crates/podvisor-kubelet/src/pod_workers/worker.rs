@@ -199,6 +199,7 @@ impl SupervisedActor for PodWorker {
             warn!(pod_uid = %self.uid, restarts = start.restarts, "pod worker restarted; asking for the newest update");
             self.deps.restarted.do_send(WorkerRestarted {
                 uid: self.uid.clone(),
+                restarts: start.restarts,
             });
         }
     }

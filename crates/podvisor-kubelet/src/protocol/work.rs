@@ -33,6 +33,8 @@ pub struct WorkDone {
 #[rtype(result = "()")]
 pub struct WorkerRestarted {
     pub uid: PodUid,
+    /// How many times it was restarted so far.
+    pub restarts: u64,
 }
 
 /// Which of the three sync functions a work item calls.
