@@ -52,6 +52,10 @@ pub struct Pleg {
     /// stream is seen losing events).
     #[serde(deserialize_with = "duration")]
     pub safety_relist: Duration,
+    /// How long one pod's inspection may hold up the PLEG before that pod is inspected
+    /// aside (a pod that hangs the runtime must not hold up every other pod's status).
+    #[serde(deserialize_with = "duration")]
+    pub inspect_timeout: Duration,
 }
 
 /// `[probes]`: how many probes run at once (the rest wait their turn, and show as late in
@@ -175,6 +179,7 @@ impl Default for Pleg {
             mode: d.mode,
             stream_retries: d.max_stream_retries,
             safety_relist: d.safety_relist_period,
+            inspect_timeout: d.inspect_timeout,
         }
     }
 }

@@ -129,6 +129,7 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
                     mode: cfg.pleg.mode,
                     max_stream_retries: cfg.pleg.stream_retries,
                     safety_relist_period: cfg.pleg.safety_relist,
+                    inspect_timeout: cfg.pleg.inspect_timeout,
                     node: Some(node_name.clone()),
                     ..PlegConfig::default()
                 },

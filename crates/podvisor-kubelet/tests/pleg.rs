@@ -219,6 +219,77 @@ fn reinspect_refreshes_one_pod_without_waiting_for_a_relist() {
 }
 
 #[test]
+fn a_pod_whose_inspection_hangs_is_inspected_aside_and_holds_up_no_other() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new();
+        let (_, stuck) = start_pod(&fake, "stuck", &["app"]).await;
+        let (_, fine) = start_pod(&fake, "fine", &["job"]).await;
+        let h = harness(fake.clone(), manual());
+        h.pleg.send(RelistNow).await.unwrap().unwrap();
+        h.events.take();
+        fake.clear_calls();
+        // The runtime stops answering for one pod (until the CRI deadline, 2 min).
+        fake.set_target_delay(Op::PodStatus, "stuck", Some(Duration::from_secs(120)));
+        fake.exit_container(&stuck[0], 1);
+        fake.exit_container(&fine[0], 3);
+        let t0 = Instant::now();
+        let report = h.pleg.send(RelistNow).await.unwrap().unwrap();
+        let waited = t0.elapsed();
+        assert!(
+            waited <= Duration::from_secs(2),
+            "the relist waited {waited:?}"
+        );
+        assert_eq!(report.failed, 1);
+        assert_eq!(h.events.take(), [named(ContainerDied, "job")]);
+        let cached = |uid: &'static str| h.cache.send(GetStatus { uid: uid.into() });
+        let f = cached("fine").await.unwrap();
+        assert_eq!(f.status.container("job").unwrap().exit_code, 3);
+        // The stuck pod's status is the timeout, never an old status served as fresh.
+        let s = cached("stuck").await.unwrap();
+        assert!(s.error.unwrap().to_string().contains("bounded by the PLEG"));
+        // Meanwhile relists and re-inspections do not wait for it, nor call for it again.
+        for _ in 0..5 {
+            let t = Instant::now();
+            h.pleg.send(RelistNow).await.unwrap().unwrap();
+            assert!(t.elapsed() < Duration::from_millis(10));
+        }
+        let t = Instant::now();
+        let answer = h
+            .pleg
+            .send(Reinspect {
+                uid: "stuck".into(),
+            })
+            .await
+            .unwrap();
+        assert!(answer.is_err() && t.elapsed() < Duration::from_millis(10));
+        let stuck_calls = || {
+            fake.calls_of(Op::PodStatus)
+                .iter()
+                .filter(|t| *t == "stuck")
+                .count()
+        };
+        assert_eq!(stuck_calls(), 2, "the bounded call, then one aside");
+        let pleg = h.registry.get("pleg").unwrap().state.unwrap();
+        assert_eq!(pleg["slow_pods"], 1);
+        assert!(h.health.check().is_ok());
+        // The runtime answers at last: the aside inspection settles the pod.
+        until("the stuck pod settled", Duration::from_secs(200), || {
+            h.events.len() == 1
+        })
+        .await;
+        assert_eq!(h.events.take(), [named(ContainerDied, "app")]);
+        let s = cached("stuck").await.unwrap();
+        assert!(s.error.is_none());
+        assert_eq!(s.status.container("app").unwrap().exit_code, 1);
+        fake.set_target_delay(Op::PodStatus, "stuck", None);
+        h.pleg.send(RelistNow).await.unwrap().unwrap();
+        assert!(h.events.take().is_empty(), "nothing left to report");
+        let pleg = h.registry.get("pleg").unwrap().state.unwrap();
+        assert_eq!(pleg["slow_pods"], 0);
+    });
+}
+
+#[test]
 fn relisting_runs_on_its_own_every_period() {
     paused_system().block_on(async {
         let fake = FakeRuntime::new();

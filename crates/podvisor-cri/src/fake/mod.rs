@@ -59,6 +59,8 @@ pub struct Call {
 struct Inner {
     state: State,
     delays: BTreeMap<Op, Duration>,
+    /// Delays of one call on one target (a pod UID, a container ID), before `delays`.
+    target_delays: BTreeMap<(Op, String), Duration>,
     failures: BTreeMap<Op, VecDeque<CriError>>,
     calls: Vec<Call>,
     events: Option<broadcast::Sender<Result<ContainerEvent, CriError>>>,
@@ -93,6 +95,7 @@ impl FakeRuntime {
             inner: Arc::new(Mutex::new(Inner {
                 state,
                 delays: BTreeMap::new(),
+                target_delays: BTreeMap::new(),
                 failures: BTreeMap::new(),
                 calls: Vec::new(),
                 events: None,
@@ -166,6 +169,17 @@ impl FakeRuntime {
         self.lock().delays.insert(op, delay);
     }
 
+    /// Delays only the calls of `op` on `target` (a pod that hangs the runtime); `None`
+    /// takes the delay back for later calls.
+    pub fn set_target_delay(&self, op: Op, target: &str, delay: Option<Duration>) {
+        let mut inner = self.lock();
+        let key = (op, target.to_string());
+        match delay {
+            Some(d) => inner.target_delays.insert(key, d),
+            None => inner.target_delays.remove(&key),
+        };
+    }
+
     /// The next call of `op` fails with `error` (queue several for several failures).
     pub fn fail_next(&self, op: Op, error: CriError) {
         self.lock().failures.entry(op).or_default().push_back(error);
@@ -220,7 +234,12 @@ impl FakeRuntime {
                 op,
                 target: target.to_string(),
             });
-            inner.delays.get(&op).copied()
+            let key = (op, target.to_string());
+            inner
+                .target_delays
+                .get(&key)
+                .or_else(|| inner.delays.get(&op))
+                .copied()
         };
         if let Some(d) = delay {
             tokio::time::sleep(d).await;

@@ -213,10 +213,26 @@ impl Pleg {
                 .check_sequence(event.kind, &times, 0, Instant::now());
             return;
         }
+        if self.slow.contains(&uid) {
+            // Its inspection aside settles it from what the runtime answers.
+            self.inspect_slow(ctx);
+            return;
+        }
+        self.inspect_after_event(uid, event, kinds, ctx);
+    }
+
+    /// Inspects the pod an event is about, stores its status and reports the event's own
+    /// kinds (not a diff: the stream said what happened).
+    fn inspect_after_event(
+        &mut self,
+        uid: PodUid,
+        event: ContainerEvent,
+        kinds: &'static [PlegEventKind],
+        ctx: &mut Context<Self>,
+    ) {
         let started = Instant::now();
-        let runtime = self.runtime.clone();
-        let u = uid.clone();
-        let work = async move { runtime.pod_status(u.as_str()).await }
+        let bound = self.config.inspect_timeout;
+        let work = super::slow::inspect_bounded(self.runtime.clone(), uid.clone(), bound)
             .into_actor(self)
             .map(move |result, act, ctx| match result {
                 Ok(status) => {
@@ -244,8 +260,14 @@ impl Pleg {
                     }
                 }
                 Err(error) => {
-                    warn!(pod_uid = %uid, %error, "inspecting pod after a runtime event failed");
-                    act.reinspect.insert(uid);
+                    let result = Err(error);
+                    if super::slow::gave_up(&result) {
+                        act.store(&uid, result, started);
+                        act.mark_slow(&uid, ctx);
+                    } else if let Err(error) = result {
+                        warn!(pod_uid = %uid, %error, "inspecting pod after a runtime event failed");
+                        act.reinspect.insert(uid);
+                    }
                 }
             });
         ctx.wait(work);

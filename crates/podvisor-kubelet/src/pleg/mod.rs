@@ -20,13 +20,16 @@
 //! listings of pods another agent owns on the same runtime are ignored.
 //!
 //! Relists and inspections run in `ctx.wait`, one at a time: messages that arrive meanwhile
-//! wait their turn, so records never see two diffs interleave.
+//! wait their turn, so records never see two diffs interleave. Each inspection waited for
+//! is bounded (`inspect_timeout`): a pod whose inspection hangs the runtime is inspected
+//! aside from then on (`slow.rs`), so it cannot hold up everyone else's status.
 
 mod events;
 mod health;
 mod loss;
 mod records;
 mod relist;
+mod slow;
 mod stream;
 
 use std::collections::BTreeSet;
@@ -77,6 +80,9 @@ pub struct PlegConfig {
     pub inspect_concurrency: usize,
     /// How often a PLEG that fell back to relisting tries the event stream again.
     pub stream_probe_period: Duration,
+    /// How long the PLEG waits for one pod's inspection before it inspects that pod aside
+    /// (`slow.rs`).
+    pub inspect_timeout: Duration,
     /// The node whose runtime pods are tracked (`labels::owned_by`); `None`: every pod.
     pub node: Option<String>,
 }
@@ -91,6 +97,7 @@ impl Default for PlegConfig {
             safety_relist_period: Duration::from_secs(10),
             inspect_concurrency: 8,
             stream_probe_period: Duration::from_secs(60),
+            inspect_timeout: Duration::from_secs(2),
             node: None,
         }
     }
@@ -111,6 +118,10 @@ pub struct Pleg {
     health: Arc<PlegHealth>,
     records: PodRecords,
     reinspect: BTreeSet<PodUid>,
+    /// Pods whose inspection hangs the runtime (`slow.rs`), and those of them with an
+    /// inspection in flight.
+    slow: BTreeSet<PodUid>,
+    aside: BTreeSet<PodUid>,
     mode: PlegMode,
     /// Set for a fresh instance: its first relist inspects every pod (the cache may be a
     /// fresh, empty one).
@@ -145,6 +156,8 @@ pub struct PlegSummary {
     pub last_relist_ms: Option<f64>,
     pub pods_tracked: usize,
     pub awaiting_reinspection: usize,
+    /// Pods whose inspection hung the runtime, inspected aside.
+    pub slow_pods: usize,
     /// Whether the event stream is open (it may be, beside relisting, while probed).
     pub stream_open: bool,
     /// Whether the stream lost events lately, so relisting runs at the normal period.
@@ -174,6 +187,8 @@ impl Pleg {
             health,
             records: PodRecords::default(),
             reinspect: BTreeSet::new(),
+            slow: BTreeSet::new(),
+            aside: BTreeSet::new(),
             full_inspection: true,
             interval: None,
             stream_handle: None,
@@ -215,32 +230,35 @@ impl Pleg {
         true
     }
 
-    /// Inspects one pod now, stores it, emits its events.
+    /// Inspects one pod now, stores it, emits its events. A slow pod is inspected aside
+    /// instead, and the answer is that it is.
     fn reinspect_pod(
         &mut self,
         uid: PodUid,
         ctx: &mut Context<Self>,
         done: oneshot::Sender<Result<(), PlegError>>,
     ) {
+        let bound = self.config.inspect_timeout;
+        if self.slow.contains(&uid) {
+            self.inspect_slow(ctx);
+            let error = CriError::Timeout {
+                op: slow::OP,
+                after: bound,
+            };
+            let _ = done.send(Err(PlegError::Inspect { uid, error }));
+            return;
+        }
         let started = Instant::now();
-        let runtime = self.runtime.clone();
-        let u = uid.clone();
-        let work = async move { runtime.pod_status(u.as_str()).await }
+        let work = slow::inspect_bounded(self.runtime.clone(), uid.clone(), bound)
             .into_actor(self)
             .map(move |result, act, ctx| {
+                if slow::gave_up(&result) {
+                    act.store(&uid, result.clone(), started);
+                    act.mark_slow(&uid, ctx);
+                }
                 let out = match result {
                     Ok(status) => {
-                        act.records.set_one(&uid, record_from_status(&status));
-                        let events = act.records.events(&uid);
-                        // A change seen here first (a container the worker just started)
-                        // is owed by the stream too.
-                        act.suspect(&events, started);
-                        act.after_relist(ctx);
-                        if act.store(&uid, Ok(status), started) {
-                            act.emit(&events);
-                            act.records.update(&uid);
-                            act.reinspect.remove(&uid);
-                        }
+                        act.settle_one(&uid, status, started, ctx);
                         Ok(())
                     }
                     Err(error) => {
@@ -251,6 +269,28 @@ impl Pleg {
                 let _ = done.send(out);
             });
         ctx.wait(work);
+    }
+
+    /// A pod inspected on its own: its records from this status, its events, the status
+    /// stored.
+    fn settle_one(
+        &mut self,
+        uid: &PodUid,
+        status: PodStatus,
+        started: Instant,
+        ctx: &mut Context<Self>,
+    ) {
+        self.records.set_one(uid, record_from_status(&status));
+        let events = self.records.events(uid);
+        // A change seen here first (a container the worker just started) is owed by the
+        // stream too.
+        self.suspect(&events, started);
+        self.after_relist(ctx);
+        if self.store(uid, Ok(status), started) {
+            self.emit(&events);
+            self.records.update(uid);
+            self.reinspect.remove(uid);
+        }
     }
 
     fn schedule_relists(&mut self, ctx: &mut Context<Self>, period: Duration) {
@@ -311,6 +351,7 @@ impl SupervisedActor for Pleg {
             last_relist_ms: self.last_relist.map(|(_, d)| (d * 1000.0).round() / 1000.0),
             pods_tracked: self.records.len(),
             awaiting_reinspection: self.reinspect.len(),
+            slow_pods: self.slow.len(),
             stream_open: self.stream_opened.is_some(),
             stream_lossy: self.loss.is_lossy(Instant::now()),
             events_received: self.events_received,

@@ -12,7 +12,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
-use super::Pleg;
+use super::{Pleg, slow};
 use crate::protocol::cache::UpdateTime;
 use crate::protocol::lifecycle::{PlegError, PodLifecycleEvent, RelistReport};
 
@@ -21,7 +21,8 @@ type Inspected = Vec<(PodUid, Vec<PodLifecycleEvent>, Result<PodStatus, CriError
 
 impl Pleg {
     /// Diffs a fresh listing against the records; returns the pods to inspect with their
-    /// events. Pods with nothing new are settled here.
+    /// events. Pods with nothing new are settled here; slow pods are left to their
+    /// inspection aside (`slow.rs`).
     fn plan(&mut self, mut pods: Vec<podvisor_cri::Pod>) -> Todo {
         if let Some(node) = &self.config.node {
             pods.retain(|p| podvisor_cri::labels::owned_by(p, node));
@@ -29,7 +30,9 @@ impl Pleg {
         self.records.set_current(pods);
         let full = self.full_inspection;
         let reinspect = &self.reinspect;
-        self.records.changes(|uid| full || reinspect.contains(uid))
+        let mut todo = self.records.changes(|uid| full || reinspect.contains(uid));
+        todo.retain(|(uid, _)| !self.slow.contains(uid));
+        todo
     }
 
     /// Stores inspection results, emits events, settles records, and stamps the cache.
@@ -51,9 +54,16 @@ impl Pleg {
                     }
                 }
                 Err(error) => {
-                    warn!(pod_uid = %uid, %error, "inspecting pod failed; retrying on the next relist");
-                    self.store(&uid, Err(error), started);
-                    self.reinspect.insert(uid);
+                    let result = Err(error);
+                    if slow::gave_up(&result) {
+                        // Inspected aside from now on (started once the relist is done).
+                        warn!(pod_uid = %uid, "inspecting the pod hangs the runtime; inspecting it aside, one call at a time");
+                        self.slow.insert(uid.clone());
+                    } else if let Err(error) = &result {
+                        warn!(pod_uid = %uid, %error, "inspecting pod failed; retrying on the next relist");
+                        self.reinspect.insert(uid.clone());
+                    }
+                    self.store(&uid, result, started);
                     report.failed += 1;
                 }
             }
@@ -87,6 +97,7 @@ impl Pleg {
         let clock = std::time::Instant::now();
         let runtime = self.runtime.clone();
         let concurrency = self.config.inspect_concurrency.max(1);
+        let bound = self.config.inspect_timeout;
         let work = async move { runtime.list_pods().await }
             .into_actor(self)
             .then(move |listed, act, _| {
@@ -94,7 +105,7 @@ impl Pleg {
                 let runtime = act.runtime.clone();
                 async move {
                     let todo = todo.map_err(PlegError::List)?;
-                    Ok(inspect_all(runtime, todo, concurrency).await)
+                    Ok(inspect_all(runtime, todo, concurrency, bound).await)
                 }
                 .into_actor(act)
             })
@@ -104,6 +115,7 @@ impl Pleg {
                 match &out {
                     Err(e) => act.relist_failed(e),
                     Ok(_) => {
+                        act.inspect_slow(ctx);
                         act.after_relist(ctx);
                         if recovering {
                             // The runtime is back, perhaps restarted or upgraded.
@@ -119,12 +131,17 @@ impl Pleg {
     }
 }
 
-async fn inspect_all(runtime: Arc<dyn Runtime>, todo: Todo, concurrency: usize) -> Inspected {
+async fn inspect_all(
+    runtime: Arc<dyn Runtime>,
+    todo: Todo,
+    concurrency: usize,
+    bound: Duration,
+) -> Inspected {
     futures_util::stream::iter(todo)
         .map(|(uid, events)| {
             let runtime = runtime.clone();
             async move {
-                let status = runtime.pod_status(uid.as_str()).await;
+                let status = slow::inspect_bounded(runtime, uid.clone(), bound).await;
                 (uid, events, status)
             }
         })
