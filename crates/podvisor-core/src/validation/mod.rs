@@ -7,6 +7,7 @@ mod lifecycle;
 pub mod names;
 mod pod;
 mod restart;
+pub mod security;
 
 pub use field::{FieldError, FieldErrorKind, FieldErrors, FieldPath};
 pub use pod::{SUPPORTED_FIELD_REFS, validate_pod};

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, PodSpec, Volume, Volume
 
 use super::field::{FieldError, FieldErrors, FieldPath};
 use super::lifecycle::{self, Role};
-use super::{names, restart};
+use super::{names, restart, security};
 use crate::grace::GracePeriod;
 use crate::phase::RestartPolicy;
 use crate::quantity;
@@ -94,6 +94,7 @@ fn validate_spec(spec: &PodSpec, path: &FieldPath, errs: &mut FieldErrors) {
             "podvisor does not evaluate readiness gates",
         ));
     }
+    security::validate_pod(spec, path, errs);
     validate_containers(spec, path, &volumes, errs);
 }
 
@@ -118,6 +119,7 @@ fn validate_containers(
         for (i, c) in list.iter().enumerate() {
             let c_path = list_path.index(i);
             validate_container(c, &c_path, volumes, errs);
+            security::validate_container(c, spec.security_context.as_ref(), &c_path, errs);
             restart::validate(c, &c_path, *init, errs);
             let role = match (init, restart_rules::is_sidecar(c)) {
                 (false, _) => Role::App,

@@ -166,3 +166,87 @@ fn probes_and_hooks_kubernetes_accepts_pass() {
     }"#);
     assert_eq!(validate_pod(&ok), Ok(()));
 }
+
+#[test]
+fn security_contexts_podvisor_cannot_honour_are_refused_with_the_reason() {
+    let p = pod(r#"{
+        "metadata": {"name": "sec"},
+        "spec": {
+            "hostUsers": false,
+            "securityContext": {
+                "seLinuxOptions": {"level": "s0"},
+                "seccompProfile": {"type": "Localhost", "localhostProfile": "x.json"},
+                "sysctls": [
+                    {"name": "net/ipv4/ip_unprivileged_port_start", "value": "0"},
+                    {"name": "kernel.msgmax", "value": "1"}
+                ]
+            },
+            "containers": [{
+                "name": "app", "image": "i",
+                "securityContext": {
+                    "procMount": "Unmasked",
+                    "capabilities": {"add": ["NET_ADMIN", "sys admin"], "drop": ["ALL"]},
+                    "appArmorProfile": {"type": "Localhost"},
+                    "privileged": true,
+                    "allowPrivilegeEscalation": false,
+                    "runAsNonRoot": true,
+                    "runAsUser": 0
+                }
+            }]
+        }
+    }"#);
+    let errs = validate_pod(&p).unwrap_err();
+    let fields: Vec<&str> = errs.0.iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(
+        fields,
+        [
+            "spec.hostUsers",
+            "spec.securityContext.seLinuxOptions",
+            "spec.securityContext.seccompProfile.type",
+            "spec.securityContext.sysctls[1].name",
+            "spec.containers[0].securityContext.capabilities.add[1]",
+            "spec.containers[0].securityContext.allowPrivilegeEscalation",
+            "spec.containers[0].securityContext.procMount",
+            "spec.containers[0].securityContext.appArmorProfile.localhostProfile",
+            "spec.containers[0].securityContext.runAsUser",
+        ]
+    );
+    let text = errs.to_string();
+    assert!(
+        text.contains("kernel.msgmax is not one of the kubelet's safe sysctls"),
+        "{text}"
+    );
+    assert!(text.contains("user namespace"), "{text}");
+    // What podvisor honours passes.
+    let ok = pod(r#"{
+        "metadata": {"name": "sec"},
+        "spec": {
+            "securityContext": {
+                "runAsNonRoot": true, "runAsUser": 1000, "fsGroup": 2000,
+                "supplementalGroups": [3000],
+                "seccompProfile": {"type": "RuntimeDefault"},
+                "sysctls": [{"name": "net.ipv4.ip_unprivileged_port_start", "value": "0"}]
+            },
+            "containers": [{
+                "name": "app", "image": "i",
+                "securityContext": {
+                    "procMount": "Default",
+                    "capabilities": {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]},
+                    "appArmorProfile": {"type": "Unconfined"},
+                    "allowPrivilegeEscalation": false
+                }
+            }]
+        }
+    }"#);
+    assert_eq!(validate_pod(&ok), Ok(()));
+    // A net sysctl on the node's own network namespace is refused.
+    let host = pod(r#"{"metadata": {"name": "h"}, "spec": {"hostNetwork": true,
+        "securityContext": {"sysctls": [{"name": "net.ipv4.tcp_syncookies", "value": "1"}]},
+        "containers": [{"name": "app", "image": "i"}]}}"#);
+    assert!(
+        validate_pod(&host)
+            .unwrap_err()
+            .to_string()
+            .contains("hostNetwork")
+    );
+}

@@ -299,6 +299,7 @@ fn fake_image(name: &str) -> Image {
         repo_tags: vec![name.to_string()],
         repo_digests: Vec::new(),
         size: 1,
+        user: ImageUser::Uid(0),
     }
 }
 

@@ -174,6 +174,16 @@ pub struct Image {
     pub repo_tags: Vec<String>,
     pub repo_digests: Vec<String>,
     pub size: u64,
+    /// The user the image runs as (its `USER`): a numeric UID, or a name (empty: none
+    /// given, which is root).
+    pub user: ImageUser,
+}
+
+/// An image's `USER`, as the runtime reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImageUser {
+    Uid(i64),
+    Name(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -36,6 +36,11 @@ pub(crate) enum CriSyncError {
     },
     #[error("image {image:?}: {error}")]
     Image { image: String, error: ImageError },
+    #[error("image {image:?}: cannot read its user: {error}")]
+    ImageStatus {
+        image: String,
+        error: podvisor_cri::CriError,
+    },
     #[error("the image manager did not answer: {0}")]
     ImageManager(MailboxError),
     #[error(transparent)]

@@ -10,12 +10,13 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use podvisor_core::{PodExt, PodUid, quantity};
 use podvisor_cri::labels;
 use podvisor_cri::proto::{
-    ContainerConfig, ContainerMetadata, ImageSpec, Int64Value, KeyValue, LinuxContainerConfig,
-    LinuxContainerResources, LinuxContainerSecurityContext, Mount,
+    ContainerConfig, ContainerMetadata, ImageSpec, KeyValue, LinuxContainerConfig,
+    LinuxContainerResources, Mount,
 };
 
 use super::backoff::BACKOFF_BASE;
 use super::paths::{empty_dir_path, subpath_target};
+use super::security::{container_security, host_apparmor};
 use super::{ConfigError, NodeConfig};
 use crate::kuberuntime::actions::{CONTAINER_HASH, container_hash};
 use crate::kuberuntime::subpath::SubPath;
@@ -174,33 +175,6 @@ pub(super) fn resources(c: &Container) -> Result<LinuxContainerResources, Config
     Ok(r)
 }
 
-fn security(pod: &Pod, c: &Container) -> LinuxContainerSecurityContext {
-    let sc = c.security_context.clone().unwrap_or_default();
-    let pod_sc = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.security_context.clone())
-        .unwrap_or_default();
-    LinuxContainerSecurityContext {
-        privileged: sc.privileged.unwrap_or(false),
-        run_as_user: sc
-            .run_as_user
-            .or(pod_sc.run_as_user)
-            .map(|v| Int64Value { value: v }),
-        run_as_group: sc
-            .run_as_group
-            .or(pod_sc.run_as_group)
-            .map(|v| Int64Value { value: v }),
-        readonly_rootfs: sc.read_only_root_filesystem.unwrap_or(false),
-        no_new_privs: sc.allow_privilege_escalation == Some(false),
-        namespace_options: pod
-            .spec
-            .as_ref()
-            .map(|spec| super::sandbox::namespaces(spec, pod.host_network())),
-        ..Default::default()
-    }
-}
-
 fn instance_labels(node: &NodeConfig, i: &Instance) -> HashMap<String, String> {
     let mut l = HashMap::from([
         (
@@ -264,7 +238,7 @@ pub fn container_config(node: &NodeConfig, i: &Instance) -> Result<ContainerConf
         tty: c.tty.unwrap_or(false),
         linux: Some(LinuxContainerConfig {
             resources: Some(resources(c)?),
-            security_context: Some(security(i.pod, c)),
+            security_context: Some(container_security(i.pod, c, host_apparmor())?),
         }),
         ..Default::default()
     })

@@ -8,6 +8,7 @@ mod backoff;
 mod container;
 mod paths;
 mod sandbox;
+mod security;
 
 use std::path::PathBuf;
 
@@ -20,6 +21,7 @@ pub use container::{Instance, container_config};
 pub(crate) use paths::{empty_dir_path, pod_state_dir};
 pub use paths::{pod_log_directory, read_dns};
 pub use sandbox::sandbox_config;
+pub(crate) use security::{check_image_user, must_check_image_user};
 
 /// Node facts the configs need.
 #[derive(Debug, Clone)]
@@ -41,6 +43,10 @@ pub enum ConfigError {
     UnsupportedVolume(String),
     #[error("env {name:?}: {why}")]
     UnsupportedEnv { name: String, why: String },
+    /// Asked of the node or the image, and not true of them (AppArmor on a node without
+    /// it, runAsNonRoot for an image that runs as root).
+    #[error("{0}")]
+    Unenforceable(String),
     #[error("container {container:?}: {error}")]
     Quantity {
         container: String,

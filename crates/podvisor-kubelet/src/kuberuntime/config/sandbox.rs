@@ -7,9 +7,10 @@ use std::collections::HashMap;
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use podvisor_core::PodExt;
 use podvisor_cri::labels;
+use podvisor_cri::proto::security_profile::ProfileType;
 use podvisor_cri::proto::{
     Int64Value, LinuxPodSandboxConfig, LinuxSandboxSecurityContext, NamespaceMode, NamespaceOption,
-    PodSandboxConfig, PodSandboxMetadata, PortMapping, Protocol,
+    PodSandboxConfig, PodSandboxMetadata, PortMapping, Protocol, SecurityProfile,
 };
 
 use super::NodeConfig;
@@ -107,13 +108,14 @@ fn security(pod: &Pod, spec: &PodSpec) -> LinuxSandboxSecurityContext {
         namespace_options: Some(namespaces(spec, pod.host_network())),
         run_as_user: sc.run_as_user.map(|v| Int64Value { value: v }),
         run_as_group: sc.run_as_group.map(|v| Int64Value { value: v }),
-        supplemental_groups: sc
-            .supplemental_groups
-            .clone()
-            .unwrap_or_default()
-            .into_iter()
-            .chain(sc.fs_group)
-            .collect(),
+        supplemental_groups: super::security::supplemental_groups(&sc),
+        seccomp: Some(SecurityProfile {
+            profile_type: match sc.seccomp_profile.as_ref().map(|p| p.type_.as_str()) {
+                Some("RuntimeDefault") if !privileged => ProfileType::RuntimeDefault,
+                _ => ProfileType::Unconfined,
+            } as i32,
+            ..Default::default()
+        }),
         privileged,
         ..Default::default()
     }
@@ -156,7 +158,12 @@ pub fn sandbox_config(node: &NodeConfig, pod: &Pod, attempt: u32) -> PodSandboxC
             sysctls: sysctls
                 .unwrap_or_default()
                 .into_iter()
-                .map(|s| (s.name, s.value))
+                .map(|s| {
+                    (
+                        podvisor_core::validation::security::dotted_sysctl(&s.name),
+                        s.value,
+                    )
+                })
                 .collect(),
             ..Default::default()
         }),

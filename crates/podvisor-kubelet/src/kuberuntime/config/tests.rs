@@ -378,3 +378,112 @@ fn huge_cpu_values_stay_in_the_kernel_s_ranges() {
     assert_eq!(r.cpu_shares, 262_144);
     assert_eq!(r.cpu_quota, 100_000_000_000);
 }
+
+#[test]
+fn security_contexts_become_the_runtimes_with_proc_masked_unless_privileged() {
+    use podvisor_cri::proto::security_profile::ProfileType;
+    let sec = |json: serde_json::Value, pod_sc: serde_json::Value, host_apparmor: bool| {
+        let mut c = app();
+        c.security_context = Some(serde_json::from_value(json).unwrap());
+        let mut p = pod_with(c.clone(), vec![]);
+        p.spec.as_mut().unwrap().security_context = Some(serde_json::from_value(pod_sc).unwrap());
+        super::security::container_security(&p, &c, host_apparmor)
+    };
+    let none = serde_json::json!({});
+    let s = sec(
+        serde_json::json!({"capabilities": {"add": ["NET_ADMIN", "CAP_SYS_TIME"], "drop": ["ALL"]}}),
+        serde_json::json!({"seccompProfile": {"type": "RuntimeDefault"}, "fsGroup": 2000, "supplementalGroups": [3000]}),
+        false,
+    )
+    .unwrap();
+    let caps = s.capabilities.unwrap();
+    assert_eq!(caps.add_capabilities, ["NET_ADMIN", "SYS_TIME"]);
+    assert_eq!(caps.drop_capabilities, ["ALL"]);
+    assert_eq!(
+        s.seccomp.unwrap().profile_type,
+        ProfileType::RuntimeDefault as i32
+    );
+    assert_eq!(s.supplemental_groups, [3000, 2000]);
+    assert!(s.masked_paths.contains(&"/proc/kcore".to_string()));
+    assert!(s.readonly_paths.contains(&"/proc/sys".to_string()));
+    assert_eq!(s.apparmor, None, "no AppArmor on the node, none asked for");
+    // Privileged: nothing masked, unconfined.
+    let p = sec(
+        serde_json::json!({"privileged": true}),
+        serde_json::json!({"seccompProfile": {"type": "RuntimeDefault"}}),
+        true,
+    )
+    .unwrap();
+    assert!(p.masked_paths.is_empty() && p.readonly_paths.is_empty());
+    assert_eq!(
+        p.seccomp.unwrap().profile_type,
+        ProfileType::Unconfined as i32
+    );
+    assert_eq!(p.apparmor, None);
+    // Nothing said: unconfined seccomp; the runtime's AppArmor profile where the node has it.
+    let d = sec(none.clone(), none.clone(), true).unwrap();
+    assert_eq!(
+        d.seccomp.unwrap().profile_type,
+        ProfileType::Unconfined as i32
+    );
+    assert_eq!(
+        d.apparmor.unwrap().profile_type,
+        ProfileType::RuntimeDefault as i32
+    );
+    // A profile the node cannot enforce is refused with the reason.
+    let e = sec(
+        serde_json::json!({"appArmorProfile": {"type": "RuntimeDefault"}}),
+        none.clone(),
+        false,
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("AppArmor is not enabled on this node"),
+        "{e}"
+    );
+    let u = sec(
+        serde_json::json!({"appArmorProfile": {"type": "Unconfined"}}),
+        none,
+        false,
+    )
+    .unwrap();
+    assert_eq!(
+        u.apparmor.unwrap().profile_type,
+        ProfileType::Unconfined as i32
+    );
+}
+
+#[test]
+fn run_as_non_root_without_a_user_is_checked_against_the_image() {
+    use podvisor_cri::ImageUser;
+    assert!(check_image_user(&ImageUser::Uid(1000)).is_ok());
+    for root in [
+        ImageUser::Uid(0),
+        ImageUser::Name(String::new()),
+        ImageUser::Name("root".into()),
+    ] {
+        assert!(
+            check_image_user(&root)
+                .unwrap_err()
+                .to_string()
+                .contains("will run as root")
+        );
+    }
+    let named = check_image_user(&ImageUser::Name("app".into())).unwrap_err();
+    assert!(
+        named.to_string().contains("non-numeric user (app)"),
+        "{named}"
+    );
+    let mut c = app();
+    c.security_context =
+        Some(serde_json::from_value(serde_json::json!({"runAsNonRoot": true})).unwrap());
+    let mut p = pod_with(c.clone(), vec![]);
+    assert!(must_check_image_user(&p, &c));
+    p.spec.as_mut().unwrap().security_context =
+        Some(serde_json::from_value(serde_json::json!({"runAsUser": 1000})).unwrap());
+    assert!(
+        !must_check_image_user(&p, &c),
+        "a runAsUser says who it runs as"
+    );
+}

@@ -18,6 +18,28 @@ fn io(action: &'static str, path: &Path, source: std::io::Error) -> CriSyncError
     }
 }
 
+/// An emptyDir as the kubelet makes it: writable by every user (`0777`), and with an
+/// `fsGroup` owned by that group, which new files inherit (setgid). Done once, when it is
+/// made (marked by a file beside it), so what a container later does to it stands.
+fn share_empty_dir(dir: &Path, fs_group: Option<i64>) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let name = dir.file_name().unwrap_or_default().to_string_lossy();
+    let marker = dir.with_file_name(format!(".{name}.ready"));
+    if marker.exists() {
+        return Ok(());
+    }
+    let mode = match fs_group {
+        Some(gid) => {
+            let gid = u32::try_from(gid).map_err(|_| std::io::ErrorKind::InvalidInput)?;
+            std::os::unix::fs::chown(dir, None, Some(gid))?;
+            0o2777
+        }
+        None => 0o777,
+    };
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))?;
+    std::fs::write(marker, b"")
+}
+
 impl CriSyncer {
     fn pod_dirs(&self, pod: &SharedPod) -> Vec<PathBuf> {
         let mut dirs = vec![
@@ -43,6 +65,19 @@ impl CriSyncer {
             tokio::fs::create_dir_all(d)
                 .await
                 .map_err(|e| io("create", d, e))?;
+        }
+        for v in pod.volumes().iter().filter(|v| v.empty_dir.is_some()) {
+            let d = empty_dir_path(&self.node, pod.uid(), &v.name);
+            let fs_group = pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.security_context.as_ref())
+                .and_then(|s| s.fs_group);
+            let dir = d.clone();
+            tokio::task::spawn_blocking(move || share_empty_dir(&dir, fs_group))
+                .await
+                .map_err(|e| CriSyncError::Blocking(e.to_string()))?
+                .map_err(|e| io("set the owner and mode of", &d, e))?;
         }
         cleanup::mark_log_dir(&self.node, &dirs[0])
             .await

@@ -7,13 +7,14 @@ use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::Container;
 use podvisor_core::{PodExt, SharedPod};
-use podvisor_cri::{ContainerState, ContainerStatus, PodStatus};
+use podvisor_cri::{ContainerState, ContainerStatus, ImageUser, PodStatus};
 use tracing::{debug, info};
 
 use super::super::actions::{CONTAINER_HASH, container_hash};
 use super::super::cleanup;
 use super::super::config::{
-    Instance, container_config, crash_backoff, next_attempt, pod_log_directory,
+    Instance, check_image_user, container_config, crash_backoff, must_check_image_user,
+    next_attempt, pod_log_directory,
 };
 use super::super::syncer::{CriSyncError, CriSyncer};
 use super::SandboxInfo;
@@ -82,6 +83,9 @@ impl CriSyncer {
         let config_error = |waits: &mut Waits, e: String| {
             wait(waits, c, WaitingReason::CreateContainerConfigError, e);
         };
+        self.verify_non_root(t.pod, c, &image)
+            .await
+            .inspect_err(|e| config_error(waits, e.to_string()))?;
         let cfg = container_config(&self.node, &instance).map_err(|e| {
             config_error(waits, e.to_string());
             CriSyncError::Config(e)
@@ -93,6 +97,29 @@ impl CriSyncer {
             Started::Now(id) => self.post_start(t, c, &id, waits).await.map(|()| true),
             Started::Before => Ok(true),
         }
+    }
+
+    /// `runAsNonRoot` with no `runAsUser`: the image's user must not be root (the
+    /// kubelet's `verifyRunAsNonRoot`).
+    async fn verify_non_root(
+        &self,
+        pod: &SharedPod,
+        c: &Container,
+        image: &str,
+    ) -> Result<(), CriSyncError> {
+        if !must_check_image_user(pod, c) {
+            return Ok(());
+        }
+        let found =
+            self.runtime
+                .image_status(image)
+                .await
+                .map_err(|error| CriSyncError::ImageStatus {
+                    image: image.to_string(),
+                    error,
+                })?;
+        let user = found.map(|i| i.user).unwrap_or(ImageUser::Uid(0));
+        check_image_user(&user).map_err(CriSyncError::Config)
     }
 
     /// Crash-loop backoff: an exited instance whose backoff has not run out waits.
