@@ -45,7 +45,8 @@ async fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_applies_watches_logs_and_deletes_a_pod() {
     let agent = Agent::start("kubectl-pods").await;
-    let k = Kubectl::for_agent(&agent);
+    // The pod writes into a hostPath, which the baseline Pod Security level refuses.
+    let k = Kubectl::for_agent(&agent).privileged();
     // A watch from before the pod exists sees its whole life.
     let mut watch = k
         .command(&["get", "pods", "-w", "--output-watch-events"])
@@ -153,8 +154,38 @@ async fn kubectl_gets_clear_refusals() {
         r.stderr
     );
 
+    // Pod Security: baseline unless the namespace says otherwise, every violation named.
+    let host = "apiVersion: v1\nkind: Pod\nmetadata: {name: host}\nspec:\n  hostPID: true\n  volumes: [{name: root, hostPath: {path: /}}]\n  containers: [{name: c, image: x, volumeMounts: [{name: root, mountPath: /host}]}]\n";
+    let r = k.run_with(&["create", "-f", "-"], host);
+    assert!(
+        !r.ok
+            && r.stderr.contains("forbidden")
+            && r.stderr
+                .contains("violates PodSecurity \"baseline:latest\"")
+            && r.stderr.contains("host namespaces (hostPID=true)")
+            && r.stderr.contains("hostPath volumes (volume \"root\")"),
+        "{}",
+        r.stderr
+    );
+
     // kubectl's generators send protobuf: read for the kinds they make here.
     k.ok(&["create", "namespace", "team"]);
+    k.ok(&[
+        "label",
+        "namespace",
+        "team",
+        "pod-security.kubernetes.io/enforce=restricted",
+    ]);
+    let plain = "apiVersion: v1\nkind: Pod\nmetadata: {name: plain, namespace: team}\nspec:\n  containers: [{name: c, image: x}]\n";
+    let r = k.run_with(&["create", "-f", "-"], plain);
+    assert!(
+        !r.ok
+            && r.stderr
+                .contains("violates PodSecurity \"restricted:latest\"")
+            && r.stderr.contains("allowPrivilegeEscalation != false"),
+        "{}",
+        r.stderr
+    );
     k.ok(&[
         "create",
         "secret",
@@ -202,6 +233,7 @@ async fn kubectl_gets_clear_refusals() {
     let r = k.run(&["delete", "namespace", "kube-system"]);
     assert!(!r.ok && r.stderr.contains("Forbidden"), "{}", r.stderr);
     // A server-side dry run is answered and changes nothing, for the store and the node.
+    let k = k.privileged();
     k.apply(&pod_yaml("dry", &agent.out_dir(), "front"));
     wait_for("dry Running", Duration::from_secs(60), || {
         k.jsonpath(&["pod", "dry"], "{.status.phase}") == "Running"
@@ -238,7 +270,7 @@ fn python() -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_client_lists_patches_creates_and_watches() {
     let agent = Agent::start("python-client").await;
-    let k = Kubectl::for_agent(&agent);
+    let k = Kubectl::for_agent(&agent).privileged();
     k.apply(&pod_yaml("py", &agent.out_dir(), "front"));
     let out = std::process::Command::new(python())
         .arg(concat!(

@@ -96,7 +96,7 @@ fn gone_with_term(agent: &Agent, k: &Kubectl, name: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_execute_taints_evict_on_time_and_follow_toleration_changes() {
     let agent = Agent::start("taint-times").await;
-    let k = Kubectl::for_agent(&agent);
+    let k = Kubectl::for_agent(&agent).privileged();
     let out = agent.out_dir();
     for (name, secs) in [
         ("t30", "30"),
@@ -176,7 +176,7 @@ async fn no_execute_taints_evict_on_time_and_follow_toleration_changes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_taint_removed_in_time_evicts_nothing_while_another_stays() {
     let agent = Agent::start("taint-removed").await;
-    let k = Kubectl::for_agent(&agent);
+    let k = Kubectl::for_agent(&agent).privileged();
     let out = agent.out_dir();
     // `kept` counts down on `gpu` and tolerates `flaky` for ever.
     let kept = "{key: gpu, operator: Exists, effect: NoExecute, tolerationSeconds: 30}, {key: flaky, operator: Exists, effect: NoExecute}";
@@ -215,7 +215,7 @@ async fn a_taint_removed_in_time_evicts_nothing_while_another_stays() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_sigkilled_mid_countdown_evicts_on_the_original_deadline() {
     let mut agent = Agent::start("taint-restart").await;
-    let k = Kubectl::for_agent(&agent);
+    let k = Kubectl::for_agent(&agent).privileged();
     let out = agent.out_dir();
     k.apply(&pod("restarted", &out, "30"));
     running(&k, &["restarted"]).await;
@@ -237,7 +237,7 @@ async fn an_agent_sigkilled_mid_countdown_evicts_on_the_original_deadline() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn taints_and_cordon_refuse_new_pods_and_drain_empties_the_node() {
     let agent = Agent::start("taint-admit").await;
-    let k = Kubectl::for_agent(&agent);
+    let k = Kubectl::for_agent(&agent).privileged();
     let out = agent.out_dir();
     k.apply(&pod("early", &out, "-"));
     running(&k, &["early"]).await;

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use podvisor_actors::supervisor::{Backoff, Intensity};
+use podvisor_apiserver::pod_security::Level;
 use podvisor_kubelet::pleg::{PlegConfig, PlegMode};
 use serde::{Deserialize, Deserializer};
 
@@ -218,6 +219,9 @@ pub struct Api {
     pub watch_window: usize,
     /// How far a watcher may fall behind before it is cut off (it then resumes).
     pub watcher_queue: usize,
+    /// The Pod Security Standards level of namespaces without the
+    /// `pod-security.kubernetes.io/enforce` label.
+    pub pod_security: Level,
 }
 
 impl Default for Api {
@@ -226,6 +230,7 @@ impl Default for Api {
             address: SocketAddr::from(([127, 0, 0, 1], 6443)),
             watch_window: 10_000,
             watcher_queue: 1_000,
+            pod_security: Level::Baseline,
         }
     }
 }

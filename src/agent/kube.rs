@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock};
 use anyhow::Context as _;
 use podvisor_actors::{ActorRef, ChildSpec, Recipient};
 use podvisor_apiserver::nodefit::NodeFit;
+use podvisor_apiserver::pod_security::PodSecurity;
 use podvisor_apiserver::{ApiConfig, ApiServer, ApiState, NodeInfo, ObjectAdmission};
 use podvisor_controllers::replicaset::{self, ReplicaSetController};
 use podvisor_controllers::taint_eviction::{self, TaintEviction};
@@ -55,6 +56,7 @@ impl Kube {
                 node_name: node_name.to_string(),
             })),
             Arc::new(NodeFit::new(node_name)),
+            Arc::new(PodSecurity::new(cfg.api.pod_security)),
         ];
         let (store, store_spec) = ChildSpec::of(move || {
             StoreActor::new(store_cfg.clone(), queue).with_admission(admission.clone())

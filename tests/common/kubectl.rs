@@ -54,6 +54,18 @@ impl Kubectl {
         }
     }
 
+    /// Lets the default namespace hold pods the baseline Pod Security level refuses (the
+    /// tests' pods write into a hostPath).
+    pub fn privileged(self) -> Self {
+        self.ok(&[
+            "label",
+            "namespace",
+            "default",
+            "pod-security.kubernetes.io/enforce=privileged",
+        ]);
+        self
+    }
+
     pub fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(&self.bin);
         c.arg("--kubeconfig").arg(&self.kubeconfig).args(args);

@@ -19,6 +19,7 @@ mod discovery;
 mod handlers;
 pub mod nodefit;
 mod openapi;
+pub mod pod_security;
 mod proto;
 mod server;
 mod smp;
