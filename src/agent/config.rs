@@ -34,6 +34,7 @@ pub struct AgentConfig {
     pub node: NodeSection,
     pub pleg: Pleg,
     pub probes: Probes,
+    pub logs: Logs,
     pub supervisor: Supervisor,
     pub debug: Debug,
     pub api: Api,
@@ -76,6 +77,39 @@ impl Default for Probes {
             max_in_flight: d.total,
             max_exec_in_flight: d.exec,
         }
+    }
+}
+
+/// `[logs]`: containers' log rotation (the kubelet's `containerLogMaxSize`,
+/// `containerLogMaxFiles` and `containerLogMonitorInterval`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Logs {
+    /// A quantity, like "10Mi".
+    pub max_size: String,
+    pub max_files: usize,
+    #[serde(deserialize_with = "duration")]
+    pub monitor_interval: Duration,
+}
+
+impl Default for Logs {
+    fn default() -> Self {
+        let d = podvisor_kubelet::log_rotation::LogRotationConfig::default();
+        Self {
+            max_size: format!("{}Mi", d.max_size >> 20),
+            max_files: d.max_files,
+            monitor_interval: d.monitor_interval,
+        }
+    }
+}
+
+impl Logs {
+    /// The size in bytes (validated first).
+    pub fn max_size_bytes(&self) -> u64 {
+        podvisor_core::quantity::parse_units(&self.max_size)
+            .ok()
+            .and_then(|b| u64::try_from(b).ok())
+            .unwrap_or(10 << 20)
     }
 }
 
@@ -154,6 +188,7 @@ impl Default for AgentConfig {
             node: NodeSection::default(),
             pleg: Pleg::default(),
             probes: Probes::default(),
+            logs: Logs::default(),
             supervisor: Supervisor::default(),
             debug: Debug::default(),
             api: Api::default(),
@@ -384,6 +419,22 @@ impl AgentConfig {
                     message: "must be at least 1".into(),
                 });
             }
+        }
+        let size = podvisor_core::quantity::parse_units(&self.logs.max_size);
+        if !size.as_ref().is_ok_and(|b| *b > 0) {
+            return Err(ConfigError::Value {
+                key: "logs.max_size",
+                message: format!(
+                    "{:?} is not a positive quantity like \"10Mi\"",
+                    self.logs.max_size
+                ),
+            });
+        }
+        if self.logs.max_files < 2 {
+            return Err(ConfigError::Value {
+                key: "logs.max_files",
+                message: "must be at least 2 (the live log and one rotated)".into(),
+            });
         }
         if self.supervisor.max_restarts == 0 {
             return Err(ConfigError::Value {

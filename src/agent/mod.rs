@@ -147,6 +147,11 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
                 status_wait: Duration::from_secs(2),
                 extra_sources: vec![kube.source.recipient()],
                 status_sink: Some(kube.writer.recipient()),
+                log_rotation: podvisor_kubelet::log_rotation::LogRotationConfig {
+                    max_size: cfg.logs.max_size_bytes(),
+                    max_files: cfg.logs.max_files,
+                    monitor_interval: cfg.logs.monitor_interval,
+                },
                 probe_limits: podvisor_probe::Limits {
                     total: cfg.probes.max_in_flight,
                     exec: cfg.probes.max_exec_in_flight,

@@ -269,6 +269,20 @@ impl CriClient {
         .map(drop)
     }
 
+    /// Has the runtime reopen the container's log file (after it was renamed).
+    pub async fn reopen_container_log(&self, id: &str) -> Result<(), CriError> {
+        let req = ReopenContainerLogRequest {
+            container_id: id.to_string(),
+        };
+        self.unary(
+            "ReopenContainerLog",
+            self.timeouts.call,
+            call!(self.runtime, reopen_container_log, req),
+        )
+        .await
+        .map(drop)
+    }
+
     pub async fn list_containers(
         &self,
         filter: Option<ContainerFilter>,

@@ -158,6 +158,10 @@ impl Runtime for CriRuntime {
         self.client.container_status(id).await.map(Into::into)
     }
 
+    async fn reopen_container_log(&self, id: &str) -> Result<(), CriError> {
+        self.client.reopen_container_log(id).await
+    }
+
     async fn image_status(&self, image: &str) -> Result<Option<Image>, CriError> {
         Ok(self.client.image_status(image).await?.map(Into::into))
     }

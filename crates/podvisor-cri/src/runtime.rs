@@ -41,6 +41,8 @@ pub trait Runtime: Send + Sync + 'static {
     async fn stop_container(&self, id: &str, grace: Duration) -> Result<(), CriError>;
     async fn remove_container(&self, id: &str) -> Result<(), CriError>;
     async fn container_status(&self, id: &str) -> Result<ContainerStatus, CriError>;
+    /// Reopens the container's log file, which podvisor renamed to rotate it.
+    async fn reopen_container_log(&self, id: &str) -> Result<(), CriError>;
 
     /// `None` when the image is not present on the node.
     async fn image_status(&self, image: &str) -> Result<Option<Image>, CriError>;

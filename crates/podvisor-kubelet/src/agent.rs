@@ -16,6 +16,7 @@ use crate::groups::{
 use crate::kuberuntime::config::NodeConfig;
 use crate::kuberuntime::images::ImageManager;
 use crate::kuberuntime::syncer::{CriSyncer, SyncerOutputs};
+use crate::log_rotation::{LogRotation, LogRotationConfig};
 use crate::manifest_source::ManifestSource;
 use crate::pleg::{PlegConfig, PlegHealth};
 use crate::pod_workers::{PodWorkers, Timings};
@@ -45,6 +46,7 @@ pub struct AgentParams {
     pub status_sink: Option<Recipient<PublishedStatus>>,
     /// Probes run at once, at most (`prober::DEFAULT_LIMITS`).
     pub probe_limits: podvisor_probe::Limits,
+    pub log_rotation: LogRotationConfig,
 }
 
 /// The built tree: children for the root supervisor, in start order, and the handles the
@@ -196,9 +198,17 @@ fn prober_deps_of(
     })
 }
 
+fn log_rotation_spec(p: &AgentParams) -> ChildSpec {
+    let (runtime, node, logs) = (p.runtime.clone(), p.node.clone(), p.log_rotation);
+    ChildSpec::of(move || LogRotation::new(runtime.clone(), node.clone(), logs))
+        .build()
+        .1
+}
+
 pub fn build(registry: &Arc<Registry>, p: AgentParams) -> Agent {
     let runtime = p.runtime.clone();
     let (images, images_spec) = ChildSpec::of(move || ImageManager::new(runtime.clone())).build();
+    let rotation_spec = log_rotation_spec(&p);
     let (prober, prober_spec, prober_deps) = prober_spec();
     let (status_manager, status_spec) = status_manager_spec(&p, &prober);
     let deps: LateDeps = Arc::default();
@@ -247,6 +257,7 @@ pub fn build(registry: &Arc<Registry>, p: AgentParams) -> Agent {
             workers.spec,
             sync_spec,
             manifest_spec,
+            rotation_spec,
         ],
         status_manager,
         sync_loop,

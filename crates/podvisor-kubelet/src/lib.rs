@@ -11,6 +11,7 @@
 pub mod agent;
 pub mod groups;
 pub mod kuberuntime;
+pub mod log_rotation;
 pub mod manifest_source;
 pub mod pleg;
 pub mod pod_workers;

@@ -41,6 +41,7 @@ pub enum Op {
     StopContainer,
     RemoveContainer,
     ContainerStatus,
+    ReopenContainerLog,
     ImageStatus,
     PullImage,
     ListImages,

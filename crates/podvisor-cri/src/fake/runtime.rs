@@ -153,6 +153,21 @@ impl Runtime for FakeRuntime {
             .ok_or_else(|| CriError::not_found("ContainerStatus", format!("container {id}")))
     }
 
+    async fn reopen_container_log(&self, id: &str) -> Result<(), CriError> {
+        self.enter(Op::ReopenContainerLog, id).await?;
+        match self.lock().state.containers.get(id) {
+            Some(c) if c.status.state == ContainerState::Running => Ok(()),
+            Some(_) => Err(CriError::failed(
+                "ReopenContainerLog",
+                "container is not running",
+            )),
+            None => Err(CriError::not_found(
+                "ReopenContainerLog",
+                format!("container {id}"),
+            )),
+        }
+    }
+
     async fn image_status(&self, image: &str) -> Result<Option<Image>, CriError> {
         self.enter(Op::ImageStatus, image).await?;
         Ok(self

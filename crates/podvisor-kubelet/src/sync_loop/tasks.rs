@@ -118,6 +118,11 @@ impl SyncLoop {
                         && std::path::Path::new(&log).is_absolute()
                     {
                         let _ = tokio::fs::remove_file(&log).await;
+                        let log = std::path::PathBuf::from(log);
+                        let _ = tokio::task::spawn_blocking(move || {
+                            crate::log_rotation::remove_rotated(&log)
+                        })
+                        .await;
                     }
                 }
                 for id in garbage.sandboxes {

@@ -140,21 +140,44 @@ impl LogReader {
         }
     }
 
+    /// Whether the path now names another file than the one open (a rotation).
+    async fn rotated(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let Some(f) = &self.file else { return false };
+        let (Ok(open), Ok(now)) = (f.metadata().await, tokio::fs::metadata(&self.path).await)
+        else {
+            return false;
+        };
+        (open.dev(), open.ino()) != (now.dev(), now.ino())
+    }
+
     /// Whether `limitBytes` has been given out.
     pub(super) fn done(&self) -> bool {
         self.left == Some(0)
     }
 
     /// The next output the file holds (possibly empty: a partial line), or `None` at its
-    /// end for now (or while it does not exist yet).
+    /// end for now (or while it does not exist yet). At the end of a file that was rotated
+    /// (renamed aside, a new one in its place), it goes on with the new file.
     pub(super) async fn next(&mut self) -> Option<Vec<u8>> {
         if self.file.is_none() {
             self.file = File::open(&self.path).await.ok();
         }
         let f = self.file.as_mut()?;
-        let raw = read_at(f, self.offset, CHUNK as u64).await?;
+        let mut raw = read_at(f, self.offset, CHUNK as u64).await?;
         if raw.is_empty() {
-            return None;
+            if !self.rotated().await {
+                return None;
+            }
+            // The runtime may have written to the old file until it reopened the new one:
+            // what it wrote is read out before going on.
+            let f = self.file.as_mut()?;
+            raw = read_at(f, self.offset, CHUNK as u64).await?;
+            if raw.is_empty() {
+                self.file = None;
+                self.offset = 0;
+                return Some(Vec::new());
+            }
         }
         self.offset += raw.len() as u64;
         self.pending.extend_from_slice(&raw);
