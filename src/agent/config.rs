@@ -154,6 +154,9 @@ pub struct NodeSection {
 pub struct Debug {
     pub address: SocketAddr,
     pub token: Option<String>,
+    /// Serve `POST /debug/fault/panic/{id}` (crash any live actor), in builds with the
+    /// `fault-injection` feature: for chaos tests, never in production.
+    pub fault_injection: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -239,6 +242,7 @@ impl Default for Debug {
                 .parse()
                 .expect("valid default"),
             token: None,
+            fault_injection: false,
         }
     }
 }
@@ -440,6 +444,23 @@ impl AgentConfig {
             return Err(ConfigError::Value {
                 key: "supervisor.max_restarts",
                 message: "must be at least 1".into(),
+            });
+        }
+        if self.debug.fault_injection && !cfg!(feature = "fault-injection") {
+            return Err(ConfigError::Value {
+                key: "debug.fault_injection",
+                message:
+                    "this build has no fault injection (build with --features fault-injection)"
+                        .into(),
+            });
+        }
+        if self.debug.fault_injection
+            && !self.debug.address.ip().is_loopback()
+            && self.debug.token.is_none()
+        {
+            return Err(ConfigError::Value {
+                key: "debug.fault_injection",
+                message: "crashing actors from off the loopback needs debug.token".into(),
             });
         }
         if self.debug.token.as_deref() == Some("") {

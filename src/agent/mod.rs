@@ -188,6 +188,7 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
             DebugConfig {
                 address: cfg.debug.address,
                 token: cfg.debug.token.clone(),
+                allow_fault_injection: cfg.debug.fault_injection,
                 ..DebugConfig::default()
             },
             registry,

@@ -43,6 +43,13 @@ impl Agent {
 
     /// As `start_with`, with `top` (top-level keys) put before every section.
     pub async fn start_configured(node: &str, top: &str, extra: &str) -> Self {
+        // The chaos tests crash live actors through the debug endpoint, which builds with
+        // the fault-injection feature (scripts/test builds with --all-features) serve.
+        const FAULTS: &str = if cfg!(feature = "fault-injection") {
+            "fault_injection = true\n"
+        } else {
+            ""
+        };
         super::runtime().await; // fails with instructions if containerd is not up
         let node = format!("{node}-{}", std::process::id());
         let dir = std::env::temp_dir().join("podvisor-it").join(&node);
@@ -55,7 +62,7 @@ impl Agent {
         std::fs::write(
             &config,
             format!(
-                "{top}node_name = \"{node}\"\nruntime_endpoint = \"{}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"{}\"\n[api]\naddress = \"127.0.0.1:{}\"\n[log]\nfilter = \"info,podvisor_kubelet=debug\"\n{extra}",
+                "{top}node_name = \"{node}\"\nruntime_endpoint = \"{}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"{}\"\n{FAULTS}[api]\naddress = \"127.0.0.1:{}\"\n[log]\nfilter = \"info,podvisor_kubelet=debug\"\n{extra}",
                 super::endpoint(),
                 dir.join("manifests").display(),
                 dir.join("state").display(),
@@ -114,6 +121,13 @@ impl Agent {
             .args(["-TERM", &c.id().to_string()])
             .status();
         c.wait().ok()?.code()
+    }
+
+    /// Whether the agent process is still running.
+    pub fn alive(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| c.try_wait().ok().flatten().is_none())
     }
 
     pub async fn restart(&mut self) {

@@ -122,6 +122,16 @@ impl Endpoint {
 
     /// Sends `GET path` with the headers this endpoint needs.
     async fn send(&self, path: &str, accept: &str) -> Result<Box<dyn Io>, ClientError> {
+        self.send_as("GET", path, accept).await
+    }
+
+    /// Sends a bodiless `method path` with the headers this endpoint needs.
+    async fn send_as(
+        &self,
+        method: &str,
+        path: &str,
+        accept: &str,
+    ) -> Result<Box<dyn Io>, ClientError> {
         let mut stream = self.connect().await?;
         let auth = self
             .token
@@ -129,7 +139,7 @@ impl Endpoint {
             .map(|t| format!("Authorization: Bearer {t}\r\n"))
             .unwrap_or_default();
         let request = format!(
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nAccept: {accept}\r\n{auth}Connection: close\r\n\r\n",
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nAccept: {accept}\r\n{auth}Content-Length: 0\r\nConnection: close\r\n\r\n",
             self.host
         );
         stream
@@ -141,9 +151,18 @@ impl Endpoint {
 
     /// `GET path` asking for `accept`; the body of a 2xx answer.
     pub async fn get_as(&self, path: &str, accept: &str) -> Result<String, ClientError> {
+        self.call("GET", path, accept).await
+    }
+
+    /// A bodiless `POST path`; the body of a 2xx answer.
+    pub async fn post(&self, path: &str) -> Result<String, ClientError> {
+        self.call("POST", path, "*/*").await
+    }
+
+    async fn call(&self, method: &str, path: &str, accept: &str) -> Result<String, ClientError> {
         let timeout = Duration::from_secs(10);
         let work = async {
-            let mut stream = self.send(path, accept).await?;
+            let mut stream = self.send_as(method, path, accept).await?;
             let mut raw = Vec::new();
             read_all(&mut stream, &mut raw)
                 .await
@@ -232,6 +251,11 @@ async fn read_all(stream: &mut Box<dyn Io>, out: &mut Vec<u8>) -> std::io::Resul
 /// `GET {endpoint}{path}` on a plain-HTTP endpoint; returns the body of a 2xx answer.
 pub async fn get(endpoint: &str, path: &str, token: Option<&str>) -> Result<String, ClientError> {
     Endpoint::http(endpoint, token)?.get(path).await
+}
+
+/// `POST {endpoint}{path}` (no body) on a plain-HTTP endpoint; the body of a 2xx answer.
+pub async fn post(endpoint: &str, path: &str, token: Option<&str>) -> Result<String, ClientError> {
+    Endpoint::http(endpoint, token)?.post(path).await
 }
 
 /// `GET {endpoint}{path}` on a plain-HTTP endpoint, streamed into `sink`.

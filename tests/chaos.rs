@@ -1,0 +1,164 @@
+//! Chaos against the real agent binary: a panic injected into one live actor of every
+//! kind (supervisors included, the root aside: its escalation ends the process by design)
+//! through the debug endpoint's fault injection, while static pods, an API pod and a
+//! ReplicaSet's pods run. Each actor is back within a second, the agent lives on, and no
+//! pod is touched: the same sandboxes and containers, nothing restarted.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use common::agent::Agent;
+use common::kubectl::Kubectl;
+
+const LOOP: &str = "trap 'exit 0' TERM; while true; do sleep 0.2; done";
+
+fn static_pod(name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - {{name: c, image: localhost/podvisor/busybox:test, command: [sh, -c, \"{LOOP}\"]}}\n"
+    )
+}
+
+const REPLICAS: &str = r#"apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      terminationGracePeriodSeconds: 2
+      containers:
+      - {name: c, image: localhost/podvisor/busybox:test, command: [sh, -c, "trap 'exit 0' TERM; while true; do sleep 0.2; done"]}
+"#;
+
+async fn actors(agent: &Agent) -> Vec<serde_json::Value> {
+    let body = podvisor_debug::client::get(&agent.endpoint, "/debug/actors?limit=5000", None)
+        .await
+        .expect("the actor list");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    v["actors"].as_array().unwrap().clone()
+}
+
+/// Every container and sandbox of the agent's pods, by id, with its state.
+async fn runtime_objects(agent: &Agent) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for p in agent.runtime_pods().await {
+        for s in &p.sandboxes {
+            out.insert(s.id.clone(), format!("{:?}", s.state));
+        }
+        for c in &p.containers {
+            out.insert(c.id.clone(), format!("{:?}", c.state));
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_in_any_live_actor_is_healed_within_a_second_and_touches_no_pod() {
+    // Every root child crashes within a minute here; past the root's restart intensity
+    // (10 in 60 s) the agent would rightly give up and exit for its service manager.
+    let mut agent = Agent::start_with("chaos", "[supervisor]\nmax_restarts = 100\n").await;
+    agent.write("s1.yaml", &static_pod("s1"));
+    agent.write("s2.yaml", &static_pod("s2"));
+    let k = Kubectl::for_agent(&agent);
+    k.ok(&[
+        "run",
+        "api",
+        "--image=localhost/podvisor/busybox:test",
+        "--restart=Never",
+        "--",
+        "sh",
+        "-c",
+        LOOP,
+    ]);
+    k.apply(REPLICAS);
+    common::eventually("five pods running", Duration::from_secs(90), || async {
+        let pods = agent.pods().await;
+        let running = pods
+            .iter()
+            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+            .count();
+        (running == 5).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before = runtime_objects(&agent).await;
+    // One live actor of every kind, the root supervisor aside.
+    let mut targets: BTreeMap<String, String> = BTreeMap::new();
+    for a in actors(&agent).await {
+        let (id, kind) = (a["id"].as_str().unwrap(), a["kind"].as_str().unwrap());
+        let key = if kind == "supervisor" { id } else { kind };
+        if a["depth"] != 0 && a["mailbox"]["lifecycle"] == "running" {
+            targets
+                .entry(key.to_string())
+                .or_insert_with(|| id.to_string());
+        }
+    }
+    for kind in [
+        "pod-worker",
+        "pleg",
+        "status-cache",
+        "status-manager",
+        "sync-loop",
+        "prober",
+    ] {
+        assert!(
+            targets.contains_key(kind),
+            "no live {kind} among {targets:?}"
+        );
+    }
+    for id in targets.values() {
+        let restarts = |all: &[serde_json::Value]| {
+            all.iter().find(|a| a["id"] == id.as_str()).map(|a| {
+                (
+                    a["mailbox"]["restarts"].as_u64().unwrap_or(0),
+                    a["mailbox"]["lifecycle"].clone(),
+                )
+            })
+        };
+        let (n, _) = restarts(&actors(&agent).await).unwrap();
+        let t0 = Instant::now();
+        let path = format!("/debug/fault/panic/{id}");
+        podvisor_debug::client::post(&agent.endpoint, &path, None)
+            .await
+            .unwrap_or_else(|e| {
+                panic!("{path}: {e} (fault injection needs --all-features, as scripts/test builds)")
+            });
+        common::eventually(&format!("{id} back"), Duration::from_secs(5), || async {
+            let now = restarts(&actors(&agent).await)?;
+            (now.0 > n && now.1 == "running").then_some(())
+        })
+        .await;
+        let took = t0.elapsed();
+        eprintln!("chaos: {id} back in {took:?}");
+        assert!(
+            took < Duration::from_secs(1),
+            "{id} took {took:?} to come back"
+        );
+        assert!(agent.alive(), "the agent died after {id} crashed");
+    }
+    // Level-driven rebuilds change nothing in the runtime.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(agent.alive());
+    assert_eq!(
+        runtime_objects(&agent).await,
+        before,
+        "no sandbox or container changed"
+    );
+    let pods = agent.pods().await;
+    assert_eq!(pods.len(), 5);
+    for p in &pods {
+        let s = p.status.as_ref().unwrap();
+        assert_eq!(s.phase.as_deref(), Some("Running"), "{:?}", p.metadata.name);
+        let restarts: i32 = s
+            .container_statuses
+            .iter()
+            .flatten()
+            .map(|c| c.restart_count)
+            .sum();
+        assert_eq!(restarts, 0, "{:?}", p.metadata.name);
+    }
+}
