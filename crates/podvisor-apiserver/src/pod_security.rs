@@ -4,7 +4,9 @@
 //! unknown value is taken as `restricted`, failing closed), or the agent's default
 //! (`[api] pod_security`, `baseline`), and refused with every violation named (403, cause
 //! `PodSecurity`), as the API server's PodSecurity admission does. Mirror pods (the node's
-//! static pods, from root-owned files) keep the power their files give them.
+//! static pods, from root-owned files) keep the power their files give them; a client's
+//! pod that carries the mirror annotation to slip past is stored but never run (the node
+//! runs API pods without it only).
 //!
 //! The checks are those of the standards' `latest` version that apply to what podvisor
 //! runs (SELinux, Windows and user-namespace fields are refused by validation anyway).
