@@ -204,10 +204,10 @@ fn security_contexts_podvisor_cannot_honour_are_refused_with_the_reason() {
             "spec.securityContext.seLinuxOptions",
             "spec.securityContext.seccompProfile.type",
             "spec.securityContext.sysctls[1].name",
+            "spec.containers[0].securityContext.appArmorProfile.localhostProfile",
             "spec.containers[0].securityContext.capabilities.add[1]",
             "spec.containers[0].securityContext.allowPrivilegeEscalation",
             "spec.containers[0].securityContext.procMount",
-            "spec.containers[0].securityContext.appArmorProfile.localhostProfile",
             "spec.containers[0].securityContext.runAsUser",
         ]
     );

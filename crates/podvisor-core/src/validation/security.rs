@@ -48,9 +48,13 @@ pub(super) fn validate_pod(spec: &PodSpec, path: &FieldPath, errs: &mut FieldErr
         return;
     };
     let path = path.child("securityContext");
-    refuse_platform_options(
-        sc.se_linux_options.is_some(),
-        sc.windows_options.is_some(),
+    shared(
+        Shared {
+            selinux: sc.se_linux_options.is_some(),
+            windows: sc.windows_options.is_some(),
+            seccomp: sc.seccomp_profile.as_ref(),
+            apparmor: sc.app_armor_profile.as_ref(),
+        },
         &path,
         errs,
     );
@@ -60,8 +64,6 @@ pub(super) fn validate_pod(spec: &PodSpec, path: &FieldPath, errs: &mut FieldErr
             "podvisor supports only Merge (the runtime's default)",
         ));
     }
-    seccomp(sc.seccomp_profile.as_ref(), &path, errs);
-    apparmor(sc.app_armor_profile.as_ref(), &path, errs);
     sysctls(spec, sc, &path, errs);
     let groups = sc.supplemental_groups.iter().flatten().copied();
     ids(
@@ -94,9 +96,13 @@ pub(super) fn validate_container(
         return;
     };
     let path = path.child("securityContext");
-    refuse_platform_options(
-        sc.se_linux_options.is_some(),
-        sc.windows_options.is_some(),
+    shared(
+        Shared {
+            selinux: sc.se_linux_options.is_some(),
+            windows: sc.windows_options.is_some(),
+            seccomp: sc.seccomp_profile.as_ref(),
+            apparmor: sc.app_armor_profile.as_ref(),
+        },
         &path,
         errs,
     );
@@ -123,8 +129,6 @@ pub(super) fn validate_container(
             )),
         }
     }
-    seccomp(sc.seccomp_profile.as_ref(), &path, errs);
-    apparmor(sc.app_armor_profile.as_ref(), &path, errs);
     let non_root = sc.run_as_non_root.or(pod.and_then(|p| p.run_as_non_root));
     let user = sc.run_as_user.or(pod.and_then(|p| p.run_as_user));
     if non_root == Some(true) && user == Some(0) {
@@ -151,6 +155,20 @@ fn ids<'a>(
             ));
         }
     }
+}
+
+/// What pod and container security contexts have alike.
+struct Shared<'a> {
+    selinux: bool,
+    windows: bool,
+    seccomp: Option<&'a SeccompProfile>,
+    apparmor: Option<&'a AppArmorProfile>,
+}
+
+fn shared(s: Shared<'_>, path: &FieldPath, errs: &mut FieldErrors) {
+    refuse_platform_options(s.selinux, s.windows, path, errs);
+    seccomp(s.seccomp, path, errs);
+    apparmor(s.apparmor, path, errs);
 }
 
 fn refuse_platform_options(selinux: bool, windows: bool, path: &FieldPath, errs: &mut FieldErrors) {

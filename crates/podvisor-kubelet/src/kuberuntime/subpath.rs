@@ -211,7 +211,7 @@ mod tests {
         std::os::unix::fs::symlink("real", vol.join("link")).unwrap();
         let fd = resolve(&vol, "link").unwrap();
         let st = rustix::fs::fstat(&fd).unwrap();
-        let real = rustix::fs::stat(&vol.join("real")).unwrap();
+        let real = rustix::fs::stat(vol.join("real")).unwrap();
         assert_eq!((st.st_dev, st.st_ino), (real.st_dev, real.st_ino));
         resolve(&vol, "new/deeper").unwrap();
         assert!(vol.join("new/deeper").is_dir());
