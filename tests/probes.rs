@@ -33,7 +33,8 @@ fn condition(p: &Pod, kind: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_readiness_probe_that_starts_failing_makes_the_pod_unready_and_back() {
     let agent = Agent::start("probe-ready").await;
-    let k = Kubectl::for_agent(&agent);
+    // The pod serves a hostPath the test writes into, which baseline Pod Security refuses.
+    let k = Kubectl::for_agent(&agent).privileged();
     let www = agent.out_dir();
     std::fs::write(www.join("ready"), "ok").unwrap();
     k.apply(&format!(
