@@ -26,6 +26,16 @@ pub trait SupervisedActor: Actor<Context = Context<Self>> {
     fn summary(&self) -> Self::Summary;
 }
 
+/// Has the actor's summary published now, for state that a spawned future's completion
+/// or a stream item changed. The mailbox publishes after each message and whenever the
+/// actor is polled, but actix polls it before such items, so what they change would show
+/// only at the next wake-up. Spawning an empty item makes the context poll its items (the
+/// mailbox's first) once more.
+pub fn publish_now<A: SupervisedActor>(ctx: &mut Context<A>) {
+    use actix::AsyncContext;
+    ctx.spawn(actix::fut::ready(()));
+}
+
 /// What an instance learns when it starts.
 pub struct StartInfo<A: SupervisedActor> {
     /// The actor's own handle (it survives restarts: hand it out freely).

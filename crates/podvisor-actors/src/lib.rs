@@ -18,7 +18,7 @@ pub mod supervisor;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
-pub use actor::{StartInfo, SupervisedActor};
+pub use actor::{StartInfo, SupervisedActor, publish_now};
 pub use due::DueQueue;
 pub use id::ActorId;
 pub use mailbox::{ActorRef, Lifecycle, MailboxError, MailboxSnapshot, Recipient, SendError};

@@ -1003,3 +1003,49 @@ fn refuse_streams(fake: &FakeRuntime, n: usize) {
         );
     }
 }
+
+#[test]
+fn an_event_whose_pod_hangs_the_runtime_holds_up_no_other_pods_events() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new().with_event_stream();
+        let (_, stuck) = start_pod(&fake, "stuck", &["app"]).await;
+        let (_, fine) = start_pod(&fake, "fine", &["job"]).await;
+        let h = harness(
+            fake.clone(),
+            PlegConfig {
+                mode: PlegMode::Evented,
+                ..manual()
+            },
+        );
+        until("first relist", Duration::from_secs(1), || {
+            h.events.len() == 2
+        })
+        .await;
+        h.events.take();
+        fake.set_target_delay(Op::PodStatus, "stuck", Some(Duration::from_secs(120)));
+        // The stuck pod's event comes first; before, its inspection held the PLEG for the
+        // whole bound (2 s) and the other pod's event waited behind it.
+        fake.exit_container(&stuck[0], 1);
+        fake.exit_container(&fine[0], 3);
+        let t0 = Instant::now();
+        until("the other pod's death", Duration::from_secs(5), || {
+            h.events.len() == 1
+        })
+        .await;
+        assert!(
+            t0.elapsed() < Duration::from_millis(100),
+            "{:?}",
+            t0.elapsed()
+        );
+        assert_eq!(h.events.take(), [named(ContainerDied, "job")]);
+        until(
+            "the stuck pod inspected aside",
+            Duration::from_secs(3),
+            || {
+                let s = summary(&h);
+                s["slow_pods"] == 1 && s["events_inspecting"] == 0
+            },
+        )
+        .await;
+    });
+}

@@ -13,8 +13,9 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use super::loss::{GRACE, Times};
+use super::pending::Waiting;
 use super::stream::StreamVerdict;
-use super::{Pleg, PlegMode, record_from_status, translate};
+use super::{Pleg, PlegMode, translate};
 use crate::protocol::lifecycle::{PlegEventKind, PodLifecycleEvent};
 
 /// How long after opening a stream before the runtime surely has the subscription (a
@@ -218,63 +219,16 @@ impl Pleg {
             self.inspect_slow(ctx);
             return;
         }
-        self.inspect_after_event(uid, event, kinds, ctx);
-    }
-
-    /// Inspects the pod an event is about, stores its status and reports the event's own
-    /// kinds (not a diff: the stream said what happened).
-    fn inspect_after_event(
-        &mut self,
-        uid: PodUid,
-        event: ContainerEvent,
-        kinds: &'static [PlegEventKind],
-        ctx: &mut Context<Self>,
-    ) {
-        let started = Instant::now();
-        let bound = self.config.inspect_timeout;
-        let work = super::slow::inspect_bounded(self.runtime.clone(), uid.clone(), bound)
-            .into_actor(self)
-            .map(move |result, act, ctx| match result {
-                Ok(status) => {
-                    let name = status
-                        .containers
-                        .iter()
-                        .find(|c| c.id == event.container_id)
-                        .map(|c| c.name.clone())
-                        .or_else(|| act.records.container_name(&uid, &event.container_id))
-                        .unwrap_or_default();
-                    act.check_sequence(event.kind, &event.container_id, &status, ctx);
-                    act.records.set_one(&uid, record_from_status(&status));
-                    act.records.update(&uid);
-                    if act.store(&uid, Ok(status), started) {
-                        let events: Vec<PodLifecycleEvent> = kinds
-                            .iter()
-                            .map(|k| PodLifecycleEvent {
-                                uid: uid.clone(),
-                                kind: *k,
-                                id: event.container_id.clone(),
-                                container: name.clone(),
-                            })
-                            .collect();
-                        act.emit(&events);
-                    }
-                }
-                Err(error) => {
-                    let result = Err(error);
-                    if super::slow::gave_up(&result) {
-                        act.store(&uid, result, started);
-                        act.mark_slow(&uid, ctx);
-                    } else if let Err(error) = result {
-                        warn!(pod_uid = %uid, %error, "inspecting pod after a runtime event failed");
-                        act.reinspect.insert(uid);
-                    }
-                }
-            });
-        ctx.wait(work);
+        let waiting = Waiting {
+            container_id: event.container_id,
+            said: event.kind,
+            kinds,
+        };
+        self.queue_event(uid, waiting, ctx);
     }
 
     /// Whether the stream skipped a step of this container's life (see `loss.rs`).
-    fn check_sequence(
+    pub(super) fn check_sequence(
         &mut self,
         kind: podvisor_cri::ContainerEventKind,
         id: &str,
@@ -373,9 +327,8 @@ impl StreamHandler<StreamItem> for Pleg {
             StreamItem::Event(generation, Err(e)) => self.stream_failed(ctx, generation, Some(&e)),
             StreamItem::End(generation) => self.stream_failed(ctx, generation, None),
         }
-        // A stream item is no message: wake the actor once more so its mailbox publishes
-        // the summary this item changed (counters, mode) instead of at the next wake-up.
-        ctx.run_later(Duration::ZERO, |_, _| {});
+        // A stream item is no message: publish the summary it changed (counters, mode).
+        podvisor_actors::publish_now(ctx);
     }
 
     fn finished(&mut self, _: &mut Context<Self>) {

@@ -27,6 +27,7 @@
 mod events;
 mod health;
 mod loss;
+mod pending;
 mod records;
 mod relist;
 mod slow;
@@ -47,6 +48,7 @@ use tracing::{debug, info, warn};
 
 pub use health::PlegHealth;
 use loss::LossDetector;
+use pending::EventQueue;
 pub use records::PodRecords;
 use records::{record_from_status, translate};
 use stream::StreamTracker;
@@ -122,6 +124,8 @@ pub struct Pleg {
     /// inspection in flight.
     slow: BTreeSet<PodUid>,
     aside: BTreeSet<PodUid>,
+    /// Container events waiting for their pod's inspection (`pending.rs`).
+    pending: EventQueue,
     mode: PlegMode,
     /// Set for a fresh instance: its first relist inspects every pod (the cache may be a
     /// fresh, empty one).
@@ -167,6 +171,9 @@ pub struct PlegSummary {
     pub events_ignored: u64,
     /// Changes a relist found that the stream never delivered.
     pub events_lost: u64,
+    /// Events waiting for their pod's inspection, and pods being inspected for theirs.
+    pub events_waiting: usize,
+    pub events_inspecting: usize,
 }
 
 impl Pleg {
@@ -189,6 +196,7 @@ impl Pleg {
             reinspect: BTreeSet::new(),
             slow: BTreeSet::new(),
             aside: BTreeSet::new(),
+            pending: EventQueue::default(),
             full_inspection: true,
             interval: None,
             stream_handle: None,
@@ -357,6 +365,8 @@ impl SupervisedActor for Pleg {
             events_received: self.events_received,
             events_ignored: self.events_ignored,
             events_lost: self.loss.lost_total(),
+            events_waiting: self.pending.depth().0,
+            events_inspecting: self.pending.depth().1,
         }
     }
 }

@@ -1,13 +1,12 @@
 //! One relist: list the runtime, diff against the records, inspect what changed, store it,
 //! emit its events, and stamp the cache with the relist's start.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
 use futures_util::StreamExt;
 use podvisor_core::PodUid;
-use podvisor_cri::{CriError, PodStatus, Runtime};
+use podvisor_cri::{CriError, PodStatus};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
@@ -17,7 +16,7 @@ use crate::protocol::cache::UpdateTime;
 use crate::protocol::lifecycle::{PlegError, PodLifecycleEvent, RelistReport};
 
 type Todo = Vec<(PodUid, Vec<PodLifecycleEvent>)>;
-type Inspected = Vec<(PodUid, Vec<PodLifecycleEvent>, Result<PodStatus, CriError>)>;
+type Inspection = (PodUid, Vec<PodLifecycleEvent>, Result<PodStatus, CriError>);
 
 impl Pleg {
     /// Diffs a fresh listing against the records; returns the pods to inspect with their
@@ -35,39 +34,45 @@ impl Pleg {
         todo
     }
 
-    /// Stores inspection results, emits events, settles records, and stamps the cache.
-    fn apply(&mut self, inspected: Inspected, started: Instant, took: Duration) -> RelistReport {
-        let mut report = RelistReport {
-            pods: self.records.len(),
-            inspected: inspected.len(),
-            ..Default::default()
-        };
-        self.reinspect.clear();
-        for (uid, events, result) in inspected {
-            self.suspect(&events, started);
-            match result {
-                Ok(status) => {
-                    if self.store(&uid, Ok(status), started) {
-                        report.events += events.len();
-                        self.emit(&events);
-                        self.records.update(&uid);
-                    }
-                }
-                Err(error) => {
-                    let result = Err(error);
-                    if slow::gave_up(&result) {
-                        // Inspected aside from now on (started once the relist is done).
-                        warn!(pod_uid = %uid, "inspecting the pod hangs the runtime; inspecting it aside, one call at a time");
-                        self.slow.insert(uid.clone());
-                    } else if let Err(error) = &result {
-                        warn!(pod_uid = %uid, %error, "inspecting pod failed; retrying on the next relist");
-                        self.reinspect.insert(uid.clone());
-                    }
-                    self.store(&uid, result, started);
-                    report.failed += 1;
+    /// Stores one pod's inspection, emits its events and settles its records, as soon as
+    /// it answers: a pod whose inspection takes long (up to the bound) holds up no other
+    /// pod's events.
+    fn apply_one(&mut self, report: &mut RelistReport, one: Inspection, started: Instant) {
+        let (uid, events, result) = one;
+        report.inspected += 1;
+        self.suspect(&events, started);
+        match result {
+            Ok(status) => {
+                if self.store(&uid, Ok(status), started) {
+                    report.events += events.len();
+                    self.emit(&events);
+                    self.records.update(&uid);
                 }
             }
+            Err(error) => {
+                let result = Err(error);
+                if slow::gave_up(&result) {
+                    // Inspected aside from now on (started once the relist is done).
+                    warn!(pod_uid = %uid, "inspecting the pod hangs the runtime; inspecting it aside, one call at a time");
+                    self.slow.insert(uid.clone());
+                } else if let Err(error) = &result {
+                    warn!(pod_uid = %uid, %error, "inspecting pod failed; retrying on the next relist");
+                    self.reinspect.insert(uid.clone());
+                }
+                self.store(&uid, result, started);
+                report.failed += 1;
+            }
         }
+    }
+
+    /// Every inspection is in: stamps the cache with the relist's start.
+    fn finish(
+        &mut self,
+        mut report: RelistReport,
+        started: Instant,
+        took: Duration,
+    ) -> RelistReport {
+        report.pods = self.records.len();
         let _ = self.cache.update_time.try_send(UpdateTime(started));
         self.full_inspection = false;
         self.health.relisted();
@@ -96,22 +101,21 @@ impl Pleg {
         let started = Instant::now();
         let clock = std::time::Instant::now();
         let runtime = self.runtime.clone();
-        let concurrency = self.config.inspect_concurrency.max(1);
-        let bound = self.config.inspect_timeout;
         let work = async move { runtime.list_pods().await }
             .into_actor(self)
-            .then(move |listed, act, _| {
-                let todo = listed.map(|pods| act.plan(pods));
-                let runtime = act.runtime.clone();
-                async move {
-                    let todo = todo.map_err(PlegError::List)?;
-                    Ok(inspect_all(runtime, todo, concurrency, bound).await)
+            .then(move |listed, act, _| match listed {
+                Ok(pods) => {
+                    let todo = act.plan(pods);
+                    act.reinspect.clear();
+                    act.inspect_all(todo, started)
+                        .map(|report, _, _| Ok(report))
+                        .boxed_local()
                 }
-                .into_actor(act)
+                Err(e) => fut::ready(Err(PlegError::List(e))).boxed_local(),
             })
-            .map(move |result: Result<Inspected, PlegError>, act, ctx| {
+            .map(move |result: Result<RelistReport, PlegError>, act, ctx| {
                 let recovering = act.list_failures > 0;
-                let out = result.map(|inspected| act.apply(inspected, started, clock.elapsed()));
+                let out = result.map(|report| act.finish(report, started, clock.elapsed()));
                 match &out {
                     Err(e) => act.relist_failed(e),
                     Ok(_) => {
@@ -129,23 +133,32 @@ impl Pleg {
             });
         ctx.wait(work);
     }
-}
 
-async fn inspect_all(
-    runtime: Arc<dyn Runtime>,
-    todo: Todo,
-    concurrency: usize,
-    bound: Duration,
-) -> Inspected {
-    futures_util::stream::iter(todo)
-        .map(|(uid, events)| {
-            let runtime = runtime.clone();
-            async move {
-                let status = slow::inspect_bounded(runtime, uid.clone(), bound).await;
-                (uid, events, status)
-            }
-        })
-        .buffer_unordered(concurrency)
-        .collect()
-        .await
+    /// Inspects the pods that changed, a few at a time, each bounded, applying each
+    /// answer as it comes.
+    fn inspect_all(
+        &mut self,
+        todo: Todo,
+        started: Instant,
+    ) -> impl ActorFuture<Self, Output = RelistReport> + 'static {
+        let runtime = self.runtime.clone();
+        let concurrency = self.config.inspect_concurrency.max(1);
+        let bound = self.config.inspect_timeout;
+        let inspections = futures_util::stream::iter(todo)
+            .map(move |(uid, events)| {
+                let runtime = runtime.clone();
+                async move {
+                    let status = slow::inspect_bounded(runtime, uid.clone(), bound).await;
+                    (uid, events, status)
+                }
+            })
+            .buffer_unordered(concurrency);
+        fut::wrap_stream(inspections).fold(
+            RelistReport::default(),
+            move |mut report, one, act: &mut Self, _| {
+                act.apply_one(&mut report, one, started);
+                fut::ready(report)
+            },
+        )
+    }
 }
