@@ -2,7 +2,9 @@
 //! kind (supervisors included, the root aside: its escalation ends the process by design)
 //! through the debug endpoint's fault injection, while static pods, an API pod and a
 //! ReplicaSet's pods run. Each actor is back within a second, the agent lives on, and no
-//! pod is touched: the same sandboxes and containers, nothing restarted.
+//! pod is touched: the same sandboxes and containers, nothing restarted, and not one call
+//! that changes the runtime made while the actors crash and rebuild (the agent talks to
+//! containerd through the fault-injecting proxy, which records every call).
 
 mod common;
 
@@ -11,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::agent::Agent;
 use common::kubectl::Kubectl;
+use podvisor_cri_proxy::CriProxy;
 
 const LOOP: &str = "trap 'exit 0' TERM; while true; do sleep 0.2; done";
 
@@ -60,7 +63,17 @@ async fn runtime_objects(agent: &Agent) -> BTreeMap<String, String> {
 async fn a_panic_in_any_live_actor_is_healed_within_a_second_and_touches_no_pod() {
     // Every root child crashes within a minute here; past the root's restart intensity
     // (10 in 60 s) the agent would rightly give up and exit for its service manager.
-    let mut agent = Agent::start_with("chaos", "[supervisor]\nmax_restarts = 100\n").await;
+    let dir = std::env::temp_dir().join("podvisor-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let socket = dir.join(format!("chaos-{}.sock", std::process::id()));
+    let proxy = CriProxy::start(&common::endpoint(), &socket).await.unwrap();
+    let mut agent = Agent::start_on(
+        "chaos",
+        &proxy.endpoint(),
+        "",
+        "[supervisor]\nmax_restarts = 100\n",
+    )
+    .await;
     agent.write("s1.yaml", &static_pod("s1"));
     agent.write("s2.yaml", &static_pod("s2"));
     let k = Kubectl::for_agent(&agent);
@@ -86,6 +99,7 @@ async fn a_panic_in_any_live_actor_is_healed_within_a_second_and_touches_no_pod(
     .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let before = runtime_objects(&agent).await;
+    let chaos_start = Instant::now();
     // One live actor of every kind, the root supervisor aside.
     let mut targets: BTreeMap<String, String> = BTreeMap::new();
     for a in actors(&agent).await {
@@ -147,6 +161,16 @@ async fn a_panic_in_any_live_actor_is_healed_within_a_second_and_touches_no_pod(
         runtime_objects(&agent).await,
         before,
         "no sandbox or container changed"
+    );
+    let mutations: Vec<_> = proxy
+        .calls_since(chaos_start)
+        .into_iter()
+        .filter(|c| c.is_mutating())
+        .map(|c| c.method)
+        .collect();
+    assert!(
+        mutations.is_empty(),
+        "rebuilding actors changed the runtime: {mutations:?}"
     );
     let pods = agent.pods().await;
     assert_eq!(pods.len(), 5);

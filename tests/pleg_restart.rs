@@ -5,31 +5,11 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 use common::agent::Agent;
+use common::containerd;
 use k8s_openapi::api::core::v1::Pod;
-
-fn containerd_pid() -> String {
-    let dir = std::env::var_os("PODVISOR_CONTAINERD_DIR")
-        .map(PathBuf::from)
-        .expect("PODVISOR_CONTAINERD_DIR names the test containerd (scripts/test sets it)");
-    std::fs::read_to_string(dir.join("containerd.pid"))
-        .expect("containerd was started by scripts/containerd-up")
-        .trim()
-        .to_string()
-}
-
-fn alive(pid: &str) -> bool {
-    Command::new("kill")
-        .args(["-0", pid])
-        .stderr(std::process::Stdio::null())
-        .status()
-        .unwrap()
-        .success()
-}
 
 fn exit_code(p: &Pod) -> Option<i32> {
     let c = p.status.as_ref()?.container_statuses.as_ref()?.first()?;
@@ -61,22 +41,10 @@ async fn containerd_restarted_while_pods_run_loses_no_exit_and_restarts_nothing(
     }
     let before = a.runtime_pods().await;
 
-    let pid = containerd_pid();
-    assert!(Command::new("kill").arg(&pid).status().unwrap().success());
-    common::eventually("containerd to exit", Duration::from_secs(10), || async {
-        (!alive(&pid)).then_some(())
-    })
-    .await;
+    containerd::stop().await;
     std::fs::write(gate.join("open"), "").unwrap();
     tokio::time::sleep(Duration::from_millis(1500)).await; // it exits while containerd is down
-    let up = Command::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/containerd-up"))
-        .output()
-        .unwrap();
-    assert!(
-        up.status.success(),
-        "{}",
-        String::from_utf8_lossy(&up.stderr)
-    );
+    containerd::start();
 
     let p = a
         .wait_pod(

@@ -30,6 +30,7 @@ pub struct AgentConfig {
     pub manifest_rescan_period: Duration,
     #[serde(deserialize_with = "duration")]
     pub housekeeping_period: Duration,
+    pub runtime: RuntimeSection,
     pub allocatable: Allocatable,
     pub node: NodeSection,
     pub pleg: Pleg,
@@ -139,6 +140,33 @@ pub struct Allocatable {
     pub memory: Option<String>,
 }
 
+/// `[runtime]`: how podvisor talks to the container runtime.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RuntimeSection {
+    /// How long one CRI call may take before podvisor gives up on it (the kubelet's
+    /// `runtimeRequestTimeout`); a stop or an exec gets its grace or timeout on top.
+    #[serde(deserialize_with = "duration")]
+    pub request_timeout: Duration,
+}
+
+impl Default for RuntimeSection {
+    fn default() -> Self {
+        Self {
+            request_timeout: podvisor_cri::Timeouts::default().call,
+        }
+    }
+}
+
+impl RuntimeSection {
+    pub fn timeouts(&self) -> podvisor_cri::Timeouts {
+        podvisor_cri::Timeouts {
+            call: self.request_timeout,
+            ..podvisor_cri::Timeouts::default()
+        }
+    }
+}
+
 /// `[node]`: what the Node object starts with.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -187,6 +215,7 @@ impl Default for AgentConfig {
             sync_backoff: Duration::from_secs(10),
             manifest_rescan_period: Duration::from_secs(20),
             housekeeping_period: Duration::from_secs(2),
+            runtime: RuntimeSection::default(),
             allocatable: Allocatable::default(),
             node: NodeSection::default(),
             pleg: Pleg::default(),

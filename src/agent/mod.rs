@@ -15,7 +15,7 @@ use anyhow::Context as _;
 use podvisor_actors::supervisor::{Backoff, Escalation, Intensity};
 use podvisor_actors::{Registry, Shutdown, SupervisorConfig, start_root};
 use podvisor_core::quantity;
-use podvisor_cri::{CriRuntime, Runtime, Timeouts};
+use podvisor_cri::{CriRuntime, Runtime};
 use podvisor_debug::{DebugConfig, DebugServer, Health};
 use podvisor_kubelet::agent::{AgentParams, build};
 use podvisor_kubelet::kuberuntime::config::{NodeConfig, read_dns};
@@ -96,7 +96,7 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
     }
     let system = actix::System::new();
     system.block_on(async move {
-        let runtime = CriRuntime::new(&cfg.runtime_endpoint, Timeouts::default())?;
+        let runtime = CriRuntime::new(&cfg.runtime_endpoint, cfg.runtime.timeouts())?;
         let runtime_version = match runtime.version().await {
             Ok(v) => {
                 info!(runtime = %v.runtime_name, version = %v.runtime_version, endpoint = %cfg.runtime_endpoint, "container runtime found");

@@ -43,6 +43,12 @@ impl Agent {
 
     /// As `start_with`, with `top` (top-level keys) put before every section.
     pub async fn start_configured(node: &str, top: &str, extra: &str) -> Self {
+        Self::start_on(node, &super::endpoint(), top, extra).await
+    }
+
+    /// As `start_configured`, talking to the runtime at `runtime` (a fault-injecting
+    /// proxy in front of the test containerd, say).
+    pub async fn start_on(node: &str, runtime: &str, top: &str, extra: &str) -> Self {
         // The chaos tests crash live actors through the debug endpoint, which builds with
         // the fault-injection feature (scripts/test builds with --all-features) serve.
         const FAULTS: &str = if cfg!(feature = "fault-injection") {
@@ -63,7 +69,7 @@ impl Agent {
             &config,
             format!(
                 "{top}node_name = \"{node}\"\nruntime_endpoint = \"{}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"{}\"\n{FAULTS}[api]\naddress = \"127.0.0.1:{}\"\n[log]\nfilter = \"info,podvisor_kubelet=debug\"\n{extra}",
-                super::endpoint(),
+                runtime,
                 dir.join("manifests").display(),
                 dir.join("state").display(),
                 dir.join("logs").display(),
@@ -121,6 +127,34 @@ impl Agent {
             .args(["-TERM", &c.id().to_string()])
             .status();
         c.wait().ok()?.code()
+    }
+
+    /// The agent's resident memory (VmRSS), in KiB.
+    pub fn rss_kib(&self) -> u64 {
+        let pid = self.child.as_ref().expect("the agent runs").id();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .expect("VmRSS in /proc/PID/status")
+    }
+
+    /// Every actor's mailbox with something queued: `(id, queued)`.
+    pub async fn busy_mailboxes(&self) -> Vec<(String, u64)> {
+        let body = podvisor_debug::client::get(&self.endpoint, "/debug/actors?limit=5000", None)
+            .await
+            .expect("the actor list");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        v["actors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|a| {
+                let queued = a["mailbox"]["queued"].as_u64()?;
+                (queued > 0).then(|| (a["id"].as_str().unwrap_or("").to_string(), queued))
+            })
+            .collect()
     }
 
     /// Whether the agent process is still running.

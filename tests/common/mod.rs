@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod agent;
+pub mod containerd;
 pub mod kubectl;
 
 use std::sync::atomic::{AtomicU32, Ordering};
