@@ -3,15 +3,20 @@
 //! to its size, so a few kilobytes of anchors referenced thousands of times (the "billion
 //! laughs", or its quadratic cousin: one large anchor referenced many times) are refused
 //! with a reason instead of taking the agent's memory (kube-apiserver's answer to
-//! CVE-2019-11253 is the same kind of limit). Nesting depth is bounded by the parser
-//! (128 levels), and the nodes are counted as they are built, so a refused document costs
-//! at most the budget.
+//! CVE-2019-11253 is the same kind of limit). The budget, the nesting depth and the number
+//! of anchors are checked first by a streaming pass over the parser's events
+//! (`shape.rs`), which holds nothing but its nesting, so a refused input costs about
+//! nothing; only an input that passes is handed to serde_yaml_ng, whose values are counted
+//! again as they are built, in case its parser sees more in a text than the other did.
+
+mod shape;
 
 use std::cell::Cell;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
+use shape::ShapeError;
 
 /// Nodes an input may expand to: two per byte of it (a node takes at least two bytes
 /// written out, so plain data fits four times over), at least `MIN_BUDGET` and at most
@@ -39,6 +44,12 @@ pub enum DecodeError {
         per_byte: usize,
         max: usize,
     },
+    #[error("document {document}: nested more than {max} levels deep")]
+    TooDeep { document: usize, max: usize },
+    #[error("document {document}: more than {max} anchors")]
+    TooManyAnchors { document: usize, max: usize },
+    #[error("document {document}: {message}")]
+    Syntax { document: usize, message: String },
 }
 
 /// Every non-empty document of `text`, as JSON values, within the budget `text`'s size
@@ -48,19 +59,32 @@ pub fn yaml_documents(text: &str) -> Result<Vec<Value>, DecodeError> {
         .len()
         .saturating_mul(NODES_PER_BYTE)
         .clamp(MIN_BUDGET, MAX_BUDGET);
+    let too_large = |document| DecodeError::TooLarge {
+        document,
+        budget,
+        bytes: text.len(),
+        per_byte: NODES_PER_BYTE,
+        max: MAX_BUDGET,
+    };
+    shape::check(text, budget).map_err(|e| match e {
+        ShapeError::TooLarge { document } => too_large(document),
+        ShapeError::TooDeep { document } => DecodeError::TooDeep {
+            document,
+            max: shape::MAX_DEPTH,
+        },
+        ShapeError::TooManyAnchors { document } => DecodeError::TooManyAnchors {
+            document,
+            max: shape::MAX_ANCHORS,
+        },
+        ShapeError::Syntax { document, message } => DecodeError::Syntax { document, message },
+    })?;
     let left = Cell::new(budget);
     let mut docs = Vec::new();
     for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
         let document = i + 1;
         let v = Budgeted(&left).deserialize(doc).map_err(|source| {
             if left.get() == 0 {
-                DecodeError::TooLarge {
-                    document,
-                    budget,
-                    bytes: text.len(),
-                    per_byte: NODES_PER_BYTE,
-                    max: MAX_BUDGET,
-                }
+                too_large(document)
             } else {
                 DecodeError::Yaml { document, source }
             }
@@ -203,6 +227,6 @@ mod tests {
         }
         assert!(yaml_documents(&many).is_ok(), "plain data fits its budget");
         let e = yaml_documents("- not: [closed\n").unwrap_err();
-        assert!(matches!(e, DecodeError::Yaml { .. }), "{e}");
+        assert!(matches!(e, DecodeError::Syntax { .. }), "{e}");
     }
 }
