@@ -16,6 +16,7 @@ use crate::target::Target;
 use podvisor_core::pod::MIRROR_ANNOTATION;
 
 mod file;
+mod wait;
 
 use file::LogReader;
 
@@ -128,27 +129,42 @@ fn output(
     reader: LogReader,
     follow: Option<(ApiState, Target, LogTarget)>,
 ) -> impl futures_util::Stream<Item = Result<Bytes, actix_web::Error>> {
-    futures_util::stream::unfold((reader, follow), |(mut reader, mut follow)| async move {
-        let mut idle = 0u32;
-        while !reader.done() {
-            if let Some(text) = reader.next().await {
-                if !text.is_empty() {
-                    return Some((Ok(Bytes::from(text)), (reader, follow)));
+    let growth = follow
+        .as_ref()
+        .and_then(|(_, _, target)| target.path.parent().map(wait::Growth::watch));
+    let state = (reader, follow, growth, tokio::time::Instant::now());
+    futures_util::stream::unfold(
+        state,
+        |(mut reader, mut follow, mut growth, mut asked)| async move {
+            while !reader.done() {
+                if let Some(text) = reader.next().await {
+                    if !text.is_empty() {
+                        return Some((Ok(Bytes::from(text)), (reader, follow, growth, asked)));
+                    }
+                    continue;
                 }
-                continue;
+                let (state, t, target) = follow.as_ref()?;
+                if let Some(g) = growth.as_mut() {
+                    g.wait(QUIET).await;
+                }
+                // At most once a quiet period (the directory may change for another file, a
+                // later instance's log).
+                if asked.elapsed() >= QUIET {
+                    asked = tokio::time::Instant::now();
+                    if !still_running(state, t, target).await {
+                        // What it wrote before it stopped, then the end.
+                        follow = None;
+                    }
+                }
             }
-            let (state, t, target) = follow.as_ref()?;
-            idle += 1;
-            if idle.is_multiple_of(5) && !still_running(state, t, target).await {
-                // What it wrote before it stopped, then the end.
-                follow = None;
-                continue;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        None
-    })
+            None
+        },
+    )
 }
+
+/// How long a followed log may stay quiet before the follow asks whether its container
+/// still runs.
+const QUIET: Duration = Duration::from_secs(1);
 
 /// Whether the followed instance of the container still runs.
 async fn still_running(state: &ApiState, t: &Target, target: &LogTarget) -> bool {
