@@ -37,6 +37,40 @@ spec:
       - {name: c, image: localhost/podvisor/busybox:test, command: [sh, -c, "trap 'exit 0' TERM; while true; do sleep 0.2; done"]}
 "#;
 
+/// What each kind's summary must show again once its actor has rebuilt: its view of the
+/// world (pods, phases, children), not its counters, which start again at zero.
+const REBUILT: &[(&str, &[&str])] = &[
+    ("api-pod-source", &["pods"]),
+    ("image-manager", &["backing_off"]),
+    ("manifest-source", &["pods", "bad_files"]),
+    ("node-registrar", &["registered", "ready"]),
+    ("pleg", &["pods_tracked", "mode", "healthy", "slow_pods"]),
+    ("pod-worker", &["phase", "restart_requested"]),
+    ("pod-workers", &["pods", "workers"]),
+    ("prober", &["pods", "probes"]),
+    ("replicaset-controller", &["replica_sets", "pods"]),
+    ("status-cache", &["pods"]),
+    ("status-manager", &["pods", "by_phase"]),
+    ("status-writer", &["mirrors"]),
+    ("store", &["objects", "open"]),
+    ("supervisor", &["children"]),
+    ("sync-loop", &["desired", "all_sources_seen", "rejected"]),
+    ("taint-eviction", &["pending"]),
+];
+
+/// The fields of `state` that a rebuilt actor of `kind` must show again.
+fn view(kind: &str, state: &serde_json::Value) -> serde_json::Value {
+    let fields = REBUILT
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .map_or(&[][..], |(_, f)| f);
+    fields
+        .iter()
+        .map(|f| (f.to_string(), state[*f].clone()))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
 async fn actors(agent: &Agent) -> Vec<serde_json::Value> {
     let body = podvisor_debug::client::get(&agent.endpoint, "/debug/actors?limit=5000", None)
         .await
@@ -134,6 +168,13 @@ async fn a_panic_in_any_live_actor_is_healed_within_a_second_and_touches_no_pod(
             })
         };
         let (n, _) = restarts(&actors(&agent).await).unwrap();
+        let kind = actors(&agent)
+            .await
+            .into_iter()
+            .find(|a| a["id"] == id.as_str())
+            .map(|a| a["kind"].as_str().unwrap_or("").to_string())
+            .unwrap();
+        let seen = view(&kind, &agent.actor_state(id).await);
         let t0 = Instant::now();
         let path = format!("/debug/fault/panic/{id}");
         podvisor_debug::client::post(&agent.endpoint, &path, None)
@@ -153,6 +194,19 @@ async fn a_panic_in_any_live_actor_is_healed_within_a_second_and_touches_no_pod(
             "{id} took {took:?} to come back"
         );
         assert!(agent.alive(), "the agent died after {id} crashed");
+        // Level-driven rebuilds: the actor's view of the world is what it was.
+        let rebuilt = Instant::now();
+        loop {
+            let now = view(&kind, &agent.actor_state(id).await);
+            if now == seen {
+                break;
+            }
+            assert!(
+                rebuilt.elapsed() < Duration::from_secs(5),
+                "{id} did not rebuild what it saw: {now} after, {seen} before"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
     // Level-driven rebuilds change nothing in the runtime.
     tokio::time::sleep(Duration::from_secs(5)).await;

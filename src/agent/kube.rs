@@ -13,6 +13,8 @@ use podvisor_controllers::replicaset::{self, ReplicaSetController};
 use podvisor_controllers::taint_eviction::{self, TaintEviction};
 use podvisor_kubelet::pleg::PlegHealth;
 use podvisor_kubelet::protocol::sources::SourcePods;
+use podvisor_kubelet::protocol::status::RepublishStatuses;
+use podvisor_kubelet::status_manager::StatusManager;
 use podvisor_kubelet::sync_loop::{Allocatable, SyncLoop};
 use podvisor_machinery::events::{EventRecorder, Reporter};
 use podvisor_machinery::reflector::Source;
@@ -23,8 +25,10 @@ use podvisor_store::{Admission, StoreActor, StoreConfig};
 
 use super::AgentConfig;
 
-/// The sync loop's handle, known only once the kubelet's tree is built.
+/// The sync loop's and the status manager's handles, known only once the kubelet's tree
+/// is built.
 type LateSink = Arc<OnceLock<Recipient<SourcePods>>>;
+type LateStatuses = Arc<OnceLock<Recipient<RepublishStatuses>>>;
 
 pub struct Kube {
     pub store: ActorRef<StoreActor>,
@@ -32,6 +36,7 @@ pub struct Kube {
     pub writer: ActorRef<StatusWriter>,
     specs: Vec<ChildSpec>,
     sink: LateSink,
+    statuses: LateStatuses,
     node: String,
 }
 
@@ -66,10 +71,14 @@ impl Kube {
         .build();
         let (events, events_spec) = recorder(&store, "kubelet", node_name);
         let h = handles(&store);
-        let (writer, writer_spec) =
-            ChildSpec::of(move || StatusWriter::new(h.clone(), events.recipient()))
-                .capacity(1 << 16)
-                .build();
+        let statuses: LateStatuses = Arc::default();
+        let late_statuses = statuses.clone();
+        let (writer, writer_spec) = ChildSpec::of(move || {
+            StatusWriter::new(h.clone(), events.recipient())
+                .with_republish(late_statuses.get().cloned())
+        })
+        .capacity(1 << 16)
+        .build();
         let sink: LateSink = Arc::default();
         let (late, node, s) = (sink.clone(), node_name.to_string(), store.clone());
         let (source, source_spec) = ChildSpec::of(move || {
@@ -84,6 +93,7 @@ impl Kube {
             writer,
             specs: vec![store_spec, events_spec, writer_spec, source_spec],
             sink,
+            statuses,
             node: node_name.to_string(),
         }
     }
@@ -94,11 +104,12 @@ impl Kube {
     pub fn children(
         self,
         kubelet: Vec<ChildSpec>,
-        sync_loop: &ActorRef<SyncLoop>,
+        (sync_loop, status_manager): (&ActorRef<SyncLoop>, &ActorRef<StatusManager>),
         facts: NodeFacts,
         pleg: Arc<PlegHealth>,
     ) -> Vec<ChildSpec> {
         let _ = self.sink.set(sync_loop.recipient());
+        let _ = self.statuses.set(status_manager.recipient());
         let s = self.store.clone();
         let health = Arc::new(move || pleg.check().map_err(|e| e.to_string()));
         let (_, node_spec) = ChildSpec::of(move || {

@@ -181,7 +181,12 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
         });
         let facts = kube::facts(&cfg, &node_name, &alloc, runtime_version);
         let store = kube.store.clone();
-        let children = kube.children(agent.children, &agent.sync_loop, facts, pleg);
+        let children = kube.children(
+            agent.children,
+            (&agent.sync_loop, &agent.status_manager),
+            facts,
+            pleg,
+        );
         let root = start_root("root", supervision, registry.clone(), children, Escalation::exit_process);
         let api_server = kube::serve(&cfg, store)?;
         let server = DebugServer::start_with(

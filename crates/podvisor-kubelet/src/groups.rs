@@ -161,10 +161,15 @@ pub fn pod_worker_group(
     let (dispatcher, dispatcher_spec) = ChildSpec::of(move || PodWorkers::new(deps.clone()))
         .capacity(DISPATCHER_CAPACITY)
         .build();
+    // One for all: the dispatcher holds every worker's handle and its pod's state, and the
+    // workers' supervisor takes every worker with it when it goes. With rest-for-one a
+    // crashed workers' supervisor came back with no workers at all while the dispatcher
+    // went on handing work to the dead ones; now the dispatcher restarts too and starts a
+    // worker for every pod it rebuilds from the desired pods and the runtime.
     let (_, spec) = Supervisor::spec(
         "pod-worker-group",
         SupervisorConfig {
-            strategy: Strategy::RestForOne,
+            strategy: Strategy::OneForAll,
             ..supervision
         },
         registry.clone(),

@@ -32,7 +32,10 @@ pub type HealthCheck = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 #[rtype(result = "()")]
 pub struct Written(Result<BTreeMap<String, String>, StoreError>);
 
-const PERIOD: Duration = Duration::from_secs(10);
+/// How often the conditions are looked at. Only a change (or the heartbeat) is written,
+/// so looking often costs a health check: at 10 s, a node stayed NotReady for up to 10 s
+/// after the agent started, though its PLEG had relisted within a second.
+const PERIOD: Duration = Duration::from_secs(1);
 const HEARTBEAT: Duration = Duration::from_secs(60);
 
 pub struct NodeRegistrar {

@@ -20,7 +20,7 @@ use actix::prelude::*;
 use k8s_openapi::api::core::v1::Pod;
 use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
 use podvisor_core::{ObjectKey, PodExt, PodUid, Uid};
-use podvisor_kubelet::protocol::status::{PodEvent, PublishedStatus};
+use podvisor_kubelet::protocol::status::{PodEvent, PublishedStatus, RepublishStatuses};
 use podvisor_machinery::events::RecordEvent;
 use podvisor_store::actor::{Create, Delete, Get, Update};
 use serde::Serialize;
@@ -48,6 +48,8 @@ pub struct StatusWriter {
     statics: HashMap<PodUid, Arc<Pod>>,
     written: u64,
     failed: u64,
+    /// Where every status comes from: asked for all of them again at each start.
+    republish: Option<Recipient<RepublishStatuses>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -73,7 +75,16 @@ impl StatusWriter {
             statics: HashMap::new(),
             written: 0,
             failed: 0,
+            republish: None,
         }
+    }
+
+    /// Asks `source` (the status manager) for every status at each start: a restarted
+    /// writer has lost which pods are static, and would not check their mirrors again
+    /// until each one's status changed.
+    pub fn with_republish(mut self, source: Option<Recipient<RepublishStatuses>>) -> Self {
+        self.republish = source;
+        self
     }
 
     fn start(&mut self, uid: PodUid, ctx: &mut Context<Self>) {
@@ -164,9 +175,12 @@ impl SupervisedActor for StatusWriter {
     const KIND: &'static str = "status-writer";
     type Summary = StatusWriterSummary;
 
-    /// Nothing to rebuild: the status manager publishes every change, and a restarted
-    /// status manager publishes every status again as it refreshes.
+    /// Rebuilt from the status manager, which holds every status: it publishes them all
+    /// again when asked (and by itself when it restarts).
     fn rebuild(&mut self, ctx: &mut Context<Self>, _: &StartInfo<Self>) {
+        if let Some(source) = &self.republish {
+            source.do_send(RepublishStatuses);
+        }
         ctx.run_interval(MIRROR_CHECK, |act, ctx| act.check_mirrors(ctx));
     }
 

@@ -106,6 +106,7 @@ impl ManifestSource {
                 if std::mem::take(&mut act.again) {
                     act.scan(ctx);
                 }
+                podvisor_actors::publish_now(ctx);
             }),
         );
     }

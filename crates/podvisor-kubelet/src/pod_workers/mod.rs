@@ -313,6 +313,8 @@ impl Handler<WorkerRestarted> for PodWorkers {
         }
         let effects = self.state.worker_restarted(&msg.uid, Instant::now());
         self.apply(effects);
+        // The crashed instance's summary went with it; the pod's state is still here.
+        self.publish(&msg.uid);
     }
 }
 

@@ -68,6 +68,12 @@ pub enum PublishedStatus {
     Gone { uid: PodUid, pod: Option<Arc<Pod>> },
 }
 
+/// Publish every status held again: what a restarted mirror of the statuses (the status
+/// writer) asks for, since it rebuilds from the status manager, not from its own memory.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct RepublishStatuses;
+
 /// The pod is gone for good: forget it and its file.
 #[derive(Message)]
 #[rtype(result = "()")]

@@ -34,7 +34,7 @@ use crate::protocol::cache::StatusChanged;
 use crate::protocol::probes::{ProbeChanged, ResendProbeResults};
 use crate::protocol::status::{
     EventType, ForgetPod, ListPods, PodEvent, PodRecord, PodRejected, PodSynced, PodTerminated,
-    PublishedStatus, RecordEvent, RetainPods, TerminalPhases,
+    PublishedStatus, RecordEvent, RepublishStatuses, RetainPods, TerminalPhases,
 };
 use podvisor_actors::Recipient;
 
@@ -362,6 +362,16 @@ impl Handler<ListPods> for StatusManager {
         let mut pods: Vec<PodRecord> = self.records.values().cloned().collect();
         pods.sort_by_key(|r| r.pod.key());
         MessageResult(pods)
+    }
+}
+
+impl Handler<RepublishStatuses> for StatusManager {
+    type Result = ();
+    fn handle(&mut self, _: RepublishStatuses, _: &mut Context<Self>) {
+        for uid in self.records.keys() {
+            let terminated = self.inputs.get(uid).is_some_and(|i| i.terminated);
+            self.publish(uid, terminated);
+        }
     }
 }
 
