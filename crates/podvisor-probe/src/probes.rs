@@ -117,12 +117,15 @@ struct PodEntry {
 }
 
 impl PodEntry {
+    /// Where network probes go: the pod's IP; the node's loopback for a host-network
+    /// pod, which listens on the node's addresses; nowhere (empty) while a pod of its own
+    /// network has no IP known yet, rather than the node's loopback.
     fn ip(&self) -> String {
-        match self.status.as_ref().and_then(|s| s.ips.first()) {
-            Some(ip) if !self.pod.host_network() => ip.clone(),
-            // A host-network pod listens on the node's addresses.
-            _ => "127.0.0.1".to_string(),
+        if self.pod.host_network() {
+            return "127.0.0.1".to_string();
         }
+        let ip = self.status.as_ref().and_then(|s| s.ips.first());
+        ip.cloned().unwrap_or_default()
     }
 
     /// Whether a startup probe of `container` still holds this probe back.

@@ -14,8 +14,16 @@ use crate::outcome::Outcome;
 pub struct Target {
     pub runtime: Arc<dyn Runtime>,
     pub container_id: String,
-    /// The pod's address: its IP, or the node's (`127.0.0.1`) for a host-network pod.
+    /// The pod's address: its IP, or the node's (`127.0.0.1`) for a host-network pod;
+    /// empty while a pod of its own network has none known yet.
     pub pod_ip: String,
+}
+
+/// A network probe with nowhere to go: a pod whose IP is not known yet is not probed
+/// (it used to be probed at `127.0.0.1`, the node's own loopback), and the run counts
+/// neither way.
+fn no_address() -> Outcome {
+    Outcome::Error("the pod has no IP address yet".into())
 }
 
 /// How long an HTTP hook may take when nothing else bounds it: as long as an exec hook's
@@ -28,10 +36,13 @@ pub async fn probe(action: Action, target: Target, timeout: Duration) -> Outcome
         Action::Exec(cmd) => {
             crate::exec::exec(target.runtime.as_ref(), &target.container_id, cmd, timeout).await
         }
+        Action::HttpGet(get) if get.host.is_none() && target.pod_ip.is_empty() => no_address(),
         Action::HttpGet(get) => crate::http::probe(get, &target.pod_ip, timeout).await,
-        Action::Tcp { host, port } => {
-            crate::tcp::tcp(host.as_deref().unwrap_or(&target.pod_ip), *port, timeout).await
-        }
+        Action::Tcp { host, port } => match host.as_deref().unwrap_or(&target.pod_ip) {
+            "" => no_address(),
+            address => crate::tcp::tcp(address, *port, timeout).await,
+        },
+        Action::Grpc { .. } if target.pod_ip.is_empty() => no_address(),
         Action::Grpc { port, service } => {
             crate::grpc::grpc(&target.pod_ip, *port, service, timeout).await
         }

@@ -364,3 +364,32 @@ async fn exec_probes_have_a_bound_of_their_own_and_do_not_hold_up_the_others() {
     assert_ne!(waited.key.container, exec_run.key.container);
     assert_eq!(p.summary().exec_in_flight, 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_pod_without_an_ip_is_not_probed_at_the_nodes_loopback_and_fails_nothing() {
+    let mut p = Probes::new(limits(8), wall());
+    let live =
+        serde_json::json!({"tcpSocket": {"port": 8080}, "periodSeconds": 1, "failureThreshold": 1});
+    let _ = p.set_pod(
+        pod(serde_json::json!([{"name": "app", "image": "i", "livenessProbe": live}])),
+        Instant::now(),
+        wall(),
+    );
+    let mut no_ip = (*status("c1", true, wall())).clone();
+    no_ip.ips.clear();
+    p.set_status(&uid(), Arc::new(no_ip), Instant::now(), wall());
+    let r = next_run(&mut p).await;
+    assert_eq!(r.pod_ip, "", "not 127.0.0.1: that is the node, not the pod");
+    let target = podvisor_probe::run::Target {
+        runtime: Arc::new(podvisor_cri::FakeRuntime::new()),
+        container_id: r.container_id.clone(),
+        pod_ip: r.pod_ip.clone(),
+    };
+    let outcome = podvisor_probe::run::probe(r.action.clone(), target, S).await;
+    assert!(matches!(outcome, Outcome::Error(_)), "{outcome:?}");
+    let e = finish(&mut p, &r, outcome);
+    assert!(
+        results(&e).is_empty(),
+        "an unprobed run counts neither way, even at failureThreshold 1"
+    );
+}
