@@ -16,9 +16,10 @@ use podvisor_actors::supervisor::{Backoff, Escalation, Intensity};
 use podvisor_actors::{Registry, Shutdown, SupervisorConfig, start_root};
 use podvisor_core::quantity;
 use podvisor_cri::{CriRuntime, Runtime};
-use podvisor_debug::{DebugConfig, DebugServer, Health};
+use podvisor_debug::{DebugConfig, DebugServer, Health, MoreMetrics};
 use podvisor_kubelet::agent::{AgentParams, build};
 use podvisor_kubelet::kuberuntime::config::{NodeConfig, read_dns};
+use podvisor_kubelet::metrics::{KubeletMetrics, Metrics};
 use podvisor_kubelet::pleg::PlegConfig;
 use podvisor_kubelet::pod_workers::Timings;
 use podvisor_kubelet::sync_loop::{Allocatable, SyncLoopConfig};
@@ -87,6 +88,16 @@ async fn wait_for_signal() -> &'static str {
     }
 }
 
+/// The kubelet's metrics, in the text format its scrapers read, after the actors' own.
+fn exposition(registry: prometheus::Registry) -> MoreMetrics {
+    MoreMetrics(Arc::new(move |out: &mut String| {
+        let families = registry.gather();
+        if let Err(e) = prometheus::TextEncoder::new().encode_utf8(&families, out) {
+            warn!(error = %e, "the kubelet metrics could not be written");
+        }
+    }))
+}
+
 pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
     cfg.validate()?;
     let node_name = cfg.node_name();
@@ -96,7 +107,10 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
     }
     let system = actix::System::new();
     system.block_on(async move {
-        let runtime = CriRuntime::new(&cfg.runtime_endpoint, cfg.runtime.timeouts())?;
+        let prometheus = prometheus::Registry::new();
+        let metrics = Metrics(KubeletMetrics::new(&prometheus)?);
+        let runtime = CriRuntime::new(&cfg.runtime_endpoint, cfg.runtime.timeouts())?
+            .with_observer(metrics.0.clone());
         let runtime_version = match runtime.version().await {
             Ok(v) => {
                 info!(runtime = %v.runtime_name, version = %v.runtime_version, endpoint = %cfg.runtime_endpoint, "container runtime found");
@@ -131,6 +145,7 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
                     safety_relist_period: cfg.pleg.safety_relist,
                     inspect_timeout: cfg.pleg.inspect_timeout,
                     node: Some(node_name.clone()),
+                    metrics: metrics.clone(),
                     ..PlegConfig::default()
                 },
                 timings: Timings {
@@ -156,6 +171,7 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
                     total: cfg.probes.max_in_flight,
                     exec: cfg.probes.max_exec_in_flight,
                 },
+                metrics: metrics.clone(),
             },
         );
         let health = Health::new();
@@ -194,6 +210,7 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
                 address: cfg.debug.address,
                 token: cfg.debug.token.clone(),
                 allow_fault_injection: cfg.debug.fault_injection,
+                metrics: Some(exposition(prometheus)),
                 ..DebugConfig::default()
             },
             registry,

@@ -11,6 +11,7 @@ use tonic::transport::{Channel, Uri};
 
 use crate::endpoint::Endpoint;
 use crate::error::CriError;
+use crate::observe::Observer;
 use crate::proto::image_service_client::ImageServiceClient;
 use crate::proto::runtime_service_client::RuntimeServiceClient;
 use crate::proto::*;
@@ -49,6 +50,7 @@ pub struct CriClient {
     runtime: RuntimeServiceClient<Channel>,
     images: ImageServiceClient<Channel>,
     timeouts: Timeouts,
+    observer: Option<Observer>,
 }
 
 impl std::fmt::Debug for CriClient {
@@ -76,7 +78,14 @@ impl CriClient {
             runtime: RuntimeServiceClient::new(channel.clone()),
             images: ImageServiceClient::new(channel),
             timeouts,
+            observer: None,
         })
+    }
+
+    /// Tells `observer` of every call from now on (metrics).
+    pub fn with_observer(mut self, observer: Observer) -> Self {
+        self.observer = Some(observer);
+        self
     }
 
     pub fn endpoint(&self) -> &str {
@@ -92,6 +101,20 @@ impl CriClient {
     /// whether a failed call may be repeated is the caller's decision (a create that
     /// reached the runtime before the connection broke must not simply run again).
     async fn unary<T>(
+        &self,
+        op: &'static str,
+        limit: Duration,
+        call: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+    ) -> Result<T, CriError> {
+        let started = std::time::Instant::now();
+        let result = self.unary_unobserved(op, limit, call).await;
+        if let Some(o) = &self.observer {
+            o.observe(op, started.elapsed(), result.is_err());
+        }
+        result
+    }
+
+    async fn unary_unobserved<T>(
         &self,
         op: &'static str,
         limit: Duration,
@@ -339,10 +362,16 @@ impl CriClient {
         &self,
     ) -> Result<tonic::Streaming<ContainerEventResponse>, CriError> {
         let mut svc = self.runtime.clone();
-        svc.get_container_events(GetEventsRequest {})
+        let started = std::time::Instant::now();
+        let opened = svc
+            .get_container_events(GetEventsRequest {})
             .await
             .map(tonic::Response::into_inner)
-            .map_err(|status| CriError::from_status("GetContainerEvents", &self.endpoint, status))
+            .map_err(|status| CriError::from_status("GetContainerEvents", &self.endpoint, status));
+        if let Some(o) = &self.observer {
+            o.observe("GetContainerEvents", started.elapsed(), opened.is_err());
+        }
+        opened
     }
 
     pub async fn image_status(&self, image: &str) -> Result<Option<Image>, CriError> {

@@ -28,6 +28,12 @@ impl CriRuntime {
     pub fn client(&self) -> &CriClient {
         &self.client
     }
+
+    /// Tells `observer` of every CRI call this runtime makes (metrics).
+    pub fn with_observer(mut self, observer: crate::Observer) -> Self {
+        self.client = self.client.with_observer(observer);
+        self
+    }
 }
 
 fn by_pod_uid(uid: &str) -> HashMap<String, String> {

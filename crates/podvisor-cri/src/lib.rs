@@ -20,6 +20,7 @@ pub mod error;
 pub mod fake;
 pub mod labels;
 pub mod model;
+pub mod observe;
 pub mod runtime;
 pub mod sample;
 
@@ -30,4 +31,5 @@ pub use error::CriError;
 #[cfg(any(test, feature = "fake"))]
 pub use fake::FakeRuntime;
 pub use model::*;
+pub use observe::{CallObserver, Observer, operation_type};
 pub use runtime::{EventStream, Runtime};

@@ -22,5 +22,5 @@ mod server;
 mod state;
 
 pub use health::{Check, CheckError, Health};
-pub use server::{DEFAULT_ADDRESS, DebugConfig, DebugError, DebugServer};
+pub use server::{DEFAULT_ADDRESS, DebugConfig, DebugError, DebugServer, MoreMetrics};
 pub use state::check_token;

@@ -101,9 +101,13 @@ async fn prometheus(req: HttpRequest, state: web::Data<State>) -> HttpResponse {
     if !authorized(&req, state.token.as_deref()) {
         return unauthorized();
     }
+    let mut body = metrics::render(&state.registry.totals_by_kind());
+    if let Some(more) = &state.metrics {
+        (more.0)(&mut body);
+    }
     HttpResponse::Ok()
-        .content_type("text/plain; version=0.0.4")
-        .body(metrics::render(&state.registry.totals_by_kind()))
+        .content_type("text/plain; version=0.0.4; charset=utf-8")
+        .body(body)
 }
 
 #[cfg(feature = "fault-injection")]

@@ -25,6 +25,18 @@ pub struct DebugConfig {
     /// Serve `POST /debug/fault/panic/{id}` (only in builds with the `fault-injection`
     /// feature; refused otherwise).
     pub allow_fault_injection: bool,
+    /// More metrics for `/metrics`, written after the actors' own (the kubelet's).
+    pub metrics: Option<MoreMetrics>,
+}
+
+/// Writes metrics in the Prometheus text format at the end of `/metrics`.
+#[derive(Clone)]
+pub struct MoreMetrics(pub Arc<dyn Fn(&mut String) + Send + Sync>);
+
+impl std::fmt::Debug for MoreMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MoreMetrics")
+    }
 }
 
 impl Default for DebugConfig {
@@ -34,6 +46,7 @@ impl Default for DebugConfig {
             token: None,
             max_actors: 500,
             allow_fault_injection: false,
+            metrics: None,
         }
     }
 }
@@ -92,6 +105,7 @@ impl DebugServer {
             token: config.token.clone(),
             max_actors: config.max_actors.max(1),
             allow_fault_injection: config.allow_fault_injection,
+            metrics: config.metrics.clone(),
         });
         let server = HttpServer::new(move || {
             App::new()

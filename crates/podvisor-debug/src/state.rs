@@ -16,6 +16,7 @@ pub(crate) struct State {
     pub max_actors: usize,
     #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
     pub allow_fault_injection: bool,
+    pub metrics: Option<crate::MoreMetrics>,
 }
 
 /// For routes added with [`DebugServer::start_with`](crate::DebugServer::start_with): the 401 to return when the server has

@@ -47,6 +47,8 @@ pub struct AgentParams {
     /// Probes run at once, at most (`prober::DEFAULT_LIMITS`).
     pub probe_limits: podvisor_probe::Limits,
     pub log_rotation: LogRotationConfig,
+    /// The kubelet's metrics (`metrics::KubeletMetrics`); the PLEG's ride in `pleg`.
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// The built tree: children for the root supervisor, in start order, and the handles the
@@ -102,18 +104,21 @@ fn pod_workers(
     to: SyncTargets<'_>,
     desired: Recipient<GetDesiredPods>,
 ) -> PodWorkerGroup {
-    let syncer = Arc::new(CriSyncer::new(
-        p.runtime.clone(),
-        p.node.clone(),
-        SyncerOutputs {
-            images: to.images.recipient(),
-            synced: to.statuses.recipient(),
-            terminated: to.statuses.recipient(),
-            events: to.statuses.recipient(),
-            probes: Some(to.prober.recipient()),
-            probes_end: Some(to.prober.recipient()),
-        },
-    ));
+    let syncer = Arc::new(
+        CriSyncer::new(
+            p.runtime.clone(),
+            p.node.clone(),
+            SyncerOutputs {
+                images: to.images.recipient(),
+                synced: to.statuses.recipient(),
+                terminated: to.statuses.recipient(),
+                events: to.statuses.recipient(),
+                probes: Some(to.prober.recipient()),
+                probes_end: Some(to.prober.recipient()),
+            },
+        )
+        .with_metrics(p.metrics.clone()),
+    );
     let wiring = PodWorkerWiring {
         syncer,
         runtime: p.runtime.clone(),
@@ -125,6 +130,7 @@ fn pod_workers(
         timings: p.timings,
         status_wait: p.status_wait,
         node_name: p.node.node_name.clone(),
+        metrics: p.metrics.clone(),
     };
     pod_worker_group(registry, wiring, p.supervision)
 }
@@ -172,10 +178,12 @@ fn status_manager_spec(
         p.status_sink.clone(),
         prober.recipient(),
     );
+    let metrics = p.metrics.clone();
     ChildSpec::of(move || {
         StatusManager::new(status_dir.clone())
             .with_sink(sink.clone())
             .with_prober(Some(resend.clone()))
+            .with_metrics(metrics.clone())
     })
     .capacity(STATUS_MANAGER_CAPACITY)
     .build()

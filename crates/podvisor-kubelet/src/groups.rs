@@ -106,6 +106,7 @@ pub struct PodWorkerWiring {
     pub timings: Timings,
     pub status_wait: std::time::Duration,
     pub node_name: String,
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// How long a pod worker that crashes too often (more than the intensity allows, counted
@@ -157,6 +158,7 @@ pub fn pod_worker_group(
         timings: wiring.timings,
         status_wait: wiring.status_wait,
         node_name: wiring.node_name,
+        metrics: wiring.metrics,
     });
     let (dispatcher, dispatcher_spec) = ChildSpec::of(move || PodWorkers::new(deps.clone()))
         .capacity(DISPATCHER_CAPACITY)

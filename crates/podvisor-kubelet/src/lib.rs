@@ -13,6 +13,7 @@ pub mod groups;
 pub mod kuberuntime;
 pub mod log_rotation;
 pub mod manifest_source;
+pub mod metrics;
 pub mod pleg;
 pub mod pod_workers;
 pub mod prober;

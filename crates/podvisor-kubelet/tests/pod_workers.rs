@@ -64,6 +64,7 @@ fn world(fake: FakeRuntime, syncer: FakeSyncer) -> World {
             timings: Timings::default(),
             status_wait: Duration::from_secs(2),
             node_name: podvisor_cri::sample::SAMPLE_OWNER.into(),
+            metrics: Default::default(),
         },
         SupervisorConfig::default(),
     );

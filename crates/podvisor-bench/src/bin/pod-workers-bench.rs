@@ -118,6 +118,7 @@ async fn run(pods: usize, updates: usize) -> Run {
             },
             status_wait: Duration::from_secs(2),
             node_name: podvisor_cri::sample::SAMPLE_OWNER.into(),
+            metrics: Default::default(),
         },
         SupervisorConfig::default(),
     );

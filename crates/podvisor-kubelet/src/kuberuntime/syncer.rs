@@ -75,11 +75,47 @@ pub struct CriSyncer {
     pub(super) runtime: Arc<dyn Runtime>,
     pub(super) node: NodeConfig,
     pub(super) out: SyncerOutputs,
+    metrics: crate::metrics::Metrics,
 }
 
 impl CriSyncer {
     pub fn new(runtime: Arc<dyn Runtime>, node: NodeConfig, out: SyncerOutputs) -> Self {
-        Self { runtime, node, out }
+        Self {
+            runtime,
+            node,
+            out,
+            metrics: crate::metrics::Metrics::default(),
+        }
+    }
+
+    /// Counts container starts in `metrics` (`kubelet_started_containers_*`).
+    pub fn with_metrics(mut self, metrics: crate::metrics::Metrics) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// A start attempt (not one skipped while backing off), and its error's reason.
+    fn count_start(&self, init: bool, started: &Result<bool, SyncError>, reason: Option<&str>) {
+        let kind = if init { "init_container" } else { "container" };
+        match started {
+            Ok(false) => {}
+            Ok(true) => self
+                .metrics
+                .started_containers
+                .with_label_values(&[kind])
+                .inc(),
+            Err(_) => {
+                self.metrics
+                    .started_containers
+                    .with_label_values(&[kind])
+                    .inc();
+                let code = reason.unwrap_or("CreateContainerError");
+                self.metrics
+                    .started_container_errors
+                    .with_label_values(&[kind, code])
+                    .inc();
+            }
+        }
     }
 
     pub(super) fn event(
@@ -205,7 +241,10 @@ impl CriSyncer {
                         status,
                         sandbox: sb,
                     };
-                    if let Err(e) = self.start_container(&target, c, waits).await {
+                    let started = self.start_container(&target, c, waits).await;
+                    let reason = waits.get(&c.name).map(|w| w.reason.as_str());
+                    self.count_start(init, &started, reason);
+                    if let Err(e) = started {
                         warn!(pod_uid = %pod.uid(), container = %c.name, error = %e, "container not started");
                         first_error.get_or_insert(e);
                         if init && !is_sidecar(c) {

@@ -191,6 +191,7 @@ impl Pleg {
 
     fn on_container_event(&mut self, event: ContainerEvent, ctx: &mut Context<Self>) {
         self.events_received += 1;
+        self.config.metrics.seen_active();
         debug!(container_id = %event.container_id, kind = ?event.kind, created_at = event.created_at, "container event");
         let kinds = translate(event.kind);
         self.loss

@@ -87,6 +87,9 @@ pub struct PlegConfig {
     pub inspect_timeout: Duration,
     /// The node whose runtime pods are tracked (`labels::owned_by`); `None`: every pod.
     pub node: Option<String>,
+    /// The kubelet's `kubelet_pleg_*`, `kubelet_running_pods` and
+    /// `kubelet_running_containers`.
+    pub metrics: crate::metrics::Metrics,
 }
 
 impl Default for PlegConfig {
@@ -101,6 +104,7 @@ impl Default for PlegConfig {
             stream_probe_period: Duration::from_secs(60),
             inspect_timeout: Duration::from_secs(2),
             node: None,
+            metrics: crate::metrics::Metrics::default(),
         }
     }
 }
@@ -150,6 +154,8 @@ pub struct Pleg {
     list_failures: u32,
     /// Wall-clock time and duration (ms) of the last relist.
     last_relist: Option<(u64, f64)>,
+    /// When the last successful relist began (`kubelet_pleg_relist_interval_seconds`).
+    last_relist_start: Option<Instant>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -210,6 +216,7 @@ impl Pleg {
             events_ignored: 0,
             list_failures: 0,
             last_relist: None,
+            last_relist_start: None,
         }
     }
 

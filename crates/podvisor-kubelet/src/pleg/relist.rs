@@ -26,6 +26,7 @@ impl Pleg {
         if let Some(node) = &self.config.node {
             pods.retain(|p| podvisor_cri::labels::owned_by(p, node));
         }
+        count_running(&self.config.metrics, &pods);
         self.records.set_current(pods);
         let full = self.full_inspection;
         let reinspect = &self.reinspect;
@@ -73,6 +74,9 @@ impl Pleg {
         took: Duration,
     ) -> RelistReport {
         report.pods = self.records.len();
+        let since_last = self.last_relist_start.map(|t| started - t);
+        self.last_relist_start = Some(started);
+        self.config.metrics.relisted(took, since_last);
         let _ = self.cache.update_time.try_send(UpdateTime(started));
         self.full_inspection = false;
         self.health.relisted();
@@ -117,7 +121,12 @@ impl Pleg {
                 let recovering = act.list_failures > 0;
                 let out = result.map(|report| act.finish(report, started, clock.elapsed()));
                 match &out {
-                    Err(e) => act.relist_failed(e),
+                    Err(e) => {
+                        // Timed like every relist, as the kubelet does, failed or not.
+                        let took = clock.elapsed().as_secs_f64();
+                        act.config.metrics.relist_duration.observe(took);
+                        act.relist_failed(e);
+                    }
                     Ok(_) => {
                         act.inspect_slow(ctx);
                         act.after_relist(ctx);
@@ -160,5 +169,34 @@ impl Pleg {
                 fut::ready(report)
             },
         )
+    }
+}
+
+/// `kubelet_running_pods` (pods with a running sandbox) and `kubelet_running_containers`
+/// (containers per state, sandboxes aside), from a relist's listing.
+fn count_running(metrics: &crate::metrics::Metrics, pods: &[podvisor_cri::Pod]) {
+    use podvisor_cri::{ContainerState, SandboxState};
+    let running = pods
+        .iter()
+        .filter(|p| p.sandboxes.iter().any(|s| s.state == SandboxState::Ready))
+        .count();
+    metrics.running_pods.set(running as i64);
+    let mut by_state = [0i64; 4];
+    for c in pods.iter().flat_map(|p| &p.containers) {
+        by_state[match c.state {
+            ContainerState::Created => 0,
+            ContainerState::Running => 1,
+            ContainerState::Exited => 2,
+            ContainerState::Unknown => 3,
+        }] += 1;
+    }
+    for (state, n) in ["created", "running", "exited", "unknown"]
+        .iter()
+        .zip(by_state)
+    {
+        metrics
+            .running_containers
+            .with_label_values(&[state])
+            .set(n);
     }
 }

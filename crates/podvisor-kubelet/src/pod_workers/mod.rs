@@ -83,6 +83,8 @@ pub struct PodWorkersDeps {
     pub status_wait: Duration,
     /// Runtime pods labelled with this node are the agent's own (see `labels::owned_by`).
     pub node_name: String,
+    /// `kubelet_pod_worker_duration_seconds`, observed as each work ends.
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// Mailbox capacity of one pod worker: the dispatcher sends it one work item at a time.
@@ -284,9 +286,16 @@ impl Handler<UpdatePod> for PodWorkers {
 impl Handler<WorkDone> for PodWorkers {
     type Result = ();
     fn handle(&mut self, msg: WorkDone, _: &mut Context<Self>) {
-        if self.state.is_current_work(&msg.uid, msg.seq) {
+        if let Some((operation, started)) = self.state.current_work(&msg.uid, msg.seq) {
             self.last_result_at
                 .insert(msg.uid.clone(), podvisor_core::time::now_unix_ms());
+            if let Some(t) = started {
+                self.deps
+                    .metrics
+                    .pod_worker
+                    .with_label_values(&[operation])
+                    .observe(t.elapsed().as_secs_f64());
+            }
         }
         let effects = self
             .state

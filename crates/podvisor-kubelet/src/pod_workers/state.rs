@@ -13,7 +13,7 @@ use tracing::debug;
 use super::static_gate::StaticGate;
 use super::status::{Delivered, Pending, PodSyncStatus};
 use crate::protocol::updates::{KillPodOptions, RuntimePod, UpdatePodOptions, UpdateType};
-use crate::protocol::work::PodWork;
+use crate::protocol::work::{PodWork, WorkKind};
 
 /// What the dispatcher must do after a decision.
 #[derive(Debug)]
@@ -232,6 +232,22 @@ impl PodWorkersState {
 
     /// Whether `seq` is the work the pod's worker is running now (not a late report of
     /// work that was redelivered since).
+    /// The work `seq` of pod `uid`, if it is what the pod's worker runs: the kubelet's
+    /// `operation_type` for it and when its update was made.
+    pub(crate) fn current_work(
+        &self,
+        uid: &str,
+        seq: u64,
+    ) -> Option<(&'static str, Option<Instant>)> {
+        let s = self.pods.get(uid).filter(|s| s.working)?;
+        let c = s.current.as_ref().filter(|c| c.seq == seq)?;
+        let operation = match c.kind {
+            WorkKind::Terminated => "terminated",
+            _ => c.update.update_type.label(),
+        };
+        Some((operation, c.update.start_time))
+    }
+
     pub(crate) fn is_current_work(&self, uid: &str, seq: u64) -> bool {
         self.pods
             .get(uid)

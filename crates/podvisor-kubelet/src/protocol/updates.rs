@@ -37,6 +37,18 @@ pub enum UpdateType {
     Kill,
 }
 
+impl UpdateType {
+    /// The kubelet's name for it (`kubelet_pod_worker_duration_seconds{operation_type}`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Create => "create",
+            Self::Update => "update",
+            Self::Sync => "sync",
+            Self::Kill => "kill",
+        }
+    }
+}
+
 /// Adjusts the pod's API status when its termination completes (an eviction sets the
 /// reason). Shared, so every terminating attempt can be handed the full list.
 pub type StatusFn = Arc<dyn Fn(&mut ApiPodStatus) + Send + Sync>;

@@ -11,6 +11,7 @@ mod persist;
 mod phase;
 mod probes;
 mod record;
+mod starts;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -52,6 +53,8 @@ pub struct StatusManager {
     probes: HashMap<PodUid, ProbeResults>,
     /// Asked to tell every verdict again when this actor (re)starts.
     prober: Option<Recipient<ResendProbeResults>>,
+    /// Pods starting, for the kubelet's pod start metrics.
+    starts: starts::Starts,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -73,7 +76,14 @@ impl StatusManager {
             sink: None,
             probes: HashMap::new(),
             prober: None,
+            starts: starts::Starts::default(),
         }
+    }
+
+    /// Observes pod starts in `metrics` (`kubelet_pod_start_*`).
+    pub fn with_metrics(mut self, metrics: crate::metrics::Metrics) -> Self {
+        self.starts = starts::Starts::new(metrics);
+        self
     }
 
     /// Asks `prober` for every probe verdict at each (re)start.
@@ -125,6 +135,7 @@ impl StatusManager {
             status = done.clone();
         }
         keep_times(previous, &mut status);
+        self.starts.saw(&uid, pod, previous, &status);
         let (before, after) = (phase_and_ready(previous), phase_and_ready(Some(&status)));
         if before != after {
             // The transitions an operator follows a pod by; also what the agent benchmark
@@ -198,6 +209,7 @@ impl StatusManager {
     }
 
     fn forget(&mut self, uid: &PodUid, ctx: &mut Context<Self>) {
+        self.starts.forget(uid);
         self.inputs.remove(uid);
         self.probes.remove(uid);
         self.runtime.remove(uid);
