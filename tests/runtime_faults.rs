@@ -359,3 +359,32 @@ async fn a_burst_of_ten_thousand_container_events_converges_in_bounded_memory() 
         assert_eq!(c.restart_count, 0, "{:?}", p.metadata.name);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_pods_never_has_more_mutations_in_flight_than_the_bound() {
+    let proxy = proxy("bound").await;
+    // A slow runtime: every sandbox takes 300 ms more, so the burst piles up.
+    proxy.add(Fault::on(
+        "RunPodSandbox",
+        Action::Delay(Duration::from_millis(300)),
+    ));
+    let agent = Agent::start_on(
+        "bound",
+        &proxy.endpoint(),
+        "",
+        "[runtime]\nmax_mutations_in_flight = 3\n",
+    )
+    .await;
+    let t0 = Instant::now();
+    for i in 0..12 {
+        agent.write(&format!("b{i}.yaml"), &looping(&format!("b{i}"), 1));
+    }
+    all_running(&agent, 12).await;
+    let mutating =
+        |c: &podvisor_cri_proxy::Call| podvisor_cri::client::MUTATIONS.contains(&c.method.as_str());
+    let most = proxy.most_at_once(t0, mutating);
+    let sandboxes = proxy.most_at_once(t0, |c| c.method == "RunPodSandbox");
+    eprintln!("bound: at most {most} mutations, {sandboxes} sandboxes at once");
+    assert!(most <= 3, "{most} mutations at once past a bound of 3");
+    assert_eq!(most, 3, "the burst used the bound");
+}

@@ -148,12 +148,16 @@ pub struct RuntimeSection {
     /// `runtimeRequestTimeout`); a stop or an exec gets its grace or timeout on top.
     #[serde(deserialize_with = "duration")]
     pub request_timeout: Duration,
+    /// Calls that change the runtime (creating, starting and removing sandboxes and
+    /// containers, stopping sandboxes) in flight at once; the rest wait their turn.
+    pub max_mutations_in_flight: usize,
 }
 
 impl Default for RuntimeSection {
     fn default() -> Self {
         Self {
             request_timeout: podvisor_cri::Timeouts::default().call,
+            max_mutations_in_flight: podvisor_cri::client::DEFAULT_MUTATIONS,
         }
     }
 }
@@ -406,6 +410,12 @@ impl AgentConfig {
         }
         quantity("allocatable.cpu", &self.allocatable.cpu, true)?;
         quantity("allocatable.memory", &self.allocatable.memory, false)?;
+        if self.runtime.max_mutations_in_flight == 0 {
+            return Err(ConfigError::Value {
+                key: "runtime.max_mutations_in_flight",
+                message: "must be at least 1".into(),
+            });
+        }
         if self.allocatable.pods == 0 {
             return Err(ConfigError::Value {
                 key: "allocatable.pods",

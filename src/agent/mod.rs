@@ -110,6 +110,7 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
         let prometheus = prometheus::Registry::new();
         let metrics = Metrics(KubeletMetrics::new(&prometheus)?);
         let runtime = CriRuntime::new(&cfg.runtime_endpoint, cfg.runtime.timeouts())?
+            .with_mutation_limit(cfg.runtime.max_mutations_in_flight)
             .with_observer(metrics.0.clone());
         let runtime_version = match runtime.version().await {
             Ok(v) => {

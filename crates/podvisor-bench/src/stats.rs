@@ -23,6 +23,10 @@ impl Samples {
         self.0.is_empty()
     }
 
+    pub fn iter(&self) -> impl Iterator<Item = &Duration> {
+        self.0.iter()
+    }
+
     pub fn summary(&self) -> Summary {
         let mut v = self.0.clone();
         v.sort();

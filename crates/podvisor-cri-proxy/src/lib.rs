@@ -106,6 +106,25 @@ impl CriProxy {
         lock(&self.shared.record).since(t)
     }
 
+    /// The most calls that `matching` accepts that were in flight at once since `t`
+    /// (answered calls only: each from its arrival to its answer).
+    pub fn most_at_once(&self, t: Instant, matching: impl Fn(&Call) -> bool) -> usize {
+        let calls = self.calls_since(t);
+        let mut edges: Vec<(Instant, i32)> = calls
+            .iter()
+            .filter(|c| matching(c) && c.outcome == Outcome::Forwarded)
+            .flat_map(|c| [(c.at, 1), (c.at + c.took, -1)])
+            .collect();
+        // An answer and an arrival at the same instant do not overlap.
+        edges.sort_by_key(|&(at, d)| (at, d));
+        let (mut now, mut most) = (0i32, 0i32);
+        for (_, d) in edges {
+            now += d;
+            most = most.max(now);
+        }
+        most as usize
+    }
+
     /// Sends `events` on every event stream the proxy serves (`Action::ServeEvents`);
     /// answers how many streams got them.
     pub fn inject_events(&self, events: &[ContainerEventResponse]) -> usize {

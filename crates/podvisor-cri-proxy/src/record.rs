@@ -35,12 +35,13 @@ pub enum Outcome {
     Served,
 }
 
-/// One call: its method (`CreateContainer`), when it arrived, its request's bytes, and
-/// what became of it.
+/// One call: its method (`CreateContainer`), when it arrived, how long until its answer
+/// (or until it was held), its request's bytes, and what became of it.
 #[derive(Debug, Clone)]
 pub struct Call {
     pub method: String,
     pub at: Instant,
+    pub took: std::time::Duration,
     pub body: Bytes,
     pub outcome: Outcome,
 }
@@ -92,6 +93,7 @@ mod tests {
         Call {
             method: method.into(),
             at: Instant::now(),
+            took: std::time::Duration::ZERO,
             body: Bytes::from_static(body),
             outcome: Outcome::Forwarded,
         }

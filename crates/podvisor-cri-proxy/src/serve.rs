@@ -80,6 +80,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         lock(&shared.record).push(Call {
             method: method.clone(),
             at,
+            took: at.elapsed(),
             body: body.clone(),
             outcome,
         });

@@ -3,10 +3,12 @@
 //! costs podvisor at most the calls that were in flight when it went away.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use hyper_util::rt::TokioIo;
 use tokio::net::UnixStream;
+use tokio::sync::Semaphore;
 use tonic::transport::{Channel, Uri};
 
 use crate::endpoint::Endpoint;
@@ -51,7 +53,27 @@ pub struct CriClient {
     images: ImageServiceClient<Channel>,
     timeouts: Timeouts,
     observer: Option<Observer>,
+    /// Calls that change the runtime run at most this many at once (`None`: no bound).
+    mutations: Option<Arc<Semaphore>>,
 }
+
+/// How many mutations the agent lets run at once unless told otherwise (chosen with
+/// burst-bench, docs/benchmarks.md).
+pub const DEFAULT_MUTATIONS: usize = 8;
+
+/// The calls that change the runtime's state, which a busy runtime slows down under and
+/// which are bounded together (`CriClient::with_mutation_limit`). StopContainer is not
+/// among them: it lasts as long as the container takes to stop, up to its grace period,
+/// which is the container's time, not the runtime's; bounded, a burst of deletions of
+/// containers that ignore SIGTERM would stop a few at a time, a grace period each.
+pub const MUTATIONS: [&str; 6] = [
+    "RunPodSandbox",
+    "StopPodSandbox",
+    "RemovePodSandbox",
+    "CreateContainer",
+    "StartContainer",
+    "RemoveContainer",
+];
 
 impl std::fmt::Debug for CriClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -79,7 +101,15 @@ impl CriClient {
             images: ImageServiceClient::new(channel),
             timeouts,
             observer: None,
+            mutations: None,
         })
+    }
+
+    /// At most `n` calls that change the runtime (`MUTATIONS`) at once; the rest wait
+    /// their turn, first come first served, before their deadline starts.
+    pub fn with_mutation_limit(mut self, n: usize) -> Self {
+        self.mutations = Some(Arc::new(Semaphore::new(n.max(1))));
+        self
     }
 
     /// Tells `observer` of every call from now on (metrics).
@@ -106,6 +136,10 @@ impl CriClient {
         limit: Duration,
         call: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
     ) -> Result<T, CriError> {
+        let _permit = match &self.mutations {
+            Some(s) if MUTATIONS.contains(&op) => s.acquire().await.ok(),
+            _ => None,
+        };
         let started = std::time::Instant::now();
         let result = self.unary_unobserved(op, limit, call).await;
         if let Some(o) = &self.observer {

@@ -29,6 +29,12 @@ impl CriRuntime {
         &self.client
     }
 
+    /// At most `n` calls that change the runtime at once (`client::MUTATIONS`).
+    pub fn with_mutation_limit(mut self, n: usize) -> Self {
+        self.client = self.client.with_mutation_limit(n);
+        self
+    }
+
     /// Tells `observer` of every CRI call this runtime makes (metrics).
     pub fn with_observer(mut self, observer: crate::Observer) -> Self {
         self.client = self.client.with_observer(observer);
