@@ -10,6 +10,7 @@ mod inputs;
 mod persist;
 mod phase;
 mod probes;
+mod queries;
 mod record;
 mod starts;
 
@@ -34,8 +35,8 @@ use record::{keep_times, phase_and_ready, terminal};
 use crate::protocol::cache::StatusChanged;
 use crate::protocol::probes::{ProbeChanged, ResendProbeResults};
 use crate::protocol::status::{
-    EventType, ForgetPod, ListPods, PodEvent, PodRecord, PodRejected, PodSynced, PodTerminated,
-    PublishedStatus, RecordEvent, RepublishStatuses, RetainPods, TerminalPhases,
+    EventType, ForgetPod, PodEvent, PodRecord, PodRejected, PodSynced, PodTerminated,
+    PublishedStatus, RecordEvent, RetainPods,
 };
 use podvisor_actors::Recipient;
 
@@ -365,42 +366,5 @@ impl Handler<RetainPods> for StatusManager {
             }
             self.forget(&uid, ctx);
         }
-    }
-}
-
-impl Handler<ListPods> for StatusManager {
-    type Result = MessageResult<ListPods>;
-    fn handle(&mut self, _: ListPods, _: &mut Context<Self>) -> Self::Result {
-        let mut pods: Vec<PodRecord> = self.records.values().cloned().collect();
-        pods.sort_by_key(|r| r.pod.key());
-        MessageResult(pods)
-    }
-}
-
-impl Handler<RepublishStatuses> for StatusManager {
-    type Result = ();
-    fn handle(&mut self, _: RepublishStatuses, _: &mut Context<Self>) {
-        for uid in self.records.keys() {
-            let terminated = self.inputs.get(uid).is_some_and(|i| i.terminated);
-            self.publish(uid, terminated);
-        }
-    }
-}
-
-impl Handler<TerminalPhases> for StatusManager {
-    type Result = MessageResult<TerminalPhases>;
-    fn handle(
-        &mut self,
-        TerminalPhases(uids): TerminalPhases,
-        _: &mut Context<Self>,
-    ) -> Self::Result {
-        let phases = uids
-            .into_iter()
-            .filter_map(|uid| {
-                let phase = self.records.get(&uid)?.pod.phase()?;
-                phase.is_terminal().then_some((uid, phase))
-            })
-            .collect::<HashMap<_, _>>();
-        MessageResult(phases)
     }
 }

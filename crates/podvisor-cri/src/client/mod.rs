@@ -27,6 +27,12 @@ macro_rules! call {
     }};
 }
 
+// After the macro: its modules use it.
+mod flow;
+mod images;
+
+pub use flow::{DEFAULT_MUTATIONS, MUTATIONS};
+
 /// Deadlines for CRI calls. Defaults follow the kubelet (two minutes per call) except for
 /// connecting, which fails fast so an absent runtime is reported at once.
 #[derive(Debug, Clone)]
@@ -56,24 +62,6 @@ pub struct CriClient {
     /// Calls that change the runtime run at most this many at once (`None`: no bound).
     mutations: Option<Arc<Semaphore>>,
 }
-
-/// How many mutations the agent lets run at once unless told otherwise (chosen with
-/// burst-bench, docs/benchmarks.md).
-pub const DEFAULT_MUTATIONS: usize = 8;
-
-/// The calls that change the runtime's state, which a busy runtime slows down under and
-/// which are bounded together (`CriClient::with_mutation_limit`). StopContainer is not
-/// among them: it lasts as long as the container takes to stop, up to its grace period,
-/// which is the container's time, not the runtime's; bounded, a burst of deletions of
-/// containers that ignore SIGTERM would stop a few at a time, a grace period each.
-pub const MUTATIONS: [&str; 6] = [
-    "RunPodSandbox",
-    "StopPodSandbox",
-    "RemovePodSandbox",
-    "CreateContainer",
-    "StartContainer",
-    "RemoveContainer",
-];
 
 impl std::fmt::Debug for CriClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -406,54 +394,5 @@ impl CriClient {
             o.observe("GetContainerEvents", started.elapsed(), opened.is_err());
         }
         opened
-    }
-
-    pub async fn image_status(&self, image: &str) -> Result<Option<Image>, CriError> {
-        let req = ImageStatusRequest {
-            image: Some(ImageSpec {
-                image: image.to_string(),
-                ..Default::default()
-            }),
-            verbose: false,
-        };
-        self.unary(
-            "ImageStatus",
-            self.timeouts.call,
-            call!(self.images, image_status, req),
-        )
-        .await
-        .map(|r| r.image)
-    }
-
-    pub async fn list_images(&self) -> Result<Vec<Image>, CriError> {
-        self.unary(
-            "ListImages",
-            self.timeouts.call,
-            call!(self.images, list_images, ListImagesRequest { filter: None }),
-        )
-        .await
-        .map(|r| r.images)
-    }
-
-    pub async fn pull_image(
-        &self,
-        image: &str,
-        sandbox_config: Option<PodSandboxConfig>,
-    ) -> Result<String, CriError> {
-        let req = PullImageRequest {
-            image: Some(ImageSpec {
-                image: image.to_string(),
-                ..Default::default()
-            }),
-            auth: None,
-            sandbox_config,
-        };
-        self.unary(
-            "PullImage",
-            self.timeouts.image_pull,
-            call!(self.images, pull_image, req),
-        )
-        .await
-        .map(|r| r.image_ref)
     }
 }
