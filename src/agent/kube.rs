@@ -14,6 +14,7 @@ use podvisor_controllers::taint_eviction::{self, TaintEviction};
 use podvisor_kubelet::pleg::PlegHealth;
 use podvisor_kubelet::protocol::sources::SourcePods;
 use podvisor_kubelet::protocol::status::RepublishStatuses;
+use podvisor_kubelet::stats::GetSummary;
 use podvisor_kubelet::status_manager::StatusManager;
 use podvisor_kubelet::sync_loop::{Allocatable, SyncLoop};
 use podvisor_machinery::events::{EventRecorder, Reporter};
@@ -197,15 +198,24 @@ pub fn facts(
     }
 }
 
-pub fn serve(cfg: &AgentConfig, store: ActorRef<StoreActor>) -> anyhow::Result<ApiServer> {
+pub fn serve(
+    cfg: &AgentConfig,
+    store: ActorRef<StoreActor>,
+    stats: Recipient<GetSummary>,
+) -> anyhow::Result<ApiServer> {
     let api = ApiConfig {
         address: cfg.api.address,
         pki_dir: cfg.state_dir.join("pki"),
         kubeconfig: cfg.state_dir.join("kubeconfig"),
     };
+    let usage: podvisor_apiserver::resource_metrics::UsageSource = Arc::new(move || {
+        let stats = stats.clone();
+        Box::pin(async move { stats.send(GetSummary).await.ok().flatten() })
+    });
     let state = ApiState {
         store,
         pod_log_dir: cfg.pod_log_dir.clone(),
+        usage: Some(usage),
     };
     ApiServer::start(&api, state).context("cannot start the Kubernetes API")
 }

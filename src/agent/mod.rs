@@ -98,6 +98,9 @@ fn exposition(registry: prometheus::Registry) -> MoreMetrics {
     }))
 }
 
+/// Threads for blocking file work at once, at most.
+const BLOCKING_THREADS: usize = 4;
+
 pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
     cfg.validate()?;
     let node_name = cfg.node_name();
@@ -105,7 +108,16 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
     for dir in [&cfg.state_dir, &cfg.pod_log_dir, &cfg.manifest_dir] {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    let system = actix::System::new();
+    let system = actix::System::with_tokio_rt(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            // File work (pod directories, statuses, scans) runs on the blocking pool; a
+            // burst of 500 pods grew it to over 100 threads, each keeping its stack and
+            // its own allocator arena after the burst.
+            .max_blocking_threads(BLOCKING_THREADS)
+            .build()
+            .expect("a tokio runtime")
+    });
     system.block_on(async move {
         let prometheus = prometheus::Registry::new();
         let metrics = Metrics(KubeletMetrics::new(&prometheus)?);
@@ -175,6 +187,7 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
                 metrics: metrics.clone(),
             },
         );
+        let agent_stats = agent.stats.recipient();
         let health = Health::new();
         let pleg = agent.pleg_health.clone();
         let liveness = pleg.clone();
@@ -194,6 +207,7 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
         let token = cfg.debug.token.clone().unwrap_or(credentials.token);
         let api = api::routes(api::ApiState {
             manifest_errors: agent.manifest_source.recipient(),
+            stats: agent_stats.clone(),
             token: token.into(),
         });
         let facts = kube::facts(&cfg, &node_name, &alloc, runtime_version);
@@ -205,7 +219,7 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
             pleg,
         );
         let root = start_root("root", supervision, registry.clone(), children, Escalation::exit_process);
-        let api_server = kube::serve(&cfg, store)?;
+        let api_server = kube::serve(&cfg, store, agent_stats)?;
         let server = DebugServer::start_with(
             DebugConfig {
                 address: cfg.debug.address,

@@ -6,6 +6,7 @@ mod kubeconfig;
 mod pods;
 pub mod run;
 mod runtime;
+mod top;
 mod version;
 
 use clap::{Args, Parser, Subcommand};
@@ -91,6 +92,9 @@ pub enum Command {
     Inspect(inspect::InspectCommand),
     /// Print the kubeconfig for the agent's Kubernetes API (kubectl manages the node).
     Kubeconfig(kubeconfig::KubeconfigArgs),
+    /// CPU and memory of pods or the node (what `kubectl top` shows).
+    #[command(subcommand)]
+    Top(top::TopCommand),
 }
 
 pub fn init_logging(filter: &str, json: bool) {
@@ -118,6 +122,7 @@ pub async fn dispatch(command: Command) -> anyhow::Result<()> {
         Command::Runtime(cmd) => runtime::run(cmd).await,
         Command::Inspect(cmd) => inspect::run(cmd).await,
         Command::Kubeconfig(args) => kubeconfig::run(&args),
+        Command::Top(cmd) => top::run(cmd).await,
     }
 }
 

@@ -41,7 +41,7 @@ pub struct ApiArgs {
 }
 
 impl ApiArgs {
-    fn endpoint(&self) -> anyhow::Result<Endpoint> {
+    pub(super) fn endpoint(&self) -> anyhow::Result<Endpoint> {
         let path = match &self.kubeconfig {
             Some(p) => p.clone(),
             None => {

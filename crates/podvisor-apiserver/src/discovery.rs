@@ -39,8 +39,13 @@ fn group(name: &str) -> Value {
     json!({"name": name, "versions": [gv], "preferredVersion": gv})
 }
 
-pub fn groups() -> Value {
-    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [group("apps")]})
+/// The groups served; `metrics.k8s.io` when the node's usage can be read.
+pub fn groups(metrics: bool) -> Value {
+    let mut groups = vec![group("apps")];
+    if metrics {
+        groups.push(crate::resource_metrics::group());
+    }
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
 pub fn apps_group() -> Value {

@@ -21,6 +21,7 @@ pub mod nodefit;
 mod openapi;
 pub mod pod_security;
 mod proto;
+pub mod resource_metrics;
 mod server;
 mod smp;
 pub mod status;

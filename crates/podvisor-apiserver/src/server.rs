@@ -66,8 +66,24 @@ fn configure(cfg: &mut web::ServiceConfig) {
     )
     .route(
         "/apis",
-        web::get().to(|| async { json(discovery::groups()) }),
+        web::get().to(|state: web::Data<ApiState>| async move {
+            json(discovery::groups(state.usage.is_some()))
+        }),
     )
+    .route(
+        "/apis/metrics.k8s.io",
+        web::get().to(|| async {
+            let mut g = crate::resource_metrics::group();
+            g["kind"] = "APIGroup".into();
+            g["apiVersion"] = "v1".into();
+            json(g)
+        }),
+    )
+    .route(
+        "/apis/metrics.k8s.io/v1beta1",
+        web::get().to(|| async { json(crate::resource_metrics::resources()) }),
+    )
+    .configure(crate::resource_metrics::configure)
     .route(
         "/apis/apps",
         web::get().to(|| async { json(discovery::apps_group()) }),

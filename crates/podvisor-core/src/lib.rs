@@ -20,6 +20,7 @@ pub mod pod;
 pub mod ports;
 pub mod quantity;
 pub mod restart;
+pub mod stats;
 pub mod taints;
 pub mod time;
 pub mod uid;

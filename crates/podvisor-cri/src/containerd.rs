@@ -216,6 +216,14 @@ impl Runtime for CriRuntime {
     /// The stream is returned at once; opening it is its first step, so a runtime that
     /// cannot stream says so as the stream's first item (and an idle runtime, which answers
     /// only with its first event, does not look like a failed open).
+    async fn container_usage(&self) -> Result<Vec<ContainerUsage>, CriError> {
+        // An empty filter rather than none: containerd 1.6 fails a whole stats list on
+        // one not-ready sandbox without it.
+        let filter = Some(proto::ContainerStatsFilter::default());
+        let stats = self.client.list_container_stats(filter).await?;
+        Ok(stats.into_iter().map(ContainerUsage::from).collect())
+    }
+
     async fn container_events(&self) -> Result<EventStream, CriError> {
         let client = self.client.clone();
         let endpoint = self.client.endpoint().to_string();

@@ -61,6 +61,10 @@ pub trait Runtime: Send + Sync + 'static {
         timeout: Duration,
     ) -> Result<ExecResult, CriError>;
 
+    /// What every container uses now (CRI ListContainerStats); a container without a
+    /// running task has no samples.
+    async fn container_usage(&self) -> Result<Vec<ContainerUsage>, CriError>;
+
     /// The runtime's container event stream. Runtimes that cannot stream answer
     /// [`CriError::Unimplemented`] (containerd 1.6 does).
     async fn container_events(&self) -> Result<EventStream, CriError>;

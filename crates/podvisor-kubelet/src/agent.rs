@@ -23,6 +23,7 @@ use crate::pod_workers::{PodWorkers, Timings};
 use crate::prober::{Prober, ProberDeps};
 use crate::protocol::sources::{GetDesiredPods, Rescan, SourcePods};
 use crate::protocol::status::PublishedStatus;
+use crate::stats::StatsCollector;
 use crate::status_manager::StatusManager;
 use crate::sync_loop::{SyncLoop, SyncLoopConfig, SyncLoopDeps};
 
@@ -62,6 +63,8 @@ pub struct Agent {
     pub prober: ActorRef<Prober>,
     pub pleg_health: Arc<PlegHealth>,
     pub sources_ready: Arc<AtomicBool>,
+    /// What the node and its pods use (`/stats/summary`, `metrics.k8s.io`).
+    pub stats: ActorRef<StatsCollector>,
 }
 
 /// Every source snapshot and PLEG event of every pod goes through the sync loop.
@@ -213,10 +216,23 @@ fn log_rotation_spec(p: &AgentParams) -> ChildSpec {
         .1
 }
 
+/// Every config source the sync loop asks for a snapshot: the manifest directory first.
+fn sources(p: &AgentParams, manifests: &ActorRef<ManifestSource>) -> Vec<Recipient<Rescan>> {
+    std::iter::once(manifests.recipient())
+        .chain(p.extra_sources.iter().cloned())
+        .collect()
+}
+
+fn stats_spec(p: &AgentParams) -> (ActorRef<StatsCollector>, ChildSpec) {
+    let (runtime, node) = (p.runtime.clone(), p.node.node_name.clone());
+    ChildSpec::of(move || StatsCollector::new(runtime.clone(), node.clone())).build()
+}
+
 pub fn build(registry: &Arc<Registry>, p: AgentParams) -> Agent {
     let runtime = p.runtime.clone();
     let (images, images_spec) = ChildSpec::of(move || ImageManager::new(runtime.clone())).build();
     let rotation_spec = log_rotation_spec(&p);
+    let (stats, stats_spec) = stats_spec(&p);
     let (prober, prober_spec, prober_deps) = prober_spec();
     let (status_manager, status_spec) = status_manager_spec(&p, &prober);
     let deps: LateDeps = Arc::default();
@@ -228,6 +244,7 @@ pub fn build(registry: &Arc<Registry>, p: AgentParams) -> Agent {
         pleg: p.pleg.clone(),
     };
     let status = status_group(registry, wiring, p.supervision);
+    let sources_ready = Arc::new(AtomicBool::new(false));
     let _ = prober_deps.set(prober_deps_of(&p, &status_manager, &sync_loop, &status));
     let targets = SyncTargets {
         images: &images,
@@ -237,7 +254,6 @@ pub fn build(registry: &Arc<Registry>, p: AgentParams) -> Agent {
     let workers = pod_workers(&p, registry, &status, targets, sync_loop.recipient());
     let (manifest_source, manifest_spec) =
         manifest_source(&p, sync_loop.recipient(), sync_loop.recipient());
-    let sources_ready = Arc::new(AtomicBool::new(false));
     let _ = deps.set(Arc::new(SyncLoopDeps {
         runtime: p.runtime.clone(),
         update: workers.dispatcher.recipient(),
@@ -249,9 +265,7 @@ pub fn build(registry: &Arc<Registry>, p: AgentParams) -> Agent {
         cache_delete: status.cache.recipient(),
         sources_ready: sources_ready.clone(),
         node: p.node.clone(),
-        sources: std::iter::once(manifest_source.recipient())
-            .chain(p.extra_sources.iter().cloned())
-            .collect(),
+        sources: sources(&p, &manifest_source),
         probes: Some(prober.recipient()),
     }));
     Agent {
@@ -266,6 +280,7 @@ pub fn build(registry: &Arc<Registry>, p: AgentParams) -> Agent {
             sync_spec,
             manifest_spec,
             rotation_spec,
+            stats_spec,
         ],
         status_manager,
         sync_loop,
@@ -274,5 +289,6 @@ pub fn build(registry: &Arc<Registry>, p: AgentParams) -> Agent {
         prober,
         pleg_health: status.health,
         sources_ready,
+        stats,
     }
 }

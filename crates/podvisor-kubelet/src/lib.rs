@@ -18,6 +18,7 @@ pub mod pleg;
 pub mod pod_workers;
 pub mod prober;
 pub mod protocol;
+pub mod stats;
 pub mod status_cache;
 pub mod status_manager;
 pub mod sync_loop;

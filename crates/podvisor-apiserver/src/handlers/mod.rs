@@ -2,7 +2,7 @@
 
 mod body;
 mod logs;
-mod read;
+pub(crate) mod read;
 mod scale;
 mod watch;
 mod write;
@@ -26,6 +26,8 @@ pub struct ApiState {
     pub store: ActorRef<StoreActor>,
     /// Where container logs are (`<ns>_<name>_<uid>/<container>/<attempt>.log`).
     pub pod_log_dir: PathBuf,
+    /// What the node and its pods use, for `metrics.k8s.io` (not served without it).
+    pub usage: Option<crate::resource_metrics::UsageSource>,
 }
 
 impl ApiState {

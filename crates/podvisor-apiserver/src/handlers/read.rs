@@ -79,3 +79,30 @@ pub(super) async fn list(
         .content_type("application/json")
         .body(bytes))
 }
+
+/// The (namespace, name) of every stored pod of `namespace` (all when `None`) that the
+/// label selector `labels` picks (`kubectl top pod -l`).
+pub(crate) async fn names(
+    state: &ApiState,
+    namespace: Option<&str>,
+    labels: &str,
+) -> Result<std::collections::HashSet<(String, String)>, ApiError> {
+    let selector = Selector {
+        kind: podvisor_core::Kind::Pod,
+        namespace: namespace.map(str::to_string),
+        labels: LabelSelector::parse(labels)?,
+        ..Selector::all(podvisor_core::Kind::Pod)
+    };
+    let page = state
+        .ask(List {
+            selector,
+            limit: None,
+            continue_token: None,
+        })
+        .await?;
+    Ok(page
+        .items
+        .iter()
+        .map(|o| (o.namespace.clone(), o.name.clone()))
+        .collect())
+}

@@ -30,6 +30,7 @@ macro_rules! call {
 // After the macro: its modules use it.
 mod flow;
 mod images;
+mod stats;
 
 pub use flow::{DEFAULT_MUTATIONS, MUTATIONS};
 

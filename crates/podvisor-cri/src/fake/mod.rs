@@ -46,6 +46,7 @@ pub enum Op {
     PullImage,
     ListImages,
     ExecSync,
+    ContainerUsage,
     Events,
 }
 

@@ -36,6 +36,13 @@ impl Runtime for FakeRuntime {
         Ok(self.lock().state.list_pods())
     }
 
+    async fn container_usage(&self) -> Result<Vec<ContainerUsage>, CriError> {
+        self.enter(Op::ContainerUsage, "").await?;
+        let mut inner = self.lock();
+        let now = self.now(&mut inner);
+        Ok(inner.state.usage(now))
+    }
+
     async fn pod_status(&self, uid: &str) -> Result<PodStatus, CriError> {
         self.enter(Op::PodStatus, uid).await?;
         Ok(self.lock().state.pod_status(uid))

@@ -218,3 +218,7 @@ pub struct ContainerEvent {
 mod convert;
 
 pub use convert::group_pods;
+
+mod usage;
+
+pub use usage::{ContainerUsage, CpuSample, MemorySample};

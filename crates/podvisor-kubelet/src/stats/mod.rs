@@ -1,0 +1,179 @@
+//! The stats actor (kind `stats`): what the node and each of its pods use, as the
+//! kubelet's Summary API gives it (`/stats/summary`, and through the API
+//! `metrics.k8s.io` for `kubectl top` and `podvisor top`). It samples the runtime's
+//! container stats (CRI ListContainerStats), this node's pods (the listing the PLEG also
+//! makes) and the node's /proc every 10 s, but only while someone asks: the first
+//! question in a minute takes two samples a second apart (a CPU rate needs two) and starts
+//! the sampling, which stops a minute after the last question, so an unwatched node pays
+//! nothing. A restarted actor has no samples; the next question starts again.
+
+mod book;
+mod node;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use podvisor_actors::{StartInfo, SupervisedActor};
+use podvisor_core::stats::Summary;
+use podvisor_cri::{CriError, Runtime};
+use serde::Serialize;
+use tokio::time::Instant;
+use tracing::warn;
+
+use book::Book;
+
+// ---- messages ------------------------------------------------------------------------------
+
+/// The node's and its pods' use now (`None` until a sample could be taken).
+#[derive(Message)]
+#[rtype(result = "Option<Summary>")]
+pub struct GetSummary;
+
+// ---- the actor -----------------------------------------------------------------------------
+
+/// How often samples are taken while someone asks (the kubelet's housekeeping period).
+pub const PERIOD: Duration = Duration::from_secs(10);
+/// How long sampling goes on after the last question.
+const WATCHED_FOR: Duration = Duration::from_secs(60);
+/// Between the two samples of a first question.
+const WARM_UP: Duration = Duration::from_secs(1);
+
+pub struct StatsCollector {
+    runtime: Arc<dyn Runtime>,
+    node: String,
+    book: Book,
+    last_sample: Option<Instant>,
+    watched_until: Option<Instant>,
+    timer: Option<SpawnHandle>,
+    failures: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StatsSummary {
+    pub sampling: bool,
+    pub samples: u64,
+    pub failures: u64,
+}
+
+type Sampled = Result<
+    (
+        Vec<podvisor_cri::ContainerUsage>,
+        Vec<podvisor_cri::Pod>,
+        node::NodeSample,
+    ),
+    CriError,
+>;
+
+impl StatsCollector {
+    pub fn new(runtime: Arc<dyn Runtime>, node: String) -> Self {
+        Self {
+            runtime,
+            node,
+            book: Book::default(),
+            last_sample: None,
+            watched_until: None,
+            timer: None,
+            failures: 0,
+        }
+    }
+
+    /// One sample of the runtime (this node's pods only) and of the node.
+    fn sample(&self) -> impl Future<Output = Sampled> + 'static {
+        let (runtime, node) = (self.runtime.clone(), self.node.clone());
+        async move {
+            let (usage, pods) = tokio::try_join!(runtime.container_usage(), runtime.list_pods())?;
+            let pods: Vec<_> = pods
+                .into_iter()
+                .filter(|p| podvisor_cri::labels::owned_by(p, &node))
+                .collect();
+            // Read with the containers', not when the sample is recorded: the two samples
+            // of a first question are recorded together.
+            let host = node::read(podvisor_core::time::now_nanos());
+            Ok((usage, pods, host))
+        }
+    }
+
+    fn record(&mut self, sampled: Sampled) {
+        match sampled {
+            Ok((usage, pods, host)) => {
+                self.book.record(usage, host, pods);
+                self.last_sample = Some(Instant::now());
+            }
+            Err(e) => {
+                self.failures += 1;
+                warn!(error = %e, "the runtime's container stats could not be read");
+            }
+        }
+    }
+
+    /// Samples every period while watched; stops once nobody asked for a while.
+    fn keep_sampling(&mut self, ctx: &mut Context<Self>) {
+        if self.timer.is_some() {
+            return;
+        }
+        let handle = ctx.run_interval(PERIOD, |act, ctx| {
+            if act.watched_until.is_none_or(|t| Instant::now() > t) {
+                if let Some(h) = act.timer.take() {
+                    ctx.cancel_future(h);
+                }
+                return;
+            }
+            ctx.spawn(act.sample().into_actor(act).map(|s, act, _| act.record(s)));
+        });
+        self.timer = Some(handle);
+    }
+}
+
+impl Handler<GetSummary> for StatsCollector {
+    type Result = ResponseActFuture<Self, Option<Summary>>;
+
+    fn handle(&mut self, _: GetSummary, ctx: &mut Context<Self>) -> Self::Result {
+        self.watched_until = Some(Instant::now() + WATCHED_FOR);
+        self.keep_sampling(ctx);
+        let fresh = self.last_sample.is_some_and(|t| t.elapsed() < PERIOD);
+        let samples = match (self.book.samples(), fresh) {
+            (n, true) if n >= 2 => 0,
+            (0, _) => 2,
+            _ => 1,
+        };
+        let first = self.sample();
+        let second = self.sample();
+        let work = async move {
+            let mut out = Vec::new();
+            if samples >= 1 {
+                out.push(first.await);
+            }
+            if samples == 2 {
+                tokio::time::sleep(WARM_UP).await;
+                out.push(second.await);
+            }
+            out
+        };
+        Box::pin(work.into_actor(self).map(|sampled, act, _| {
+            for s in sampled {
+                act.record(s);
+            }
+            (act.book.samples() > 0).then(|| act.book.summary(&act.node))
+        }))
+    }
+}
+
+impl Actor for StatsCollector {
+    type Context = Context<Self>;
+}
+
+impl SupervisedActor for StatsCollector {
+    const KIND: &'static str = "stats";
+    type Summary = StatsSummary;
+
+    fn rebuild(&mut self, _: &mut Context<Self>, _: &StartInfo<Self>) {}
+
+    fn summary(&self) -> StatsSummary {
+        StatsSummary {
+            sampling: self.timer.is_some(),
+            samples: self.book.samples(),
+            failures: self.failures,
+        }
+    }
+}
