@@ -16,6 +16,10 @@ fn keep_large_blocks_returnable() {
     // is started, and an unknown parameter is refused by returning 0.
     let set = unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 10) };
     debug_assert_eq!(set, 1, "mallopt(M_MMAP_THRESHOLD)");
+    // SAFETY: as above. Each thread otherwise gets an arena of its own (up to 8 per core),
+    // which keeps what was freed in it: a few threads share two.
+    let set = unsafe { libc::mallopt(libc::M_ARENA_MAX, 2) };
+    debug_assert_eq!(set, 1, "mallopt(M_ARENA_MAX)");
 }
 
 fn main() -> ExitCode {

@@ -1,6 +1,6 @@
 //! [`Runtime`] over CRI: what podvisor runs against containerd.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -42,8 +42,8 @@ impl CriRuntime {
     }
 }
 
-fn by_pod_uid(uid: &str) -> HashMap<String, String> {
-    HashMap::from([(labels::POD_UID.to_string(), uid.to_string())])
+fn by_pod_uid(uid: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([(labels::POD_UID.to_string(), uid.to_string())])
 }
 
 #[async_trait]

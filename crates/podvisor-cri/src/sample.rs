@@ -1,7 +1,7 @@
 //! Minimal sandbox and container configs carrying podvisor's labels: what integration
 //! tests and the raw-CRI benchmark run, so they exercise the same label scheme as the agent.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use crate::labels;
 use crate::proto::*;
@@ -12,8 +12,8 @@ pub const TEST_IMAGE: &str = "localhost/podvisor/busybox:test";
 /// The owner recorded on sample pods (no agent's node is called that).
 pub const SAMPLE_OWNER: &str = "podvisor-samples";
 
-fn pod_labels(uid: &str, name: &str, namespace: &str) -> HashMap<String, String> {
-    HashMap::from([
+fn pod_labels(uid: &str, name: &str, namespace: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
         (labels::POD_UID.to_string(), uid.to_string()),
         (labels::POD_NAME.to_string(), name.to_string()),
         (labels::POD_NAMESPACE.to_string(), namespace.to_string()),

@@ -46,6 +46,11 @@ pub struct StatusWriter {
     retry_after: HashMap<PodUid, Duration>,
     /// Static pods' newest state, for the periodic mirror check.
     statics: HashMap<PodUid, Arc<Pod>>,
+    /// The revision each static pod's mirror had when its status was last written: a
+    /// periodic check of a mirror at that revision is one lookup (at every check, the
+    /// whole status was compared again, two parses of the pod: 500 static pods cost the
+    /// agent a steady share of a core).
+    mirror_revs: HashMap<PodUid, u64>,
     written: u64,
     failed: u64,
     /// Where every status comes from: asked for all of them again at each start.
@@ -73,6 +78,7 @@ impl StatusWriter {
             retrying: HashSet::new(),
             retry_after: HashMap::new(),
             statics: HashMap::new(),
+            mirror_revs: HashMap::new(),
             written: 0,
             failed: 0,
             republish: None,
@@ -103,8 +109,9 @@ impl StatusWriter {
             match written {
                 Ok(mirror) => {
                     act.written += 1;
-                    if let Some(m) = mirror {
+                    if let Some((m, revision)) = mirror {
                         act.mirror_uids.insert(uid.clone(), m);
+                        act.mirror_revs.insert(uid.clone(), revision);
                     }
                     act.retry_after.remove(&uid);
                 }
@@ -138,13 +145,33 @@ impl StatusWriter {
     fn check_mirrors(&mut self, ctx: &mut Context<Self>) {
         let uids: Vec<PodUid> = self.statics.keys().cloned().collect();
         for uid in uids {
-            if !self.pending.contains_key(&uid)
-                && let Some(pod) = self.statics.get(&uid)
-            {
-                self.pending.insert(uid.clone(), (pod.clone(), false));
-                self.start(uid, ctx);
+            if self.pending.contains_key(&uid) || self.in_flight.contains(&uid) {
+                continue;
             }
+            let Some(pod) = self.statics.get(&uid).cloned() else {
+                continue;
+            };
+            let Some(&revision) = self.mirror_revs.get(&uid) else {
+                self.rewrite(uid, pod, ctx);
+                continue;
+            };
+            let store = self.store.clone();
+            let check = async move {
+                write::mirror_unchanged(&store, pod.namespace(), pod.name(), revision).await
+            };
+            ctx.spawn(check.into_actor(self).map(move |unchanged, act, ctx| {
+                if !unchanged && let Some(pod) = act.statics.get(&uid).cloned() {
+                    act.mirror_revs.remove(&uid);
+                    act.rewrite(uid, pod, ctx);
+                }
+            }));
         }
+    }
+
+    /// Writes a static pod's status and mirror again.
+    fn rewrite(&mut self, uid: PodUid, pod: Arc<Pod>, ctx: &mut Context<Self>) {
+        self.pending.entry(uid.clone()).or_insert((pod, false));
+        self.start(uid, ctx);
     }
 }
 
@@ -214,6 +241,7 @@ impl Handler<PublishedStatus> for StatusWriter {
             PublishedStatus::Gone { uid, pod } => {
                 self.pending.remove(&uid);
                 self.mirror_uids.remove(&uid);
+                self.mirror_revs.remove(&uid);
                 self.retry_after.remove(&uid);
                 // Known from a status since this start, or (a static pod removed while
                 // the agent was down) from the status manager's last record of it.

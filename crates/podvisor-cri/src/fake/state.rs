@@ -84,7 +84,7 @@ pub(super) struct State {
     next_ip: u32,
 }
 
-fn labels_of(map: &std::collections::HashMap<String, String>) -> Labels {
+fn labels_of(map: &Labels) -> Labels {
     map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 

@@ -2,8 +2,8 @@
 
 use super::*;
 
-fn labels(map: std::collections::HashMap<String, String>) -> Labels {
-    map.into_iter().collect()
+fn labels(map: Labels) -> Labels {
+    map
 }
 
 fn pod_ref(meta: Option<proto::PodSandboxMetadata>) -> (PodRef, u32) {

@@ -75,7 +75,7 @@ mod tests {
 
     #[test]
     fn a_running_containers_stats_become_samples_and_a_stopped_ones_none() {
-        let labels = std::collections::HashMap::from([
+        let labels = std::collections::BTreeMap::from([
             (labels::POD_UID.to_string(), "u1".to_string()),
             (labels::POD_NAME.to_string(), "web".to_string()),
             (labels::POD_NAMESPACE.to_string(), "default".to_string()),

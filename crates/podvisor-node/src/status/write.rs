@@ -134,13 +134,13 @@ async fn delete(store: &StoreHandles, ns: &str, name: &str, uid: &str) -> Result
     }
 }
 
-/// What one published status leads to: for a static pod, its mirror's UID. `Err` when
-/// the store refused or failed (logged here).
-pub(super) async fn write(
-    store: &StoreHandles,
-    pod: &Pod,
-    terminated: bool,
-) -> Result<Option<Uid>, ()> {
+/// A static pod's mirror, once its status is written: its UID and the revision that
+/// holds the status.
+pub(super) type Mirror = Option<(Uid, u64)>;
+
+/// What one published status leads to: for a static pod, its mirror. `Err` when the
+/// store refused or failed (logged here).
+pub(super) async fn write(store: &StoreHandles, pod: &Pod, terminated: bool) -> Result<Mirror, ()> {
     let r = if pod.is_static() {
         mirror(store, pod).await
     } else {
@@ -210,8 +210,8 @@ async fn create_mirror(store: &StoreHandles, pod: &Pod) -> Result<Option<Uid>, S
 
 /// Makes the mirror exist, current, and not marked for deletion; writes its status (a
 /// mirror just made gets it at once: waiting for the pod's next change could leave it
-/// bare for as long as the pod does not change). Answers the mirror's UID.
-async fn mirror(store: &StoreHandles, pod: &Pod) -> Result<Option<Uid>, StoreError> {
+/// bare for as long as the pod does not change). Answers the mirror's UID and revision.
+async fn mirror(store: &StoreHandles, pod: &Pod) -> Result<Mirror, StoreError> {
     let static_uid = pod.metadata.uid.as_deref().unwrap_or_default();
     let made = match get(store, pod.namespace(), pod.name()).await {
         Err(StoreError::NotFound { .. }) => create_mirror(store, pod).await?,
@@ -236,8 +236,21 @@ async fn mirror(store: &StoreHandles, pod: &Pod) -> Result<Option<Uid>, StoreErr
     let Some(mirror_uid) = made else {
         return Ok(None);
     };
-    write_status(store, pod, &mirror_uid, (pod.name(), pod.namespace())).await?;
-    Ok(Some(mirror_uid))
+    let written = write_status(store, pod, &mirror_uid, (pod.name(), pod.namespace())).await?;
+    Ok(written.map(|o| (mirror_uid, o.revision)))
+}
+
+/// Whether pod `name`'s mirror is still the object at `revision` (nobody deleted or
+/// changed it since its status was written): a lookup, without parsing anything.
+pub(super) async fn mirror_unchanged(
+    store: &StoreHandles,
+    ns: &str,
+    name: &str,
+    revision: u64,
+) -> bool {
+    get(store, ns, name)
+        .await
+        .is_ok_and(|o| o.revision == revision)
 }
 
 /// The static pod is gone for good: so is its mirror.

@@ -2,7 +2,7 @@
 //! environment with the downward API, mounts, resources as Linux resources, security
 //! context, labels and the annotations podvisor reads back (spec hash, attempt, backoff).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, VolumeMount};
@@ -175,8 +175,8 @@ pub(super) fn resources(c: &Container) -> Result<LinuxContainerResources, Config
     Ok(r)
 }
 
-fn instance_labels(node: &NodeConfig, i: &Instance) -> HashMap<String, String> {
-    let mut l = HashMap::from([
+fn instance_labels(node: &NodeConfig, i: &Instance) -> BTreeMap<String, String> {
+    BTreeMap::from([
         (
             labels::POD_UID.to_string(),
             i.pod.metadata.uid.clone().unwrap_or_default(),
@@ -188,15 +188,13 @@ fn instance_labels(node: &NodeConfig, i: &Instance) -> HashMap<String, String> {
         ),
         (labels::CONTAINER_NAME.to_string(), i.container.name.clone()),
         (labels::MANAGED_BY.to_string(), node.node_name.clone()),
-    ]);
-    l.shrink_to_fit();
-    l
+    ])
 }
 
 /// The config of one container instance.
 pub fn container_config(node: &NodeConfig, i: &Instance) -> Result<ContainerConfig, ConfigError> {
     let c = i.container;
-    let annotations = HashMap::from([
+    let annotations = BTreeMap::from([
         (CONTAINER_HASH.to_string(), container_hash(c)),
         (RESTART_COUNT.to_string(), i.attempt.to_string()),
         (BACKOFF_BASE.to_string(), i.backoff_base.to_string()),

@@ -2,7 +2,7 @@
 //! kubelet's labels plus podvisor's owner label, hostname, DNS, log directory, port
 //! mappings, and the Linux namespaces and security context.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use podvisor_core::PodExt;
@@ -17,8 +17,8 @@ use super::NodeConfig;
 use super::paths::pod_log_directory;
 
 /// The labels every sandbox and container of the pod carries.
-pub(super) fn pod_labels(node: &NodeConfig, pod: &Pod) -> HashMap<String, String> {
-    let mut l: HashMap<String, String> = pod
+pub(super) fn pod_labels(node: &NodeConfig, pod: &Pod) -> BTreeMap<String, String> {
+    let mut l: BTreeMap<String, String> = pod
         .metadata
         .labels
         .clone()
