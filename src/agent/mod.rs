@@ -16,6 +16,7 @@ use podvisor_actors::supervisor::{Backoff, Escalation, Intensity};
 use podvisor_actors::{Registry, Shutdown, SupervisorConfig, start_root};
 use podvisor_core::quantity;
 use podvisor_cri::{CriRuntime, Runtime};
+use podvisor_debug::history::{Extra, Extras};
 use podvisor_debug::{DebugConfig, DebugServer, Health, MoreMetrics};
 use podvisor_kubelet::agent::{AgentParams, build};
 use podvisor_kubelet::kuberuntime::config::{NodeConfig, read_dns};
@@ -86,6 +87,24 @@ async fn wait_for_signal() -> &'static str {
         _ = term.recv() => "SIGTERM",
         _ = tokio::signal::ctrl_c() => "SIGINT",
     }
+}
+
+/// What the debug page charts beside the mailboxes: relists and pod starts, from the
+/// kubelet's histograms.
+fn chart_series(m: &Metrics) -> Extras {
+    let (relist, start) = (m.relist_duration.clone(), m.pod_start.clone());
+    Extras(Arc::new(vec![
+        Extra {
+            name: "PLEG relist",
+            unit: "ms",
+            read: Arc::new(move || (relist.get_sample_count(), relist.get_sample_sum() * 1e3)),
+        },
+        Extra {
+            name: "pod start (first seen → running)",
+            unit: "s",
+            read: Arc::new(move || (start.get_sample_count(), start.get_sample_sum())),
+        },
+    ]))
 }
 
 /// The kubelet's metrics, in the text format its scrapers read, after the actors' own.
@@ -226,6 +245,7 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
                 token: cfg.debug.token.clone(),
                 allow_fault_injection: cfg.debug.fault_injection,
                 metrics: Some(exposition(prometheus)),
+                extras: chart_series(&metrics),
                 ..DebugConfig::default()
             },
             registry,

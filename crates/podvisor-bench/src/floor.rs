@@ -110,3 +110,20 @@ pub async fn start_pods_parallel(
     }
     Ok((pods, elapsed))
 }
+
+/// Tears `pods` down with at most `parallelism` in flight.
+pub async fn teardown_parallel(
+    cri: &CriClient,
+    pods: &[RawPod],
+    parallelism: usize,
+) -> anyhow::Result<Duration> {
+    use futures_util::StreamExt;
+    let t0 = Instant::now();
+    let results: Vec<anyhow::Result<Duration>> = futures_util::stream::iter(pods)
+        .map(|p| teardown_pod(cri, p))
+        .buffer_unordered(parallelism.max(1))
+        .collect()
+        .await;
+    results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(t0.elapsed())
+}

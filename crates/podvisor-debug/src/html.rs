@@ -63,7 +63,7 @@ fn rows(tree: &TreeSnapshot) -> String {
     rows
 }
 
-pub fn render(tree: &TreeSnapshot) -> String {
+pub fn render(tree: &TreeSnapshot, charts: &str) -> String {
     let rows = rows(tree);
     let more = if tree.truncated {
         format!(
@@ -87,8 +87,12 @@ th {{ background: #f3f3f3; position: sticky; top: 0; }}
 td.n {{ text-align: right; font-variant-numeric: tabular-nums; }}
 tr.busy {{ background: #fff4d6; }}
 code {{ font-size: 12px; }}
+.charts {{ display: flex; flex-wrap: wrap; gap: 0.5em 1.5em; }}
+figure {{ margin: 0; }} figcaption {{ font-size: 12px; color: #555; }}
 </style></head><body>
 <h1>podvisor: actors and mailboxes</h1>
+<h2>the last minutes</h2>
+{charts}
 {more}
 <table>
 <tr><th>actor</th><th>kind</th><th>state</th><th>queued/cap</th><th>oldest ms</th><th>handled</th><th>mean µs</th><th>p50 µs</th><th>p99 µs</th><th>rejected</th><th>restarts</th><th>last message</th><th>last panic</th><th>summary</th></tr>

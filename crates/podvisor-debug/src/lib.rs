@@ -13,8 +13,10 @@
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 pub mod auth;
+mod charts;
 pub mod client;
 pub mod health;
+pub mod history;
 mod html;
 mod metrics;
 mod routes;

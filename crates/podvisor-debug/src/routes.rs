@@ -94,7 +94,15 @@ async fn page(req: HttpRequest, state: web::Data<State>, page: web::Query<Page>)
     let (offset, limit) = page.resolve(state.max_actors);
     HttpResponse::Ok()
         .content_type(ContentType::html())
-        .body(html::render(&state.registry.tree(offset, limit)))
+        .body(html::render(
+            &state.registry.tree(offset, limit),
+            &charts(&state),
+        ))
+}
+
+fn charts(state: &State) -> String {
+    let h = state.history.lock().unwrap_or_else(|e| e.into_inner());
+    crate::charts::all(&h, &state.extras, crate::server::now_ms())
 }
 
 async fn prometheus(req: HttpRequest, state: web::Data<State>) -> HttpResponse {

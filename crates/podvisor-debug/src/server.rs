@@ -27,6 +27,8 @@ pub struct DebugConfig {
     pub allow_fault_injection: bool,
     /// More metrics for `/metrics`, written after the actors' own (the kubelet's).
     pub metrics: Option<MoreMetrics>,
+    /// The agent's series for the debug page's charts (relist and pod start times).
+    pub extras: crate::history::Extras,
 }
 
 /// Writes metrics in the Prometheus text format at the end of `/metrics`.
@@ -47,6 +49,7 @@ impl Default for DebugConfig {
             max_actors: 500,
             allow_fault_injection: false,
             metrics: None,
+            extras: Default::default(),
         }
     }
 }
@@ -106,7 +109,10 @@ impl DebugServer {
             max_actors: config.max_actors.max(1),
             allow_fault_injection: config.allow_fault_injection,
             metrics: config.metrics.clone(),
+            history: Default::default(),
+            extras: config.extras.clone(),
         });
+        sample_history(state.clone().into_inner());
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(state.clone())
@@ -136,4 +142,25 @@ impl DebugServer {
     pub async fn stop(&self) {
         self.handle.stop(true).await;
     }
+}
+
+/// Samples the registry (and the agent's series) every 5 s for the debug page's charts,
+/// for as long as the system runs.
+fn sample_history(state: Arc<State>) {
+    actix_web::rt::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
+        loop {
+            tick.tick().await;
+            let totals = state.registry.totals_by_kind();
+            let now = now_ms();
+            let mut h = state.history.lock().unwrap_or_else(|e| e.into_inner());
+            h.push(now, &totals, &state.extras);
+        }
+    });
+}
+
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }

@@ -17,6 +17,9 @@ pub(crate) struct State {
     #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
     pub allow_fault_injection: bool,
     pub metrics: Option<crate::MoreMetrics>,
+    /// The last minutes, for the page's charts.
+    pub history: std::sync::Mutex<crate::history::History>,
+    pub extras: crate::history::Extras,
 }
 
 /// For routes added with [`DebugServer::start_with`](crate::DebugServer::start_with): the 401 to return when the server has

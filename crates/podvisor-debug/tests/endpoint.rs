@@ -163,6 +163,10 @@ fn json_tree_matches_the_registry() {
                 && html.contains("vault/b")
                 && html.contains("http-equiv=\"refresh\"")
         );
+        // The charts of the last minutes, drawn by the server (the first sample is taken
+        // as the server starts).
+        assert_eq!(html.matches("<svg").count(), 2, "{html}");
+        assert!(html.contains("messages waiting, per actor kind"));
 
         let metrics = get(&url, "/metrics", None).await.unwrap();
         assert!(

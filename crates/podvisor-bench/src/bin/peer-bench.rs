@@ -1,0 +1,277 @@
+//! podvisor beside the tool people use today to "just run this YAML" on one machine:
+//! `podman kube play` (Debian's podman), and the raw CRI floor, in one run. The same
+//! one-container pod, started one at a time (`--starts` of them) and `--batch` at once;
+//! each start is timed from the moment it is asked for (the manifest written, `podman kube
+//! play` run, the first CRI call) to its container running. Then the whole stack's memory
+//! with the batch running, per pod: agent + containerd + its shims for podvisor, the
+//! conmon processes for podman (which has no daemon).
+//!
+//! crates/podvisor-bench/peer/podman-up   # prints CONTAINERS_CONF=...; export it
+//! cargo build --release --bin podvisor -p podvisor-bench --bin peer-bench
+//! CONTAINERS_CONF=/var/lib/podvisor-peer/containers.conf target/release/peer-bench
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use clap::Parser;
+use futures_util::StreamExt;
+use podvisor_bench::agent::BenchAgent;
+use podvisor_bench::floor;
+use podvisor_bench::procstat;
+use podvisor_bench::stats::{Samples, Summary};
+use podvisor_cri::{CriRuntime, Runtime, Timeouts};
+
+#[derive(Parser)]
+struct Args {
+    #[arg(
+        long,
+        default_value = "unix:///var/lib/podvisor-containerd/containerd.sock"
+    )]
+    endpoint: String,
+    #[arg(long)]
+    podvisor: Option<PathBuf>,
+    #[arg(long, default_value_t = 20)]
+    starts: usize,
+    #[arg(long, default_value_t = 50)]
+    batch: usize,
+    /// containerd's pid file (for its RSS).
+    #[arg(long, default_value = "/var/lib/podvisor-containerd/containerd.pid")]
+    containerd_pid: PathBuf,
+}
+
+const SCRIPT: &str = "trap 'exit 0' TERM; sleep 86400 & wait";
+
+fn manifest(name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: c\n    image: localhost/podvisor/busybox:test\n    command: [sh, -c, \"{SCRIPT}\"]\n"
+    )
+}
+
+/// The summed RSS (bytes) of every process whose command line contains `needle`.
+fn rss_of(needle: &str) -> u64 {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+        })
+        .filter_map(|pid| procstat::rss_bytes(pid).ok())
+        .sum()
+}
+
+fn podman(args: &[&str]) -> anyhow::Result<()> {
+    let out = Command::new("podman").args(args).output()?;
+    if !out.status.success() {
+        bail!("podman {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(())
+}
+
+struct Podman {
+    dir: PathBuf,
+}
+
+impl Podman {
+    fn file(&self, name: &str) -> anyhow::Result<PathBuf> {
+        let f = self.dir.join(format!("{name}.yaml"));
+        std::fs::write(&f, manifest(name))?;
+        Ok(f)
+    }
+
+    async fn play(&self, name: &str) -> anyhow::Result<Duration> {
+        let f = self.file(name)?;
+        let t0 = Instant::now();
+        let f2 = f.clone();
+        tokio::task::spawn_blocking(move || {
+            podman(&["kube", "play", "--quiet", &f2.to_string_lossy()])
+        })
+        .await??;
+        Ok(t0.elapsed())
+    }
+
+    async fn down(&self, name: &str) -> anyhow::Result<()> {
+        let f = self.dir.join(format!("{name}.yaml"));
+        tokio::task::spawn_blocking(move || podman(&["kube", "down", &f.to_string_lossy()])).await?
+    }
+}
+
+/// Waits until `n` pods of the agent run (its status manager's count).
+async fn agent_running(agent: &BenchAgent, n: u64) -> anyhow::Result<()> {
+    let t0 = Instant::now();
+    loop {
+        let s = agent.actor_state("status-manager").await?;
+        if s["by_phase"]["Running"].as_u64().unwrap_or(0) >= n {
+            return Ok(());
+        }
+        if t0.elapsed() > Duration::from_secs(300) {
+            bail!("{n} pods not running after 5 min");
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+async fn agent_singles(agent: &BenchAgent, rt: &CriRuntime, n: usize) -> anyhow::Result<Samples> {
+    let mut s = Samples::new();
+    for i in 0..n {
+        let t0 = Instant::now();
+        agent.write(&format!("one{i}"), &manifest(&format!("one{i}")))?;
+        agent_running(agent, 1).await?;
+        s.push(t0.elapsed());
+        agent.clear(rt).await?;
+        while agent.actor_state("status-manager").await?["pods"].as_u64() != Some(0) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    Ok(s)
+}
+
+async fn floor_singles(rt: &CriRuntime, n: usize, log_dir: &str) -> anyhow::Result<Samples> {
+    let mut s = Samples::new();
+    for i in 0..n {
+        let uid = format!("peer-floor-{}-{i}", std::process::id());
+        let (pod, t) = floor::start_pod(rt.client(), &uid, false, log_dir).await?;
+        s.push(t.total());
+        floor::teardown_pod(rt.client(), &pod).await?;
+    }
+    Ok(s)
+}
+
+async fn podman_singles(p: &Podman, n: usize) -> anyhow::Result<Samples> {
+    let mut s = Samples::new();
+    for i in 0..n {
+        let name = format!("peer-one{i}");
+        s.push(p.play(&name).await?);
+        p.down(&name).await?;
+    }
+    Ok(s)
+}
+
+/// `batch` pods played at once: the wall time, and the conmons' RSS while they run.
+async fn podman_batch(p: &Podman, batch: usize) -> anyhow::Result<(Duration, u64)> {
+    let names: Vec<String> = (0..batch).map(|i| format!("peer-b{i}")).collect();
+    let t0 = Instant::now();
+    let plays: Vec<anyhow::Result<Duration>> = futures_util::stream::iter(&names)
+        .map(|n| p.play(n))
+        .buffer_unordered(batch)
+        .collect()
+        .await;
+    let wall = t0.elapsed();
+    plays.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let conmon = rss_of("conmon");
+    for n in &names {
+        p.down(n).await?;
+    }
+    Ok((wall, conmon))
+}
+
+/// The podvisor stack's RSS: the agent, containerd and every shim.
+fn stack_rss(agent: &BenchAgent, containerd: u32) -> u64 {
+    procstat::rss_bytes(agent.child.id()).unwrap_or(0)
+        + procstat::rss_bytes(containerd).unwrap_or(0)
+        + rss_of("containerd-shim-runc-v2")
+}
+
+async fn agent_batch(
+    agent: &BenchAgent,
+    rt: &CriRuntime,
+    batch: usize,
+    containerd: u32,
+) -> anyhow::Result<(Duration, u64, u64)> {
+    let idle = stack_rss(agent, containerd);
+    let t0 = Instant::now();
+    for i in 0..batch {
+        agent.write(&format!("b{i}"), &manifest(&format!("b{i}")))?;
+    }
+    agent_running(agent, batch as u64).await?;
+    let wall = t0.elapsed();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let busy = stack_rss(agent, containerd);
+    agent.clear(rt).await?;
+    Ok((wall, idle, busy))
+}
+
+fn mib(b: u64) -> f64 {
+    b as f64 / (1 << 20) as f64
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    std::env::var("CONTAINERS_CONF").context(
+        "CONTAINERS_CONF is not set: run crates/podvisor-bench/peer/podman-up and export what it prints",
+    )?;
+    let bin = args.podvisor.clone().unwrap_or_else(|| {
+        std::env::current_exe()
+            .expect("own path")
+            .with_file_name("podvisor")
+    });
+    let rt = CriRuntime::new(&args.endpoint, Timeouts::default())?;
+    let v = rt.version().await.context("containerd")?;
+    let containerd: u32 = std::fs::read_to_string(&args.containerd_pid)?
+        .trim()
+        .parse()?;
+    let dir = std::env::temp_dir().join(format!("peer-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let p = Podman { dir: dir.clone() };
+    let log_dir = dir.to_string_lossy().into_owned();
+    let podman_version = Command::new("podman").arg("--version").output()?;
+    println!(
+        "# peer-bench: {} {}; {}; {} single starts, {} at once\n",
+        v.runtime_name,
+        v.runtime_version,
+        String::from_utf8_lossy(&podman_version.stdout).trim(),
+        args.starts,
+        args.batch
+    );
+    let floor1 = floor_singles(&rt, args.starts, &log_dir).await?;
+    let podman1 = podman_singles(&p, args.starts).await?;
+    let (podman_wall, conmon) = podman_batch(&p, args.batch).await?;
+    let agent = BenchAgent::start(&bin, "peer-bench", "peer", &args.endpoint, "", "warn")?;
+    agent.api().await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let agent1 = agent_singles(&agent, &rt, args.starts).await?;
+    let (agent_wall, idle, busy) = agent_batch(&agent, &rt, args.batch, containerd).await?;
+    let (floor_pods, floor_wall) = floor::start_pods_parallel(
+        rt.client(),
+        &format!("peer-batch-{}", std::process::id()),
+        args.batch,
+        8,
+        false,
+        &log_dir,
+    )
+    .await?;
+    floor::teardown_parallel(rt.client(), &floor_pods, 8).await?;
+    println!("{}", Summary::HEADER);
+    println!("{}", floor1.summary().row("raw CRI: one pod (bridge)"));
+    println!("{}", agent1.summary().row("podvisor: manifest → running"));
+    println!(
+        "{}",
+        podman1.summary().row("podman kube play → returns, running")
+    );
+    println!("\n| {} pods at once | wall |\n|---|---:|", args.batch);
+    for (what, wall) in [
+        ("raw CRI (8 in flight)", floor_wall),
+        ("podvisor (manifests written together)", agent_wall),
+        ("podman kube play (all at once)", podman_wall),
+    ] {
+        println!("| {what} | {:.2} s |", wall.as_secs_f64());
+    }
+    let n = args.batch as f64;
+    println!(
+        "\nmemory with {} pods running: podvisor stack (agent + containerd + shims) {:.1} MiB ({:.1} idle), {:.2} MiB per pod; podman's conmons {:.1} MiB, {:.2} MiB per pod",
+        args.batch,
+        mib(busy),
+        mib(idle),
+        mib(busy.saturating_sub(idle)) / n,
+        mib(conmon),
+        mib(conmon) / n
+    );
+    let _ = std::fs::remove_dir_all(Path::new(&dir));
+    Ok(())
+}
