@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod alloc;
+pub mod args;
 pub mod cpu;
 pub mod floor;
 pub mod procstat;

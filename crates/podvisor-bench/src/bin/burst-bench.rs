@@ -19,11 +19,8 @@ use podvisor_cri::{CriClient, Timeouts};
 
 #[derive(Parser)]
 struct Args {
-    #[arg(
-        long,
-        default_value = "unix:///var/lib/podvisor-containerd/containerd.sock"
-    )]
-    endpoint: String,
+    #[command(flatten)]
+    runtime: podvisor_bench::args::RuntimeArg,
     /// Pods per round.
     #[arg(long, default_value_t = 100)]
     pods: usize,
@@ -195,7 +192,7 @@ async fn round(cri: &CriClient, args: &Args, bound: usize, log_dir: &str) {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let cri = CriClient::new(
-        &args.endpoint,
+        &args.runtime.endpoint,
         Timeouts {
             call: Duration::from_secs(args.timeout_secs),
             ..Timeouts::default()
@@ -204,7 +201,7 @@ async fn main() -> anyhow::Result<()> {
     let v = cri
         .version()
         .await
-        .with_context(|| format!("is containerd running at {}?", args.endpoint))?;
+        .with_context(|| format!("is containerd running at {}?", args.runtime.endpoint))?;
     println!(
         "# burst-bench: {} {}, {} bridge pods per round, bounds {:?}, {}-s deadline",
         v.runtime_name, v.runtime_version, args.pods, args.bounds, args.timeout_secs

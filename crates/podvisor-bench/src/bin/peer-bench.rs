@@ -25,11 +25,8 @@ use podvisor_cri::{CriRuntime, Runtime, Timeouts};
 
 #[derive(Parser)]
 struct Args {
-    #[arg(
-        long,
-        default_value = "unix:///var/lib/podvisor-containerd/containerd.sock"
-    )]
-    endpoint: String,
+    #[command(flatten)]
+    runtime: podvisor_bench::args::RuntimeArg,
     #[arg(long)]
     podvisor: Option<PathBuf>,
     #[arg(long, default_value_t = 20)]
@@ -211,7 +208,7 @@ async fn main() -> anyhow::Result<()> {
             .expect("own path")
             .with_file_name("podvisor")
     });
-    let rt = CriRuntime::new(&args.endpoint, Timeouts::default())?;
+    let rt = CriRuntime::new(&args.runtime.endpoint, Timeouts::default())?;
     let v = rt.version().await.context("containerd")?;
     let containerd: u32 = std::fs::read_to_string(&args.containerd_pid)?
         .trim()
@@ -232,7 +229,14 @@ async fn main() -> anyhow::Result<()> {
     let floor1 = floor_singles(&rt, args.starts, &log_dir).await?;
     let podman1 = podman_singles(&p, args.starts).await?;
     let (podman_wall, conmon) = podman_batch(&p, args.batch).await?;
-    let agent = BenchAgent::start(&bin, "peer-bench", "peer", &args.endpoint, "", "warn")?;
+    let agent = BenchAgent::start(
+        &bin,
+        "peer-bench",
+        "peer",
+        &args.runtime.endpoint,
+        "",
+        "warn",
+    )?;
     agent.api().await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let agent1 = agent_singles(&agent, &rt, args.starts).await?;

@@ -22,11 +22,8 @@ use podvisor_cri::{CriRuntime, Runtime, Timeouts};
 
 #[derive(Parser)]
 struct Args {
-    #[arg(
-        long,
-        default_value = "unix:///var/lib/podvisor-containerd/containerd.sock"
-    )]
-    endpoint: String,
+    #[command(flatten)]
+    runtime: podvisor_bench::args::RuntimeArg,
     #[arg(long)]
     podvisor: Option<PathBuf>,
     /// The largest step.
@@ -220,11 +217,11 @@ async fn main() -> anyhow::Result<()> {
             .expect("own path")
             .with_file_name("podvisor")
     });
-    let rt = CriRuntime::new(&args.endpoint, Timeouts::default())?;
+    let rt = CriRuntime::new(&args.runtime.endpoint, Timeouts::default())?;
     let v = rt
         .version()
         .await
-        .with_context(|| format!("is containerd running at {}?", args.endpoint))?;
+        .with_context(|| format!("is containerd running at {}?", args.runtime.endpoint))?;
     println!(
         "# scale-bench: {} {}, {} pods, window {} s\n",
         v.runtime_name, v.runtime_version, args.pods, args.window
@@ -239,7 +236,14 @@ async fn main() -> anyhow::Result<()> {
         args.pods + 10,
         args.extra.replace("\\n", "\n")
     );
-    let agent = BenchAgent::start(&bin, "scale-bench", "scale", &args.endpoint, &extra, "warn")?;
+    let agent = BenchAgent::start(
+        &bin,
+        "scale-bench",
+        "scale",
+        &args.runtime.endpoint,
+        &extra,
+        "warn",
+    )?;
     agent.api().await?;
     let window = Duration::from_secs(args.window);
     tokio::time::sleep(Duration::from_secs(5)).await;
