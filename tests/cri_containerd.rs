@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use futures_util::{FutureExt, StreamExt};
 use podvisor_cri::sample::{container_config, sandbox_config};
-use podvisor_cri::{ContainerEventKind, ContainerState, CriError, Runtime, SandboxState};
+use podvisor_cri::{
+    ContainerEventKind, ContainerState, CriError, ListedIds, Runtime, SandboxState,
+};
 
 /// Runs `body`, then removes pod `uid` whether the body passed or panicked.
 async fn with_pod_cleanup<F: std::future::Future<Output = ()>>(uid: &str, body: F) {
@@ -138,6 +140,18 @@ async fn container_exit_code_and_log_line_are_reported_then_everything_is_remove
         let full = rt.pod_status(&uid).await.unwrap();
         assert_eq!(full.container("printer").unwrap().exit_code, 3);
         assert_eq!(full.ips.len(), 1);
+        // Inspected from that listing by status calls alone (a relist's way), the pod's
+        // status is the same as with a listing of its own.
+        let listed = ListedIds {
+            sandboxes: pod.sandboxes.iter().map(|s| s.id.clone()).collect(),
+            containers: (pod.containers.iter())
+                .map(|c| (c.id.clone(), c.sandbox_id.clone()))
+                .collect(),
+        };
+        assert_eq!(rt.pod_status_listed(&uid, &listed).await.unwrap(), full);
+        let nothing = ListedIds::default();
+        let none = rt.pod_status_listed(&uid, &nothing).await.unwrap();
+        assert_eq!(none.containers.len(), 0, "only what was listed");
 
         rt.stop_container(&id, Duration::from_secs(1))
             .await

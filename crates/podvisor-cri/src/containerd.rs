@@ -95,32 +95,49 @@ impl Runtime for CriRuntime {
             self.client.list_pod_sandbox(Some(sandbox_filter)),
             self.client.list_containers(Some(container_filter))
         )?;
+        let listed = ListedIds {
+            sandboxes: sandboxes.into_iter().map(|s| s.id).collect(),
+            containers: containers
+                .into_iter()
+                .map(|c| (c.id, c.pod_sandbox_id))
+                .collect(),
+        };
+        self.pod_status_listed(uid, &listed).await
+    }
+
+    async fn pod_status_listed(
+        &self,
+        uid: &str,
+        listed: &ListedIds,
+    ) -> Result<PodStatus, CriError> {
         // Statuses are fetched concurrently: a pod's inspection is on the path between a
         // container exiting and the pod worker seeing it. One removed between the listing
         // and its status call is simply gone, not a failed inspection of the whole pod.
         let sandbox_statuses = futures_util::future::join_all(
-            sandboxes
+            listed
+                .sandboxes
                 .iter()
-                .map(|s| self.client.pod_sandbox_status(&s.id)),
+                .map(|id| self.client.pod_sandbox_status(id)),
         );
         let container_statuses = futures_util::future::join_all(
-            containers
+            listed
+                .containers
                 .iter()
-                .map(|c| self.client.container_status(&c.id)),
+                .map(|(id, _)| self.client.container_status(id)),
         );
         let (sandbox_statuses, container_statuses) =
             tokio::join!(sandbox_statuses, container_statuses);
-        let mut sandbox_out = Vec::with_capacity(sandboxes.len());
+        let mut sandbox_out = Vec::with_capacity(listed.sandboxes.len());
         for r in sandbox_statuses {
             if let Some(s) = present(r)? {
                 sandbox_out.push(s.into());
             }
         }
-        let mut container_out = Vec::with_capacity(containers.len());
-        for (listed, r) in containers.into_iter().zip(container_statuses) {
+        let mut container_out = Vec::with_capacity(listed.containers.len());
+        for ((_, sandbox_id), r) in listed.containers.iter().zip(container_statuses) {
             if let Some(c) = present(r)? {
                 let mut c: ContainerStatus = c.into();
-                c.sandbox_id = listed.pod_sandbox_id;
+                c.sandbox_id.clone_from(sandbox_id);
                 container_out.push(c);
             }
         }

@@ -5,7 +5,7 @@ mod support;
 use std::time::Duration;
 
 use podvisor_cri::fake::Op;
-use podvisor_cri::{CriError, FakeRuntime, Runtime};
+use podvisor_cri::{ContainerState, CriError, FakeRuntime, Runtime};
 use podvisor_kubelet::pleg::{PlegConfig, PlegMode};
 use podvisor_kubelet::protocol::cache::{DeleteStatus, GetNewerThan, GetStatus};
 use podvisor_kubelet::protocol::lifecycle::{PlegEventKind::*, Reinspect, RelistNow};
@@ -67,7 +67,7 @@ fn an_unchanged_runtime_emits_nothing() {
         assert_eq!((report.events, report.inspected), (0, 0));
         assert!(h.events.take().is_empty());
         assert!(
-            fake.calls_of(Op::PodStatus).is_empty(),
+            fake.inspections().is_empty(),
             "nothing changed, nothing inspected"
         );
     });
@@ -114,6 +114,38 @@ fn a_pod_removed_between_relists_died_and_was_removed() {
         );
         let report = h.pleg.send(RelistNow).await.unwrap().unwrap();
         assert_eq!(report.pods, 0, "a vanished pod is forgotten");
+    });
+}
+
+#[test]
+fn a_relist_inspects_what_it_listed_by_status_calls_alone() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new();
+        let h = harness(fake.clone(), manual());
+        h.pleg.send(RelistNow).await.unwrap().unwrap();
+        start_pod(&fake, "u1", &["web"]).await;
+        fake.clear_calls();
+        h.pleg.send(RelistNow).await.unwrap().unwrap();
+        assert_eq!(h.events.take(), [named(ContainerStarted, "web")]);
+        assert_eq!(fake.calls_of(Op::PodStatusListed), ["u1"]);
+        assert!(
+            fake.calls_of(Op::PodStatus).is_empty(),
+            "no listing of the pod's own after the relist's"
+        );
+        let cached = h.cache.send(GetStatus { uid: "u1".into() }).await.unwrap();
+        let web = cached.status.container("web").unwrap();
+        assert_eq!(web.state, ContainerState::Running);
+        assert!(
+            !web.sandbox_id.is_empty(),
+            "the listing's sandbox id is kept"
+        );
+        // A worker's re-inspection has no listing to go by: it lists the pod itself.
+        h.pleg
+            .send(Reinspect { uid: "u1".into() })
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(fake.calls_of(Op::PodStatus), ["u1"]);
     });
 }
 
@@ -262,12 +294,7 @@ fn a_pod_whose_inspection_hangs_is_inspected_aside_and_holds_up_no_other() {
             .await
             .unwrap();
         assert!(answer.is_err() && t.elapsed() < Duration::from_millis(10));
-        let stuck_calls = || {
-            fake.calls_of(Op::PodStatus)
-                .iter()
-                .filter(|t| *t == "stuck")
-                .count()
-        };
+        let stuck_calls = || fake.inspections().iter().filter(|t| *t == "stuck").count();
         assert_eq!(stuck_calls(), 2, "the bounded call, then one aside");
         let pleg = h.registry.get("pleg").unwrap().state.unwrap();
         assert_eq!(pleg["slow_pods"], 1);
@@ -941,15 +968,11 @@ fn events_and_listings_of_pods_another_node_owns_are_ignored() {
         .await;
         assert_eq!(h.events.take(), [named(ContainerStarted, "a")]);
         tokio::time::sleep(Duration::from_secs(2)).await;
-        let inspections = fake.calls_of(Op::PodStatus).len();
+        let inspections = fake.inspections().len();
         fake.exit_container(&theirs[0], 1);
         tokio::time::sleep(Duration::from_secs(1)).await;
         assert_eq!(h.events.len(), 0);
-        assert_eq!(
-            fake.calls_of(Op::PodStatus).len(),
-            inspections,
-            "not inspected"
-        );
+        assert_eq!(fake.inspections().len(), inspections, "not inspected");
         let s = summary(&h);
         assert_eq!(s["events_ignored"], 1);
         assert_eq!(s["pods_tracked"], 1);

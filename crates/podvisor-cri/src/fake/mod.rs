@@ -31,7 +31,11 @@ pub enum Op {
     Version,
     Conditions,
     ListPods,
+    /// An inspection of one pod with a listing of its own.
     PodStatus,
+    /// An inspection of one pod by status calls alone, from a listing's ids. Delays and
+    /// failures set for [`Op::PodStatus`] apply to it too: both are inspections.
+    PodStatusListed,
     RunSandbox,
     StopSandbox,
     RemoveSandbox,
@@ -48,6 +52,16 @@ pub enum Op {
     ExecSync,
     ContainerUsage,
     Events,
+}
+
+impl Op {
+    /// The operation whose delays and failures apply to this one.
+    fn faults_as(self) -> Op {
+        match self {
+            Op::PodStatusListed => Op::PodStatus,
+            op => op,
+        }
+    }
 }
 
 /// One recorded call: the operation and the object it named (pod UID, sandbox or
@@ -187,6 +201,19 @@ impl FakeRuntime {
         self.lock().failures.entry(op).or_default().push_back(error);
     }
 
+    /// The pods inspected, in order, however inspected ([`Op::PodStatus`] or
+    /// [`Op::PodStatusListed`]).
+    pub fn inspections(&self) -> Vec<String> {
+        let inner = self.lock();
+        let of = |c: &&Call| matches!(c.op, Op::PodStatus | Op::PodStatusListed);
+        inner
+            .calls
+            .iter()
+            .filter(of)
+            .map(|c| c.target.clone())
+            .collect()
+    }
+
     pub fn calls(&self) -> Vec<Call> {
         self.lock().calls.clone()
     }
@@ -236,11 +263,11 @@ impl FakeRuntime {
                 op,
                 target: target.to_string(),
             });
-            let key = (op, target.to_string());
+            let key = (op.faults_as(), target.to_string());
             inner
                 .target_delays
                 .get(&key)
-                .or_else(|| inner.delays.get(&op))
+                .or_else(|| inner.delays.get(&op.faults_as()))
                 .copied()
         };
         if let Some(d) = delay {
@@ -249,7 +276,7 @@ impl FakeRuntime {
         match self
             .lock()
             .failures
-            .get_mut(&op)
+            .get_mut(&op.faults_as())
             .and_then(VecDeque::pop_front)
         {
             Some(err) => Err(err),

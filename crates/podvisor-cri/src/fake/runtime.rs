@@ -48,6 +48,27 @@ impl Runtime for FakeRuntime {
         Ok(self.lock().state.pod_status(uid))
     }
 
+    async fn pod_status_listed(
+        &self,
+        uid: &str,
+        listed: &ListedIds,
+    ) -> Result<PodStatus, CriError> {
+        self.enter(Op::PodStatusListed, uid).await?;
+        let status = self.lock().state.pod_status(uid);
+        // Only what the listing showed, as containerd's status calls give.
+        let sandboxes = status
+            .sandboxes
+            .into_iter()
+            .filter(|s| listed.sandboxes.contains(&s.id))
+            .collect();
+        let containers = status
+            .containers
+            .into_iter()
+            .filter(|c| listed.containers.iter().any(|(id, _)| *id == c.id))
+            .collect();
+        Ok(PodStatus::assemble(uid, sandboxes, containers))
+    }
+
     async fn run_sandbox(&self, config: &PodSandboxConfig) -> Result<String, CriError> {
         let uid = config
             .metadata

@@ -76,6 +76,15 @@ pub struct Container {
     pub annotations: Labels,
 }
 
+/// The ids one listing showed of a pod: enough to inspect it with status calls alone
+/// ([`crate::Runtime::pod_status_listed`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListedIds {
+    pub sandboxes: Vec<String>,
+    /// Each container's id and its sandbox's.
+    pub containers: Vec<(String, String)>,
+}
+
 /// The runtime's record of one pod: every sandbox and container carrying its UID,
 /// including exited and not-ready ones.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -264,7 +264,7 @@ impl Pleg {
             return;
         }
         let started = Instant::now();
-        let work = slow::inspect_bounded(self.runtime.clone(), uid.clone(), bound)
+        let work = slow::inspect_bounded(self.runtime.clone(), uid.clone(), None, bound)
             .into_actor(self)
             .map(move |result, act, ctx| {
                 if slow::gave_up(&result) {

@@ -94,7 +94,7 @@ impl Pleg {
         while let Some((uid, events)) = self.pending.next(limit) {
             let started = Instant::now();
             let bound = self.config.inspect_timeout;
-            let work = super::slow::inspect_bounded(self.runtime.clone(), uid.clone(), bound)
+            let work = super::slow::inspect_bounded(self.runtime.clone(), uid.clone(), None, bound)
                 .into_actor(self)
                 .map(move |result, act, ctx| {
                     act.pending.done(&uid);

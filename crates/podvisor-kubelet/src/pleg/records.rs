@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use podvisor_cri::{ContainerEventKind, ContainerState, Pod, PodStatus, SandboxState};
+use podvisor_cri::{ContainerEventKind, ContainerState, ListedIds, Pod, PodStatus, SandboxState};
 
 use podvisor_core::PodUid;
 
@@ -38,11 +38,20 @@ impl From<SandboxState> for Seen {
     }
 }
 
+/// One container in a runtime record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ContainerRecord {
+    id: String,
+    name: String,
+    sandbox_id: String,
+    seen: Seen,
+}
+
 /// What the diff needs of a pod's runtime record: ids, names and states, nothing else
 /// (labels and images are dropped on the way in), so comparing two relists is cheap.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct RuntimeRecord {
-    containers: Vec<(String, String, Seen)>,
+    containers: Vec<ContainerRecord>,
     sandboxes: Vec<(String, Seen)>,
 }
 
@@ -52,9 +61,11 @@ impl From<Pod> for RuntimeRecord {
             containers: p
                 .containers
                 .into_iter()
-                .map(|c| {
-                    let state = c.state.into();
-                    (c.id, c.name, state)
+                .map(|c| ContainerRecord {
+                    seen: c.state.into(),
+                    id: c.id,
+                    name: c.name,
+                    sandbox_id: c.sandbox_id,
                 })
                 .collect(),
             sandboxes: p
@@ -73,8 +84,8 @@ impl RuntimeRecord {
     fn container(&self, id: &str) -> Seen {
         self.containers
             .iter()
-            .find(|c| c.0 == id)
-            .map_or(Seen::Absent, |c| c.2)
+            .find(|c| c.id == id)
+            .map_or(Seen::Absent, |c| c.seen)
     }
 
     fn sandbox(&self, id: &str) -> Seen {
@@ -121,7 +132,8 @@ pub(crate) fn compute_events(
     }
     let mut events = Vec::new();
     let mut seen = BTreeSet::new();
-    for (id, name, _) in old.iter().chain(new.iter()).flat_map(|r| &r.containers) {
+    for ContainerRecord { id, name, .. } in old.iter().chain(new.iter()).flat_map(|r| &r.containers)
+    {
         if !seen.insert(id.as_str()) {
             continue;
         }
@@ -175,7 +187,12 @@ pub(crate) fn record_from_status(status: &PodStatus) -> Option<RuntimeRecord> {
         containers: status
             .containers
             .iter()
-            .map(|c| (c.id.clone(), c.name.clone(), c.state.into()))
+            .map(|c| ContainerRecord {
+                id: c.id.clone(),
+                name: c.name.clone(),
+                sandbox_id: c.sandbox_id.clone(),
+                seen: c.state.into(),
+            })
             .collect(),
         sandboxes: status
             .sandboxes
@@ -277,6 +294,21 @@ impl PodRecords {
         self.pods.is_empty()
     }
 
+    /// The ids the latest relist showed of pod `uid` (none if it showed nothing).
+    pub(crate) fn listed(&self, uid: &PodUid) -> ListedIds {
+        let Some(r) = self.pods.get(uid).and_then(|r| r.current.as_ref()) else {
+            return ListedIds::default();
+        };
+        ListedIds {
+            sandboxes: r.sandboxes.iter().map(|(id, _)| id.clone()).collect(),
+            containers: r
+                .containers
+                .iter()
+                .map(|c| (c.id.clone(), c.sandbox_id.clone()))
+                .collect(),
+        }
+    }
+
     /// A container's name, from the last records (a deleted container is no longer in
     /// the runtime to ask).
     pub(crate) fn container_name(&self, uid: &PodUid, container_id: &str) -> Option<String> {
@@ -285,8 +317,8 @@ impl PodRecords {
             .iter()
             .chain(r.old.iter())
             .flat_map(|p| &p.containers)
-            .find(|c| c.0 == container_id)
-            .map(|c| c.1.clone())
+            .find(|c| c.id == container_id)
+            .map(|c| c.name.clone())
     }
 
     /// The pod a container belongs to, from the last records.
@@ -295,7 +327,7 @@ impl PodRecords {
             r.old
                 .iter()
                 .chain(r.current.iter())
-                .any(|p| p.containers.iter().any(|c| c.0 == container_id))
+                .any(|p| p.containers.iter().any(|c| c.id == container_id))
                 .then(|| uid.clone())
         })
     }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use futures_util::StreamExt;
 use podvisor_core::PodUid;
-use podvisor_cri::{CriError, PodStatus};
+use podvisor_cri::{CriError, ListedIds, PodStatus};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
@@ -15,13 +15,16 @@ use super::{Pleg, slow};
 use crate::protocol::cache::UpdateTime;
 use crate::protocol::lifecycle::{PlegError, PodLifecycleEvent, RelistReport};
 
-type Todo = Vec<(PodUid, Vec<PodLifecycleEvent>)>;
+/// The pods to inspect: each with its events and the ids the relist showed of it.
+type Todo = Vec<(PodUid, Vec<PodLifecycleEvent>, ListedIds)>;
 type Inspection = (PodUid, Vec<PodLifecycleEvent>, Result<PodStatus, CriError>);
 
 impl Pleg {
     /// Diffs a fresh listing against the records; returns the pods to inspect with their
     /// events. Pods with nothing new are settled here; slow pods are left to their
-    /// inspection aside (`slow.rs`).
+    /// inspection aside (`slow.rs`). The others are inspected from this listing, by
+    /// status calls alone: a filtered listing of each (what a bare inspection starts
+    /// with) costs containerd 1.6 a walk over every pod, 8.5 ms each at 500 pods.
     fn plan(&mut self, mut pods: Vec<podvisor_cri::Pod>) -> Todo {
         if let Some(node) = &self.config.node {
             pods.retain(|p| podvisor_cri::labels::owned_by(p, node));
@@ -30,9 +33,15 @@ impl Pleg {
         self.records.set_current(pods);
         let full = self.full_inspection;
         let reinspect = &self.reinspect;
-        let mut todo = self.records.changes(|uid| full || reinspect.contains(uid));
-        todo.retain(|(uid, _)| !self.slow.contains(uid));
-        todo
+        let mut changed = self.records.changes(|uid| full || reinspect.contains(uid));
+        changed.retain(|(uid, _)| !self.slow.contains(uid));
+        changed
+            .into_iter()
+            .map(|(uid, events)| {
+                let listed = self.records.listed(&uid);
+                (uid, events, listed)
+            })
+            .collect()
     }
 
     /// Stores one pod's inspection, emits its events and settles its records, as soon as
@@ -154,10 +163,11 @@ impl Pleg {
         let concurrency = self.config.inspect_concurrency.max(1);
         let bound = self.config.inspect_timeout;
         let inspections = futures_util::stream::iter(todo)
-            .map(move |(uid, events)| {
+            .map(move |(uid, events, listed)| {
                 let runtime = runtime.clone();
                 async move {
-                    let status = slow::inspect_bounded(runtime, uid.clone(), bound).await;
+                    let status =
+                        slow::inspect_bounded(runtime, uid.clone(), Some(listed), bound).await;
                     (uid, events, status)
                 }
             })

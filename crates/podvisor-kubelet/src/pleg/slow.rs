@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use podvisor_core::PodUid;
-use podvisor_cri::{CriError, PodStatus, Runtime};
+use podvisor_cri::{CriError, ListedIds, PodStatus, Runtime};
 use tokio::time::Instant;
 use tracing::{info, warn};
 
@@ -25,13 +25,21 @@ use super::Pleg;
 /// What an inspection the PLEG waited for and gave up on reports.
 pub(super) const OP: &str = "PodStatus (bounded by the PLEG)";
 
-/// Inspects pod `uid`, giving up after `bound`.
+/// Inspects pod `uid`, giving up after `bound`: by status calls alone when a listing
+/// just showed its ids (a relist's), else with a listing of its own.
 pub(super) async fn inspect_bounded(
     runtime: Arc<dyn Runtime>,
     uid: PodUid,
+    listed: Option<ListedIds>,
     bound: Duration,
 ) -> Result<PodStatus, CriError> {
-    match tokio::time::timeout(bound, runtime.pod_status(uid.as_str())).await {
+    let inspection = async {
+        match &listed {
+            Some(listed) => runtime.pod_status_listed(uid.as_str(), listed).await,
+            None => runtime.pod_status(uid.as_str()).await,
+        }
+    };
+    match tokio::time::timeout(bound, inspection).await {
         Ok(result) => result,
         Err(_) => Err(CriError::Timeout {
             op: OP,
