@@ -8,6 +8,12 @@ pub fn rss_bytes(pid: u32) -> std::io::Result<u64> {
     status_kib(pid, "VmRSS:").map(|k| k * 1024)
 }
 
+/// The anonymous part of `pid`'s resident set (RssAnon), in bytes: what it allocated,
+/// without its program's code and other file-backed pages (shared and reclaimable).
+pub fn anon_rss_bytes(pid: u32) -> std::io::Result<u64> {
+    status_kib(pid, "RssAnon:").map(|k| k * 1024)
+}
+
 /// Peak resident set size (VmHWM) of `pid`, in bytes.
 pub fn peak_rss_bytes(pid: u32) -> std::io::Result<u64> {
     status_kib(pid, "VmHWM:").map(|k| k * 1024)

@@ -14,6 +14,11 @@ const OBJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("objects");
 const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("changes");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const REVISION: &str = "revision";
+/// redb's page cache. Its default (1 GiB) let it keep every page it ever touched: the
+/// whole file, 13 MiB of heap after 500 pods came and went, held for good. Every object
+/// is in memory above it already (reads never reach redb); the cache only serves the
+/// B-tree pages a write walks, and the OS page cache serves the rest.
+const CACHE_BYTES: usize = 1 << 20;
 
 /// One write's effect on disk.
 #[derive(Default)]
@@ -41,7 +46,10 @@ impl Db {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(StoreError::db)?;
         }
-        let db = Database::create(path).map_err(StoreError::db)?;
+        let db = Database::builder()
+            .set_cache_size(CACHE_BYTES)
+            .create(path)
+            .map_err(StoreError::db)?;
         // Create the tables, so that reading a new database finds them.
         let w = db.begin_write().map_err(StoreError::db)?;
         {

@@ -46,11 +46,16 @@ struct Step {
     pods: usize,
     start: Option<Duration>,
     rss_mib: f64,
+    anon_mib: f64,
     cpu_pct: f64,
     threads: u64,
     fds: usize,
     relist: Samples,
     max_queued: u64,
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1 << 20) as f64
 }
 
 fn threads(pid: u32) -> u64 {
@@ -121,7 +126,8 @@ async fn measure(agent: &BenchAgent, pods: usize, window: Duration) -> anyhow::R
     Ok(Step {
         pods,
         start: None,
-        rss_mib: procstat::rss_bytes(pid)? as f64 / (1 << 20) as f64,
+        rss_mib: mib(procstat::rss_bytes(pid)?),
+        anon_mib: mib(procstat::anon_rss_bytes(pid)?),
         cpu_pct: cpu.as_secs_f64() / t0.elapsed().as_secs_f64() * 100.0,
         threads: threads(pid),
         fds: fds(pid),
@@ -139,17 +145,18 @@ async fn shrink(agent: &BenchAgent, rt: &CriRuntime) -> anyhow::Result<Duration>
 
 fn print(steps: &[Step]) {
     println!(
-        "| pods | all running after | agent RSS | agent CPU | threads | fds | relist p50 | relist p99 | busiest mailbox |"
+        "| pods | all running after | agent RSS | of it anonymous | agent CPU | threads | fds | relist p50 | relist p99 | busiest mailbox |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for s in steps {
         let r = s.relist.summary();
         println!(
-            "| {} | {} | {:.1} MiB | {:.2} % | {} | {} | {:.2} ms | {:.2} ms | {} |",
+            "| {} | {} | {:.1} MiB | {:.1} MiB | {:.2} % | {} | {} | {:.2} ms | {:.2} ms | {} |",
             s.pods,
             s.start
                 .map_or("-".into(), |d| format!("{:.1} s", d.as_secs_f64())),
             s.rss_mib,
+            s.anon_mib,
             s.cpu_pct,
             s.threads,
             s.fds,
@@ -264,7 +271,8 @@ async fn main() -> anyhow::Result<()> {
         removals.push((n, shrink(&agent, &rt).await?));
         tokio::time::sleep(Duration::from_secs(10)).await;
     }
-    let after = procstat::rss_bytes(agent.child.id())? as f64 / (1 << 20) as f64;
+    let pid = agent.child.id();
+    let (after, anon) = (procstat::rss_bytes(pid)?, procstat::anon_rss_bytes(pid)?);
     println!();
     print(&steps);
     println!();
@@ -274,6 +282,10 @@ async fn main() -> anyhow::Result<()> {
             took.as_secs_f64()
         );
     }
-    println!("agent RSS 10 s after the last removal: {after:.1} MiB");
+    println!(
+        "agent RSS 10 s after the last removal: {:.1} MiB, {:.1} MiB of it anonymous",
+        mib(after),
+        mib(anon)
+    );
     Ok(())
 }

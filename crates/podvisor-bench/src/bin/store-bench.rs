@@ -101,6 +101,7 @@ fn main() {
         s.update(&res, v, true, WriteOptions::default()).unwrap();
         updates.push(t0.elapsed());
     }
+    let heap_updated = live_bytes() - heap0;
     let mut gets = Samples::new();
     for i in 0..args.pods {
         let t0 = Instant::now();
@@ -129,5 +130,9 @@ fn main() {
         args.pods,
         heap as f64 / 1048576.0,
         heap / args.pods as isize
+    );
+    println!(
+        "heap after a status update of each (the database's page cache included): {:.1} MiB",
+        heap_updated as f64 / 1048576.0
     );
 }

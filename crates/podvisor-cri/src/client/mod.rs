@@ -18,12 +18,13 @@ use crate::proto::image_service_client::ImageServiceClient;
 use crate::proto::runtime_service_client::RuntimeServiceClient;
 use crate::proto::*;
 
-/// One call on a cloned client handle (cheap: it shares the channel), as an owned future.
+/// One call on a cloned client handle (it shares the channel), as an owned future whose
+/// gRPC state (60 KiB) is boxed as it starts: a call waiting for its turn is small.
 macro_rules! call {
     ($svc:expr, $method:ident, $req:expr) => {{
         let mut svc = $svc.clone();
         let req = $req;
-        async move { svc.$method(req).await }
+        async move { Box::pin(svc.$method(req)).await }
     }};
 }
 
