@@ -207,6 +207,10 @@ async fn a_panic_in_any_live_actor_is_healed_within_a_second_and_touches_no_pod(
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        // And stays so: equal at once may only mean the rebuild has not landed yet.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let settled = view(&kind, &agent.actor_state(id).await);
+        assert_eq!(settled, seen, "{id}'s view changed after its rebuild");
     }
     // Level-driven rebuilds change nothing in the runtime.
     tokio::time::sleep(Duration::from_secs(5)).await;

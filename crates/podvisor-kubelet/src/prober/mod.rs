@@ -116,7 +116,8 @@ impl Prober {
                 .map(|d| d.pods)
                 .unwrap_or_default();
             let mut out = Vec::with_capacity(pods.len());
-            for pod in pods {
+            // As the workers tell it: a pod without probes is never sent (`SyncProbes`).
+            for pod in pods.into_iter().filter(|p| podvisor_probe::has_probes(p)) {
                 let status = cache
                     .send(GetStatus {
                         uid: pod.uid().clone(),
