@@ -2,8 +2,8 @@
 //! kubelet's Summary API gives it (`/stats/summary`, and through the API
 //! `metrics.k8s.io` for `kubectl top` and `podvisor top`). It samples the runtime's
 //! container stats (CRI ListContainerStats), this node's pods (the listing the PLEG also
-//! makes) and the node's /proc every 10 s, but only while someone asks: the first
-//! question in a minute takes two samples a second apart (a CPU rate needs two) and starts
+//! makes) and the node's /proc every 10 s, but only while someone asks: a question that
+//! finds no recent sample takes two a second apart (a CPU rate needs two) and starts
 //! the sampling, which stops a minute after the last question, so an unwatched node pays
 //! nothing. A restarted actor has no samples; the next question starts again.
 
@@ -36,7 +36,7 @@ pub struct GetSummary;
 pub const PERIOD: Duration = Duration::from_secs(10);
 /// How long sampling goes on after the last question.
 const WATCHED_FOR: Duration = Duration::from_secs(60);
-/// Between the two samples of a first question.
+/// Between the two samples a question takes when none is recent.
 const WARM_UP: Duration = Duration::from_secs(1);
 
 pub struct StatsCollector {
@@ -125,18 +125,27 @@ impl StatsCollector {
     }
 }
 
+/// How many samples a question needs first, given the newest one's age and how many were
+/// taken: none while a rate is fresh; one while the newest is recent enough for a rate
+/// over at most two periods; otherwise two, a second apart. A book left from sampling that
+/// stopped (a minute after the last question) would give the CPU rate averaged over all
+/// the time nobody asked.
+fn samples_needed(age: Option<Duration>, taken: u64) -> u8 {
+    match age {
+        Some(age) if age < PERIOD && taken >= 2 => 0,
+        Some(age) if age < 2 * PERIOD && taken >= 1 => 1,
+        _ => 2,
+    }
+}
+
 impl Handler<GetSummary> for StatsCollector {
     type Result = ResponseActFuture<Self, Option<Summary>>;
 
     fn handle(&mut self, _: GetSummary, ctx: &mut Context<Self>) -> Self::Result {
         self.watched_until = Some(Instant::now() + WATCHED_FOR);
         self.keep_sampling(ctx);
-        let fresh = self.last_sample.is_some_and(|t| t.elapsed() < PERIOD);
-        let samples = match (self.book.samples(), fresh) {
-            (n, true) if n >= 2 => 0,
-            (0, _) => 2,
-            _ => 1,
-        };
+        let age = self.last_sample.map(|t| t.elapsed());
+        let samples = samples_needed(age, self.book.samples());
         let first = self.sample();
         let second = self.sample();
         let work = async move {
@@ -175,5 +184,28 @@ impl SupervisedActor for StatsCollector {
             samples: self.book.samples(),
             failures: self.failures,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_question_after_sampling_stopped_takes_two_fresh_samples() {
+        let s = Duration::from_secs;
+        assert_eq!(samples_needed(None, 0), 2, "nothing yet");
+        assert_eq!(samples_needed(Some(s(3)), 2), 0, "a fresh rate");
+        assert_eq!(samples_needed(Some(s(3)), 1), 1, "one more for a rate");
+        assert_eq!(
+            samples_needed(Some(s(15)), 9),
+            1,
+            "a rate over 15 s at most"
+        );
+        assert_eq!(
+            samples_needed(Some(s(3600)), 9),
+            2,
+            "not a rate over the hour nobody asked"
+        );
     }
 }
