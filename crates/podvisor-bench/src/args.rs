@@ -11,3 +11,27 @@ pub struct RuntimeArg {
     )]
     pub endpoint: String,
 }
+
+// The agent binary a benchmark runs (a plain comment, as above).
+#[derive(Debug, Clone, clap::Args)]
+pub struct AgentArg {
+    /// The podvisor binary (default: next to this benchmark, i.e. the same profile).
+    #[arg(long)]
+    pub podvisor: Option<std::path::PathBuf>,
+}
+
+impl AgentArg {
+    /// The binary to run; an error that says how to build it when it is not there.
+    pub fn binary(&self) -> anyhow::Result<std::path::PathBuf> {
+        let bin = match &self.podvisor {
+            Some(p) => p.clone(),
+            None => std::env::current_exe()?.with_file_name("podvisor"),
+        };
+        anyhow::ensure!(
+            bin.exists(),
+            "{} not found: cargo build --release --bin podvisor first",
+            bin.display()
+        );
+        Ok(bin)
+    }
+}

@@ -31,14 +31,10 @@ const NODE: &str = "bench";
 
 #[derive(Parser)]
 struct Args {
-    #[arg(
-        long,
-        default_value = "unix:///var/lib/podvisor-containerd/containerd.sock"
-    )]
-    endpoint: String,
-    /// The podvisor binary (default: next to this benchmark, i.e. the same profile).
-    #[arg(long)]
-    podvisor: Option<PathBuf>,
+    #[command(flatten)]
+    runtime: podvisor_bench::args::RuntimeArg,
+    #[command(flatten)]
+    agent: podvisor_bench::args::AgentArg,
     /// Single-pod starts measured, each for podvisor and the floor.
     #[arg(long, default_value_t = 30)]
     starts: usize,
@@ -314,27 +310,18 @@ struct Ctx {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let bin = match &args.podvisor {
-        Some(p) => p.clone(),
-        None => std::env::current_exe()?.with_file_name("podvisor"),
-    };
-    if !bin.exists() {
-        bail!(
-            "{} not found: cargo build --release --bin podvisor first",
-            bin.display()
-        );
-    }
-    let cri = CriClient::new(&args.endpoint, Timeouts::default())?;
+    let bin = args.agent.binary()?;
+    let cri = CriClient::new(&args.runtime.endpoint, Timeouts::default())?;
     let version = cri.version().await.with_context(|| {
         format!(
             "is containerd running at {}? (scripts/containerd-up)",
-            args.endpoint
+            args.runtime.endpoint
         )
     })?;
     let work = std::env::temp_dir().join(format!("agent-bench-{}", std::process::id()));
     let floor_logs = work.join("floor-logs");
     std::fs::create_dir_all(&floor_logs)?;
-    let agent = AgentProcess::start(&bin, &work.join("agent"), &args.endpoint)?;
+    let agent = AgentProcess::start(&bin, &work.join("agent"), &args.runtime.endpoint)?;
     agent.wait_ready().await?;
     println!(
         "# agent-bench: {} against {} {} (bridge network, one busybox container per pod)\n",

@@ -27,8 +27,8 @@ use podvisor_cri::{CriRuntime, Runtime, Timeouts};
 struct Args {
     #[command(flatten)]
     runtime: podvisor_bench::args::RuntimeArg,
-    #[arg(long)]
-    podvisor: Option<PathBuf>,
+    #[command(flatten)]
+    agent: podvisor_bench::args::AgentArg,
     #[arg(long, default_value_t = 20)]
     starts: usize,
     #[arg(long, default_value_t = 50)]
@@ -203,11 +203,7 @@ async fn main() -> anyhow::Result<()> {
     std::env::var("CONTAINERS_CONF").context(
         "CONTAINERS_CONF is not set: run crates/podvisor-bench/peer/podman-up and export what it prints",
     )?;
-    let bin = args.podvisor.clone().unwrap_or_else(|| {
-        std::env::current_exe()
-            .expect("own path")
-            .with_file_name("podvisor")
-    });
+    let bin = args.agent.binary()?;
     let rt = CriRuntime::new(&args.runtime.endpoint, Timeouts::default())?;
     let v = rt.version().await.context("containerd")?;
     let containerd: u32 = std::fs::read_to_string(&args.containerd_pid)?

@@ -10,7 +10,6 @@
 //! scripts/containerd-up && cargo build --release --bin podvisor \
 //!   && cargo run --release -p podvisor-bench --bin scale-bench -- --pods 500
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
@@ -24,8 +23,8 @@ use podvisor_cri::{CriRuntime, Runtime, Timeouts};
 struct Args {
     #[command(flatten)]
     runtime: podvisor_bench::args::RuntimeArg,
-    #[arg(long)]
-    podvisor: Option<PathBuf>,
+    #[command(flatten)]
+    agent: podvisor_bench::args::AgentArg,
     /// The largest step.
     #[arg(long, default_value_t = 500)]
     pods: usize,
@@ -219,11 +218,7 @@ async fn floor(cri: &podvisor_cri::CriClient, n: usize, p: usize) -> anyhow::Res
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let bin = args.podvisor.clone().unwrap_or_else(|| {
-        std::env::current_exe()
-            .expect("own path")
-            .with_file_name("podvisor")
-    });
+    let bin = args.agent.binary()?;
     let rt = CriRuntime::new(&args.runtime.endpoint, Timeouts::default())?;
     let v = rt
         .version()
