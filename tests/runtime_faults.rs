@@ -270,9 +270,9 @@ fn made_up_events(pods: &[podvisor_cri::Pod], n: usize) -> Vec<ContainerEventRes
                         attempt: sandbox.attempt,
                     }),
                     labels: sandbox
-                        .labels
+                        .managed_by
                         .iter()
-                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .map(|node| (podvisor_cri::labels::MANAGED_BY.to_string(), node.clone()))
                         .collect(),
                     ..Default::default()
                 }),

@@ -1,14 +1,12 @@
 //! [`Runtime`] over CRI: what podvisor runs against containerd.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use futures_util::{StreamExt, TryStreamExt};
 
-use crate::client::{CriClient, Timeouts};
+use crate::client::{CriClient, Timeouts, listing};
 use crate::error::CriError;
-use crate::labels;
 use crate::model::*;
 use crate::proto::{self, ContainerConfig, PodSandboxConfig};
 use crate::runtime::{EventStream, Runtime};
@@ -42,10 +40,6 @@ impl CriRuntime {
     }
 }
 
-fn by_pod_uid(uid: &str) -> BTreeMap<String, String> {
-    BTreeMap::from([(labels::POD_UID.to_string(), uid.to_string())])
-}
-
 #[async_trait]
 impl Runtime for CriRuntime {
     async fn version(&self) -> Result<RuntimeVersion, CriError> {
@@ -72,36 +66,14 @@ impl Runtime for CriRuntime {
     }
 
     async fn list_pods(&self) -> Result<Vec<Pod>, CriError> {
-        let (sandboxes, containers) = tokio::try_join!(
-            self.client.list_pod_sandbox(None),
-            self.client.list_containers(None)
-        )?;
-        Ok(group_pods(
-            sandboxes.into_iter().map(Into::into).collect(),
-            containers.into_iter().map(Into::into).collect(),
-        ))
+        let (sandboxes, containers) = self.client.list_views(None).await?;
+        let (sandboxes, containers) = listing::into_model(sandboxes, containers);
+        Ok(group_pods(sandboxes, containers))
     }
 
     async fn pod_status(&self, uid: &str) -> Result<PodStatus, CriError> {
-        let sandbox_filter = proto::PodSandboxFilter {
-            label_selector: by_pod_uid(uid),
-            ..Default::default()
-        };
-        let container_filter = proto::ContainerFilter {
-            label_selector: by_pod_uid(uid),
-            ..Default::default()
-        };
-        let (sandboxes, containers) = tokio::try_join!(
-            self.client.list_pod_sandbox(Some(sandbox_filter)),
-            self.client.list_containers(Some(container_filter))
-        )?;
-        let listed = ListedIds {
-            sandboxes: sandboxes.into_iter().map(|s| s.id).collect(),
-            containers: containers
-                .into_iter()
-                .map(|c| (c.id, c.pod_sandbox_id))
-                .collect(),
-        };
+        let (sandboxes, containers) = self.client.list_views(Some(uid)).await?;
+        let listed = listing::ids(sandboxes, containers);
         self.pod_status_listed(uid, &listed).await
     }
 

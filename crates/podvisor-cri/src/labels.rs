@@ -9,9 +9,13 @@ pub const POD_NAME: &str = "io.kubernetes.pod.name";
 pub const POD_NAMESPACE: &str = "io.kubernetes.pod.namespace";
 pub const CONTAINER_NAME: &str = "io.kubernetes.container.name";
 pub const MANAGED_BY: &str = "podvisor.io/managed-by";
+/// An annotation on every container: its pod's grace period in seconds (the kubelet's
+/// key), so a container can be stopped with it when no spec is at hand.
+pub const GRACE_PERIOD: &str = "io.kubernetes.pod.terminationGracePeriod";
 
 /// Whether the agent of node `node` created this runtime pod.
 pub fn owned_by(pod: &crate::Pod, node: &str) -> bool {
-    let mine = |l: &crate::Labels| l.get(MANAGED_BY).is_some_and(|v| v == node);
-    pod.sandboxes.iter().any(|s| mine(&s.labels)) || pod.containers.iter().any(|c| mine(&c.labels))
+    let mine = |m: &Option<String>| m.as_deref() == Some(node);
+    pod.sandboxes.iter().any(|s| mine(&s.managed_by))
+        || pod.containers.iter().any(|c| mine(&c.managed_by))
 }

@@ -31,6 +31,7 @@ macro_rules! call {
 // After the macro: its modules use it.
 mod flow;
 mod images;
+pub(crate) mod listing;
 mod stats;
 
 pub use flow::{DEFAULT_MUTATIONS, MUTATIONS};
@@ -57,6 +58,8 @@ impl Default for Timeouts {
 #[derive(Clone)]
 pub struct CriClient {
     endpoint: String,
+    /// For calls decoded into views of their answers (`listing.rs`).
+    channel: Channel,
     runtime: RuntimeServiceClient<Channel>,
     images: ImageServiceClient<Channel>,
     timeouts: Timeouts,
@@ -87,6 +90,7 @@ impl CriClient {
             }));
         Ok(Self {
             endpoint: parsed.to_string(),
+            channel: channel.clone(),
             runtime: RuntimeServiceClient::new(channel.clone()),
             images: ImageServiceClient::new(channel),
             timeouts,
@@ -239,20 +243,6 @@ impl CriClient {
             .ok_or_else(|| CriError::failed("PodSandboxStatus", "response without status"))
     }
 
-    pub async fn list_pod_sandbox(
-        &self,
-        filter: Option<PodSandboxFilter>,
-    ) -> Result<Vec<PodSandbox>, CriError> {
-        let req = ListPodSandboxRequest { filter };
-        self.unary(
-            "ListPodSandbox",
-            self.timeouts.call,
-            call!(self.runtime, list_pod_sandbox, req),
-        )
-        .await
-        .map(|r| r.items)
-    }
-
     pub async fn create_container(
         &self,
         sandbox_id: &str,
@@ -328,20 +318,6 @@ impl CriClient {
         )
         .await
         .map(drop)
-    }
-
-    pub async fn list_containers(
-        &self,
-        filter: Option<ContainerFilter>,
-    ) -> Result<Vec<Container>, CriError> {
-        let req = ListContainersRequest { filter };
-        self.unary(
-            "ListContainers",
-            self.timeouts.call,
-            call!(self.runtime, list_containers, req),
-        )
-        .await
-        .map(|r| r.containers)
     }
 
     pub async fn container_status(&self, id: &str) -> Result<ContainerStatus, CriError> {

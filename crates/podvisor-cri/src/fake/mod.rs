@@ -7,6 +7,7 @@
 //! exactly. It is a test double, never a proof that a feature works: every behaviour is
 //! also tested against containerd.
 
+mod listing;
 mod runtime;
 mod state;
 

@@ -315,39 +315,6 @@ impl State {
         Ok(())
     }
 
-    pub fn list_pods(&self) -> Vec<Pod> {
-        let sandboxes = self
-            .sandboxes
-            .values()
-            .map(|s| Sandbox {
-                id: s.status.id.clone(),
-                pod: s.status.pod.clone(),
-                attempt: s.status.attempt,
-                state: s.status.state,
-                created_at: s.status.created_at,
-                labels: s.status.labels.clone(),
-                annotations: s.status.annotations.clone(),
-            })
-            .collect();
-        let containers = self
-            .containers
-            .values()
-            .map(|c| Container {
-                id: c.status.id.clone(),
-                sandbox_id: c.sandbox_id.clone(),
-                name: c.status.name.clone(),
-                attempt: c.status.attempt,
-                image: c.status.image.clone(),
-                image_ref: c.status.image_ref.clone(),
-                state: c.status.state,
-                created_at: c.status.created_at,
-                labels: c.status.labels.clone(),
-                annotations: c.status.annotations.clone(),
-            })
-            .collect();
-        group_pods(sandboxes, containers)
-    }
-
     pub fn pod_status(&self, uid: &str) -> PodStatus {
         let sandboxes = self
             .sandboxes

@@ -58,41 +58,6 @@ impl From<ContainerState> for proto::ContainerState {
     }
 }
 
-impl From<proto::PodSandbox> for Sandbox {
-    fn from(s: proto::PodSandbox) -> Self {
-        let state = s.state().into();
-        let (pod, attempt) = pod_ref(s.metadata);
-        Self {
-            id: s.id,
-            pod,
-            attempt,
-            state,
-            created_at: s.created_at,
-            labels: labels(s.labels),
-            annotations: labels(s.annotations),
-        }
-    }
-}
-
-impl From<proto::Container> for Container {
-    fn from(c: proto::Container) -> Self {
-        let state = c.state().into();
-        let meta = c.metadata.unwrap_or_default();
-        Self {
-            id: c.id,
-            sandbox_id: c.pod_sandbox_id,
-            name: meta.name,
-            attempt: meta.attempt,
-            image: c.image.map(|i| i.image).unwrap_or_default(),
-            image_ref: c.image_ref,
-            state,
-            created_at: c.created_at,
-            labels: labels(c.labels),
-            annotations: labels(c.annotations),
-        }
-    }
-}
-
 impl From<proto::PodSandboxStatus> for SandboxStatus {
     fn from(s: proto::PodSandboxStatus) -> Self {
         let state = s.state().into();
@@ -202,26 +167,18 @@ pub fn group_pods(sandboxes: Vec<Sandbox>, containers: Vec<Container>) -> Vec<Po
         pod.sandboxes.push(s);
     }
     for c in containers {
-        let uid = uid_of_sandbox
-            .get(&c.sandbox_id)
-            .cloned()
-            .or_else(|| c.labels.get(crate::labels::POD_UID).cloned())
-            .unwrap_or_default();
-        let pod = pods.entry(uid.clone()).or_default();
-        if pod.pod.uid.is_empty() {
-            pod.pod = PodRef {
-                uid,
-                name: c
-                    .labels
-                    .get(crate::labels::POD_NAME)
-                    .cloned()
-                    .unwrap_or_default(),
-                namespace: c
-                    .labels
-                    .get(crate::labels::POD_NAMESPACE)
-                    .cloned()
-                    .unwrap_or_default(),
-            };
+        let (uid, labelled) = match uid_of_sandbox.get(&c.sandbox_id) {
+            Some(uid) => (uid.clone(), None),
+            None => {
+                let named = c.labelled_pod.clone().unwrap_or_default();
+                (named.uid.clone(), Some(named))
+            }
+        };
+        let pod = pods.entry(uid).or_default();
+        if pod.pod.uid.is_empty()
+            && let Some(named) = labelled
+        {
+            pod.pod = named;
         }
         pod.containers.push(c);
     }

@@ -49,7 +49,8 @@ pub struct PodRef {
     pub namespace: String,
 }
 
-/// A sandbox as listed (cheap; no network details).
+/// A sandbox as listed: what podvisor reads of a listing (no network details; of its
+/// labels, only its owner).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sandbox {
     pub id: String,
@@ -57,23 +58,30 @@ pub struct Sandbox {
     pub attempt: u32,
     pub state: SandboxState,
     pub created_at: i64,
-    pub labels: Labels,
-    pub annotations: Labels,
+    /// The node whose agent made it ([`crate::labels::MANAGED_BY`]); `None` for a sandbox
+    /// podvisor did not make.
+    pub managed_by: Option<String>,
 }
 
-/// A container as listed (cheap; no exit code or times beyond creation).
+/// A container as listed: ids, name, state, and the little podvisor reads back of its
+/// labels and annotations (no image, no exit code, no times beyond creation).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Container {
     pub id: String,
     pub sandbox_id: String,
     pub name: String,
     pub attempt: u32,
-    pub image: String,
-    pub image_ref: String,
     pub state: ContainerState,
     pub created_at: i64,
-    pub labels: Labels,
-    pub annotations: Labels,
+    /// The node whose agent made it ([`crate::labels::MANAGED_BY`]).
+    pub managed_by: Option<String>,
+    /// The grace period, in seconds, of the pod it was made for
+    /// ([`crate::labels::GRACE_PERIOD`]): what stops it when no spec is at hand.
+    pub grace_period: Option<i64>,
+    /// The pod its labels name (`io.kubernetes.pod.*`), read only when the same listing
+    /// did not show its sandbox (one left by a half-finished teardown, or made between
+    /// the two list calls): the one case where nothing else names its pod.
+    pub labelled_pod: Option<PodRef>,
 }
 
 /// The ids one listing showed of a pod: enough to inspect it with status calls alone

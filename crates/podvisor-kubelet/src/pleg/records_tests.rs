@@ -1,4 +1,4 @@
-use podvisor_cri::{Container, Labels, PodRef, Sandbox};
+use podvisor_cri::{Container, PodRef, Sandbox};
 
 use super::*;
 use PlegEventKind::*;
@@ -9,12 +9,11 @@ fn container(id: &str, name: &str, state: ContainerState) -> Container {
         sandbox_id: "s1".into(),
         name: name.into(),
         attempt: 0,
-        image: String::new(),
-        image_ref: String::new(),
         state,
         created_at: 0,
-        labels: Labels::new(),
-        annotations: Labels::new(),
+        managed_by: None,
+        grace_period: None,
+        labelled_pod: None,
     }
 }
 
@@ -28,8 +27,7 @@ fn sandbox(id: &str, state: SandboxState) -> Sandbox {
         attempt: 0,
         state,
         created_at: 0,
-        labels: Labels::new(),
-        annotations: Labels::new(),
+        managed_by: None,
     }
 }
 

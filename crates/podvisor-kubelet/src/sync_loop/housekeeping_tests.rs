@@ -28,8 +28,7 @@ fn runtime_pod(uid: &str, node: &str) -> podvisor_cri::Pod {
             attempt: 0,
             state: SandboxState::Ready,
             created_at: 0,
-            labels: BTreeMap::from([(labels::MANAGED_BY.to_string(), node.to_string())]),
-            annotations: BTreeMap::new(),
+            managed_by: Some(node.to_string()),
         }],
         containers: vec![],
     }

@@ -23,8 +23,6 @@ use crate::kuberuntime::subpath::SubPath;
 
 /// How many times the container restarted before this instance.
 pub(crate) const RESTART_COUNT: &str = "io.kubernetes.container.restartCount";
-/// The pod's grace period, kept on its containers so an orphan is stopped as gently.
-pub(crate) const GRACE_PERIOD: &str = "io.kubernetes.pod.terminationGracePeriod";
 
 /// One instance of a container, as it is about to be created.
 pub struct Instance<'a> {
@@ -199,7 +197,7 @@ pub fn container_config(node: &NodeConfig, i: &Instance) -> Result<ContainerConf
         (RESTART_COUNT.to_string(), i.attempt.to_string()),
         (BACKOFF_BASE.to_string(), i.backoff_base.to_string()),
         (
-            GRACE_PERIOD.to_string(),
+            labels::GRACE_PERIOD.to_string(),
             i.pod.spec_grace_period().seconds().to_string(),
         ),
     ]);

@@ -16,7 +16,7 @@ use podvisor_core::quantity::QuantityError;
 use podvisor_cri::proto::DnsConfig;
 
 pub(crate) use backoff::{crash_backoff, next_attempt};
-pub(crate) use container::{GRACE_PERIOD, sub_paths};
+pub(crate) use container::sub_paths;
 pub use container::{Instance, container_config};
 pub(crate) use paths::{empty_dir_path, pod_state_dir};
 pub use paths::{pod_log_directory, read_dns};

@@ -17,7 +17,6 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
-use super::super::config::GRACE_PERIOD;
 use super::super::syncer::CriSyncer;
 use super::order::stop_order;
 use crate::protocol::status::EventType;
@@ -74,12 +73,7 @@ pub(crate) fn running_of_listing(
     pod: &podvisor_cri::Pod,
     grace: GracePeriod,
 ) -> (Vec<Stop>, Vec<String>) {
-    let own = |c: &podvisor_cri::Container| {
-        c.annotations
-            .get(GRACE_PERIOD)
-            .and_then(|g| g.parse::<i64>().ok())
-            .map_or(grace, GracePeriod::from_seconds)
-    };
+    let own = |c: &podvisor_cri::Container| c.grace_period.map_or(grace, GracePeriod::from_seconds);
     (
         pod.containers
             .iter()
