@@ -215,7 +215,7 @@ impl Default for AgentConfig {
             state_dir: "/var/lib/podvisor".into(),
             pod_log_dir: "/var/log/pods".into(),
             relist_period: Duration::from_secs(1),
-            resync_interval: Duration::from_secs(10),
+            resync_interval: Duration::from_secs(60),
             sync_backoff: Duration::from_secs(10),
             manifest_rescan_period: Duration::from_secs(20),
             housekeeping_period: Duration::from_secs(2),

@@ -15,11 +15,13 @@ use podvisor_probe::Verdicts;
 use tracing::{debug, info, warn};
 
 use super::actions::{ContainerKill, PodActions, Step, compute_pod_actions};
-use super::config::{ConfigError, NodeConfig};
+use super::config::{ConfigError, NodeConfig, backoff_left};
 use super::verbs::{Stop, Target, Waits, pod_ip, running_of, running_of_listing};
 use crate::protocol::images::{EnsureImage, ImageError};
 use crate::protocol::probes::{EndProbes, ProbesEnd, SyncProbes};
-use crate::protocol::status::{EventType, PodSynced, PodTerminated, RecordEvent, Waiting};
+use crate::protocol::status::{
+    EventType, PodSynced, PodTerminated, RecordEvent, Waiting, WaitingReason,
+};
 use crate::protocol::sync::SyncOutcome;
 use crate::protocol::sync::{PodSyncer, SyncContext, SyncError, Termination};
 use crate::protocol::updates::UpdateType;
@@ -279,7 +281,7 @@ impl PodSyncer for CriSyncer {
             self.report(pod, HashMap::new());
             return Ok(SyncOutcome {
                 terminal: true,
-                changed: false,
+                ..Default::default()
             });
         }
         self.make_dirs(pod).await?;
@@ -299,10 +301,12 @@ impl PodSyncer for CriSyncer {
         }
         let mut waits = Waits::new();
         let result = self.run_steps(pod, status, &actions, &mut waits).await;
+        let recheck_in = backoff_ends_in(status, &waits);
         self.report(pod, waits);
         result.map(|()| SyncOutcome {
             terminal: false,
             changed: true,
+            recheck_in,
         })
     }
 
@@ -346,6 +350,16 @@ impl PodSyncer for CriSyncer {
         info!(pod_uid = %pod.uid(), "pod cleaned up");
         Ok(())
     }
+}
+
+/// The soonest end of a crash-loop backoff a container of the pod waits out.
+fn backoff_ends_in(status: &PodStatus, waits: &Waits) -> Option<std::time::Duration> {
+    let now = podvisor_core::time::now_nanos();
+    waits
+        .iter()
+        .filter(|(_, w)| w.reason == WaitingReason::CrashLoopBackOff)
+        .filter_map(|(name, _)| backoff_left(status.container(name)?, now))
+        .min()
 }
 
 fn phase_of(status: &k8s_openapi::api::core::v1::PodStatus) -> Option<podvisor_core::Phase> {

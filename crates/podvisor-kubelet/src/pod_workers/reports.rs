@@ -28,7 +28,8 @@ impl PodWorkersState {
         let status = self.pods.get_mut(uid).expect("checked above");
         let kind = status.current.as_ref().map_or(WorkKind::Sync, |c| c.kind);
         status.last_result = Some((kind, result.clone()));
-        let resync = Effect::Schedule(uid.clone(), now + self.timings.resync_interval);
+        let resync_at = now + self.timings.resync_after(uid, seq);
+        let resync = Effect::Schedule(uid.clone(), resync_at);
         let mut effects = Vec::new();
         match (result, kind) {
             (WorkResult::Cancelled, _) => {}
@@ -58,7 +59,10 @@ impl PodWorkersState {
                     status.terminate(Cause::Completed, grace, now);
                     status.repeat_current();
                 }
-                effects.push(resync);
+                let at = outcome
+                    .recheck_in
+                    .map_or(resync_at, |r| resync_at.min(now + r));
+                effects.push(Effect::Schedule(uid.clone(), at));
             }
         }
         effects.extend(self.deliver(uid, now));

@@ -33,16 +33,32 @@ pub(crate) enum Effect {
 
 #[derive(Debug, Clone, Copy)]
 pub struct Timings {
-    /// Next sync after a successful one.
+    /// Next sync after a successful one (and up to half of it more: `resync_after`), or
+    /// sooner when the sync says when (a crash-loop backoff that ends).
     pub resync_interval: Duration,
     /// Next attempt after a failed one.
     pub backoff: Duration,
 }
 
+impl Timings {
+    /// How long after a sync that went well its pod is looked at again: the resync
+    /// interval and up to half of it more, as the kubelet jitters it, so pods started
+    /// together do not all resync in the same second ever after. The share is a hash of
+    /// the pod and the delivery: the same inputs give the same time (paused-time tests
+    /// stay exact).
+    pub(crate) fn resync_after(&self, uid: &PodUid, seq: u64) -> Duration {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::hash::DefaultHasher::new();
+        (uid, seq).hash(&mut h);
+        let share = u32::try_from(h.finish() % 1024).unwrap_or(0);
+        self.resync_interval + self.resync_interval * share / 2048
+    }
+}
+
 impl Default for Timings {
     fn default() -> Self {
         Self {
-            resync_interval: Duration::from_secs(10),
+            resync_interval: Duration::from_secs(60),
             backoff: Duration::from_secs(10),
         }
     }

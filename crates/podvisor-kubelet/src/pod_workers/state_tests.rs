@@ -415,7 +415,7 @@ fn a_sync_that_finds_the_pod_terminal_moves_it_to_terminating() {
         "u1",
         WorkResult::Ok(SyncOutcome {
             terminal: true,
-            changed: false,
+            ..Default::default()
         }),
     );
     sim.drain("u1");
@@ -715,13 +715,65 @@ fn failures_back_off_and_successes_resync() {
     assert_eq!(sim.drain_due(sim.now + Duration::from_secs(1)), ["u1"]);
     assert_eq!(sim.calls("u1")[1], call(Sync, UpdateType::Sync));
     sim.ok("u1");
-    assert!(sim.drain_due(sim.now + Duration::from_secs(9)).is_empty());
-    assert_eq!(sim.drain_due(sim.now + Duration::from_secs(10)), ["u1"]);
+    // The resync interval (10 s here), jittered by up to half of it more.
+    assert!(
+        sim.drain_due(sim.now + Duration::from_millis(9_990))
+            .is_empty()
+    );
+    assert_eq!(sim.drain_due(sim.now + Duration::from_secs(15)), ["u1"]);
     let st = sim.status("u1");
     assert!(matches!(
         st.last_result(),
         Some((WorkKind::Sync, WorkResult::Ok(_)))
     ));
+}
+
+#[test]
+fn resyncs_of_pods_started_together_spread_over_half_an_interval() {
+    let t = Timings {
+        resync_interval: Duration::from_secs(60),
+        backoff: Duration::from_secs(10),
+    };
+    let after: Vec<Duration> = (0..200)
+        .map(|i| t.resync_after(&PodUid::from(format!("u{i}").as_str()), 1))
+        .collect();
+    assert!(
+        after
+            .iter()
+            .all(|d| *d >= t.resync_interval && *d < Duration::from_secs(90))
+    );
+    let early = after
+        .iter()
+        .filter(|d| **d < Duration::from_secs(75))
+        .count();
+    assert!(
+        (60..140).contains(&early),
+        "{early} of 200 in the first half"
+    );
+    // The same pod and delivery: the same time.
+    assert_eq!(t.resync_after(&PodUid::from("u1"), 1), after[1]);
+}
+
+#[test]
+fn a_sync_that_waits_out_a_backoff_is_looked_at_again_when_it_ends() {
+    let mut sim = Sim::new();
+    sim.send(create(pod("u1")));
+    let recheck = |secs| {
+        WorkResult::Ok(SyncOutcome {
+            changed: true,
+            recheck_in: Some(Duration::from_secs(secs)),
+            ..Default::default()
+        })
+    };
+    sim.finish_with("u1", recheck(3));
+    assert!(
+        sim.drain_due(sim.now + Duration::from_millis(2_990))
+            .is_empty()
+    );
+    assert_eq!(sim.drain_due(sim.now + Duration::from_secs(3)), ["u1"]);
+    // A backoff that ends after the resync: the resync comes first.
+    sim.finish_with("u1", recheck(300));
+    assert_eq!(sim.drain_due(sim.now + Duration::from_secs(15)), ["u1"]);
 }
 
 #[test]

@@ -27,6 +27,10 @@ pub struct SyncOutcome {
     pub terminal: bool,
     /// The sync changed the runtime (so the next one should not wait for a relist).
     pub changed: bool,
+    /// Look at the pod again after this long at the latest, sooner than the resync: a
+    /// container waits out a crash-loop backoff that ends then. Nothing else would bring
+    /// the sync that restarts it (no event happens when a backoff ends).
+    pub recheck_in: Option<std::time::Duration>,
 }
 
 #[derive(Debug, thiserror::Error)]

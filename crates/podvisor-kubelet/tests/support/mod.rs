@@ -231,8 +231,8 @@ impl PodSyncer for FakeSyncer {
             changed = true;
         }
         Ok(SyncOutcome {
-            terminal: false,
             changed,
+            ..Default::default()
         })
     }
 

@@ -39,6 +39,20 @@ pub(crate) fn crash_backoff(exited: &ContainerStatus) -> Duration {
     }
 }
 
+/// How much of an exited instance's crash-loop backoff is left at `now` (nanoseconds
+/// since the epoch); `None` once it ran out.
+pub(crate) fn backoff_left(exited: &ContainerStatus, now: i64) -> Option<Duration> {
+    if exited.state != ContainerState::Exited {
+        return None;
+    }
+    let owed = i64::try_from(crash_backoff(exited).as_nanos()).unwrap_or(i64::MAX);
+    let left = exited.finished_at.saturating_add(owed).saturating_sub(now);
+    u64::try_from(left)
+        .ok()
+        .filter(|&n| n > 0)
+        .map(Duration::from_nanos)
+}
+
 /// The attempt number and backoff base for a container's next instance.
 pub(crate) fn next_attempt(previous: Option<&ContainerStatus>) -> (u32, u32) {
     let Some(p) = previous else { return (0, 0) };

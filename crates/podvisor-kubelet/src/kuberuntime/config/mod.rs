@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use podvisor_core::quantity::QuantityError;
 use podvisor_cri::proto::DnsConfig;
 
-pub(crate) use backoff::{crash_backoff, next_attempt};
+pub(crate) use backoff::{backoff_left, crash_backoff, next_attempt};
 pub(crate) use container::sub_paths;
 pub use container::{Instance, container_config};
 pub(crate) use paths::{empty_dir_path, pod_state_dir};

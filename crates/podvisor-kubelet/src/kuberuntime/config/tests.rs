@@ -338,6 +338,32 @@ fn crash_loop_backoff_doubles_from_10s_to_5min_and_resets_after_a_long_run() {
 }
 
 #[test]
+fn what_is_left_of_a_backoff_counts_from_the_exit() {
+    let c = exited(2, 0, 1); // owes 20 s from its exit at 2 s
+    let at = |secs: i64| backoff_left(&c, secs * 1_000_000_000);
+    assert_eq!(at(2), Some(Duration::from_secs(20)));
+    assert_eq!(at(17), Some(Duration::from_secs(5)));
+    assert_eq!(at(22), None, "ran out");
+    assert_eq!(at(30), None);
+    assert_eq!(
+        at(0),
+        Some(Duration::from_secs(22)),
+        "before the exit: all of it"
+    );
+    let first = exited(0, 0, 1);
+    assert_eq!(
+        backoff_left(&first, 2_000_000_000),
+        None,
+        "the first restart owes nothing"
+    );
+    let running = ContainerStatus {
+        state: ContainerState::Running,
+        ..exited(3, 0, 1)
+    };
+    assert_eq!(backoff_left(&running, 0), None);
+}
+
+#[test]
 fn resolv_conf_is_read() {
     let dir = std::env::temp_dir().join(format!("podvisor-dns-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

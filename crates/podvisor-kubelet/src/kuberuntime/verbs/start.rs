@@ -13,8 +13,8 @@ use tracing::{debug, info};
 use super::super::actions::{CONTAINER_HASH, container_hash};
 use super::super::cleanup;
 use super::super::config::{
-    Instance, check_image_user, container_config, crash_backoff, must_check_image_user,
-    next_attempt, pod_log_directory,
+    Instance, backoff_left, check_image_user, container_config, crash_backoff,
+    must_check_image_user, next_attempt, pod_log_directory,
 };
 use super::super::syncer::{CriSyncError, CriSyncer};
 use super::SandboxInfo;
@@ -130,16 +130,11 @@ impl CriSyncer {
         c: &Container,
         waits: &mut Waits,
     ) -> bool {
-        let Some(p) = previous.filter(|p| p.state == ContainerState::Exited) else {
-            return false;
-        };
-        let backoff = crash_backoff(p);
-        let until = p
-            .finished_at
-            .saturating_add(i64::try_from(backoff.as_nanos()).unwrap_or(i64::MAX));
-        if podvisor_core::time::now_nanos() >= until {
+        let Some(p) = previous else { return false };
+        if backoff_left(p, podvisor_core::time::now_nanos()).is_none() {
             return false;
         }
+        let backoff = crash_backoff(p);
         let message = format!(
             "back-off {}s restarting failed container={} pod={}",
             backoff.as_secs(),
