@@ -14,11 +14,11 @@ use super::config::NodeConfig;
 /// root may be shared with a kubelet, whose directories must never be swept.
 pub(crate) const LOG_DIR_MARKER: &str = ".podvisor";
 
-/// Writes the marker into a pod's log directory (once).
-pub(crate) async fn mark_log_dir(node: &NodeConfig, dir: &Path) -> std::io::Result<()> {
+/// Writes the marker, naming node `node`, into a pod's log directory (once). Blocking.
+pub(crate) fn mark_log_dir(node: &str, dir: &Path) -> std::io::Result<()> {
     let marker = dir.join(LOG_DIR_MARKER);
-    if !tokio::fs::try_exists(&marker).await.unwrap_or(false) {
-        tokio::fs::write(&marker, &node.node_name).await?;
+    if !marker.try_exists().unwrap_or(false) {
+        std::fs::write(&marker, node)?;
     }
     Ok(())
 }
@@ -27,9 +27,10 @@ pub(crate) async fn mark_log_dir(node: &NodeConfig, dir: &Path) -> std::io::Resu
 /// `known`. Blocking: reads both roots.
 pub(crate) fn orphaned_dirs(node: &NodeConfig, known: &HashSet<PodUid>) -> Vec<PathBuf> {
     let mut out = Vec::new();
+    // Known pods first: a pass over 500 running pods looks no further than their names.
     for e in read(&node.pod_dir) {
         let uid = e.file_name().to_string_lossy().into_owned();
-        if e.path().is_dir() && !known.contains(uid.as_str()) {
+        if !known.contains(uid.as_str()) && e.path().is_dir() {
             out.push(e.path());
         }
     }
@@ -38,9 +39,12 @@ pub(crate) fn orphaned_dirs(node: &NodeConfig, known: &HashSet<PodUid>) -> Vec<P
         let Some((_, uid)) = name.rsplit_once('_') else {
             continue;
         };
+        if known.contains(uid) {
+            continue;
+        }
         let ours = std::fs::read_to_string(e.path().join(LOG_DIR_MARKER))
             .is_ok_and(|n| n == node.node_name);
-        if ours && !known.contains(uid) {
+        if ours {
             out.push(e.path());
         }
     }

@@ -59,29 +59,34 @@ impl CriSyncer {
         dirs
     }
 
+    /// Makes the pod's directories (every sync, as the kubelet does: one removed under
+    /// a running pod comes back), in one blocking call: each `tokio::fs` call is a
+    /// hand-off to the blocking pool, and a sync made five of them.
     pub(crate) async fn make_dirs(&self, pod: &SharedPod) -> Result<(), CriSyncError> {
         let dirs = self.pod_dirs(pod);
-        for d in &dirs {
-            tokio::fs::create_dir_all(d)
-                .await
-                .map_err(|e| io("create", d, e))?;
-        }
-        for v in pod.volumes().iter().filter(|v| v.empty_dir.is_some()) {
-            let d = empty_dir_path(&self.node, pod.uid(), &v.name);
-            let fs_group = pod
-                .spec
-                .as_ref()
-                .and_then(|s| s.security_context.as_ref())
-                .and_then(|s| s.fs_group);
-            let dir = d.clone();
-            tokio::task::spawn_blocking(move || share_empty_dir(&dir, fs_group))
-                .await
-                .map_err(|e| CriSyncError::Blocking(e.to_string()))?
-                .map_err(|e| io("set the owner and mode of", &d, e))?;
-        }
-        cleanup::mark_log_dir(&self.node, &dirs[0])
-            .await
-            .map_err(|e| io("create", &dirs[0], e))
+        let empty_dirs: Vec<PathBuf> = pod
+            .volumes()
+            .iter()
+            .filter(|v| v.empty_dir.is_some())
+            .map(|v| empty_dir_path(&self.node, pod.uid(), &v.name))
+            .collect();
+        let fs_group = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.security_context.as_ref())
+            .and_then(|s| s.fs_group);
+        let node = self.node.node_name.clone();
+        tokio::task::spawn_blocking(move || {
+            for d in &dirs {
+                std::fs::create_dir_all(d).map_err(|e| io("create", d, e))?;
+            }
+            for d in &empty_dirs {
+                share_empty_dir(d, fs_group).map_err(|e| io("set the owner and mode of", d, e))?;
+            }
+            cleanup::mark_log_dir(&node, &dirs[0]).map_err(|e| io("create", &dirs[0], e))
+        })
+        .await
+        .map_err(|e| CriSyncError::Blocking(e.to_string()))?
     }
 
     /// Binds container `c`'s subPaths, each resolved beneath its volume, where its config
