@@ -139,10 +139,18 @@ pub struct MissingUid {
 }
 
 /// A pod as actors pass it around: shared, never copied, and keyed by its UID.
-#[derive(Clone, PartialEq)]
+#[derive(Clone)]
 pub struct SharedPod {
     uid: PodUid,
     pod: Arc<Pod>,
+}
+
+/// Two handles on one copy are equal without looking inside (a manifest rescan hands the
+/// sync loop the same copies it has: comparing 500 pods field by field is not free).
+impl PartialEq for SharedPod {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.pod, &other.pod) || (self.uid == other.uid && self.pod == other.pod)
+    }
 }
 
 impl SharedPod {

@@ -13,6 +13,7 @@
 //! recovered from the sync loop's desired pods before the first scan.
 
 pub mod parse;
+mod stamp;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -11,6 +11,8 @@ use podvisor_core::validation::{FieldError, FieldErrors, FieldPath, names, valid
 use podvisor_core::{PodExt, SharedPod};
 use sha2::{Digest, Sha256};
 
+use super::stamp::Stamp;
+
 /// Files larger than this are refused (a manifest is a few KB; this stops a stray log).
 pub(crate) const MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
 pub(crate) const CONFIG_HASH_ANNOTATION: &str = "kubernetes.io/config.hash";
@@ -56,7 +58,16 @@ impl ManifestFileError {
 
 /// The pods each file gave at the last scan. A file that stops parsing keeps these
 /// running: a typo in an edit must not take down the pod the file described before.
-pub(crate) type LastGood = BTreeMap<PathBuf, Vec<SharedPod>>;
+pub(crate) type LastGood = BTreeMap<PathBuf, Good>;
+
+/// What one file gave: its pods, and the stamp of the version they came from (`None`: read
+/// it again at the next scan). A file whose stamp has not moved gives the same pods, the
+/// same shared copies, without being read.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Good {
+    pub stamp: Option<Stamp>,
+    pub pods: Vec<SharedPod>,
+}
 
 /// One scan of the directory: the pods to run, why files (or documents) were refused, and
 /// what to remember for the next scan.
@@ -82,7 +93,10 @@ pub(crate) fn last_good_from(desired: &[SharedPod]) -> LastGood {
         if let Some(path) = ann.and_then(|a| a.get(MANIFEST_ANNOTATION))
             && from_file
         {
-            out.entry(PathBuf::from(path)).or_default().push(p.clone());
+            out.entry(PathBuf::from(path))
+                .or_default()
+                .pods
+                .push(p.clone());
         }
     }
     out
@@ -91,6 +105,11 @@ pub(crate) fn last_good_from(desired: &[SharedPod]) -> LastGood {
 /// Like [`scan`], but a file that cannot be used now and gave pods before (`last`) keeps
 /// giving those pods, reported as an error until it is fixed or removed.
 pub(crate) fn scan_keeping(dir: &Path, node: &str, last: &LastGood) -> Scan {
+    scan_at(dir, node, last, std::time::SystemTime::now())
+}
+
+/// [`scan_keeping`] as of `now` (which decides whose stamps have settled).
+pub(crate) fn scan_at(dir: &Path, node: &str, last: &LastGood, now: std::time::SystemTime) -> Scan {
     let mut out = Scan::default();
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
@@ -112,21 +131,9 @@ pub(crate) fn scan_keeping(dir: &Path, node: &str, last: &LastGood) -> Scan {
     files.sort();
     let mut names: HashSet<podvisor_core::ObjectKey> = HashSet::new();
     for path in files {
-        let pods: Vec<SharedPod> = match read_file(&path, node) {
-            Ok(pods) => pods,
-            Err(why) => match last.get(&path) {
-                Some(previous) => {
-                    out.errors.push((
-                        path.clone(),
-                        format!("{why} (its last valid version keeps running)"),
-                    ));
-                    previous.clone()
-                }
-                None => {
-                    out.errors.push((path, why.to_string()));
-                    continue;
-                }
-            },
+        let Some((stamp, pods)) = file_pods(&path, node, last.get(&path), now, &mut out.errors)
+        else {
+            continue;
         };
         let mut used = Vec::with_capacity(pods.len());
         for p in pods {
@@ -144,9 +151,41 @@ pub(crate) fn scan_keeping(dir: &Path, node: &str, last: &LastGood) -> Scan {
             used.push(p.clone());
             out.pods.push(p);
         }
-        out.good.insert(path, used);
+        out.good.insert(path, Good { stamp, pods: used });
     }
     out
+}
+
+/// One file's pods and the stamp of the version they came from: unread if its stamp has
+/// not moved; its last good version (and an error) if it cannot be used now; `None` (and
+/// an error) if it never could.
+fn file_pods(
+    path: &Path,
+    node: &str,
+    previous: Option<&Good>,
+    now: std::time::SystemTime,
+    errors: &mut Vec<(PathBuf, String)>,
+) -> Option<(Option<Stamp>, Vec<SharedPod>)> {
+    // Taken before reading: a change after it moves the stamp, and is read next time.
+    let stamp = Stamp::settled(path, now);
+    let read = match previous.filter(|g| stamp.is_some() && g.stamp == stamp) {
+        Some(unchanged) => Ok(unchanged.pods.clone()),
+        None => read_file(path, node),
+    };
+    match (read, previous) {
+        (Ok(pods), _) => Some((stamp, pods)),
+        (Err(why), Some(previous)) => {
+            errors.push((
+                path.to_path_buf(),
+                format!("{why} (its last valid version keeps running)"),
+            ));
+            Some((previous.stamp, previous.pods.clone()))
+        }
+        (Err(why), None) => {
+            errors.push((path.to_path_buf(), why.to_string()));
+            None
+        }
+    }
 }
 
 fn is_manifest(p: &Path) -> bool {

@@ -342,3 +342,34 @@ fn a_manifest_whose_aliases_expand_without_bound_is_refused_with_the_reason() {
         "{why}"
     );
 }
+
+#[test]
+fn a_file_that_did_not_change_gives_the_same_pods_without_being_read() {
+    use std::time::{Duration, SystemTime};
+    let later = || SystemTime::now() + super::super::stamp::SETTLED_AFTER + Duration::from_secs(1);
+    let d = Dir::new("stamps");
+    let path = d.write("web.yaml", WEB);
+    // Just written: read, and not stamped (a second write in the same clock tick, of the
+    // same length, could share its stamp).
+    let fresh = scan_keeping(&d.0, "n", &LastGood::new());
+    assert!(fresh.good[&path].stamp.is_none());
+    let first = scan_at(&d.0, "n", &fresh.good, later());
+    assert!(first.good[&path].stamp.is_some(), "settled: stamped");
+    let again = scan_at(&d.0, "n", &first.good, later());
+    assert!(
+        std::sync::Arc::ptr_eq(first.pods[0].arc(), again.pods[0].arc()),
+        "the same shared pod, not a new parse"
+    );
+    // Edited in place to the same length: read.
+    std::fs::write(&path, WEB.replace("name: web", "name: wob")).unwrap();
+    let edited = scan_at(&d.0, "n", &again.good, later());
+    assert_eq!(edited.pods[0].metadata.name.as_deref(), Some("wob-n"));
+    // Replaced by another file (a new inode) with the same times: read.
+    let tmp = d.write(".tmp", &WEB.replace("name: web", "name: new"));
+    let f = std::fs::File::options().write(true).open(&tmp).unwrap();
+    f.set_modified(std::fs::metadata(&path).unwrap().modified().unwrap())
+        .unwrap();
+    std::fs::rename(&tmp, &path).unwrap();
+    let replaced = scan_at(&d.0, "n", &edited.good, later());
+    assert_eq!(replaced.pods[0].metadata.name.as_deref(), Some("new-n"));
+}
