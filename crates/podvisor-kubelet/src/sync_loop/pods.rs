@@ -49,12 +49,17 @@ impl PodManager {
     /// order (by namespace and name).
     pub(crate) fn set_source(&mut self, source: &'static str, pods: Vec<SharedPod>) -> Vec<Change> {
         self.seen_sources.insert(source);
-        let new: BTreeMap<PodUid, SharedPod> =
-            pods.into_iter().map(|p| (p.uid().clone(), p)).collect();
-        let old = self
-            .by_source
-            .insert(source, new.clone())
-            .unwrap_or_default();
+        let old = self.by_source.remove(source).unwrap_or_default();
+        // A pod that did not change stays the copy everyone already holds (the workers,
+        // admission, the status manager): a source's fresh copy of it would be one more.
+        let new: BTreeMap<PodUid, SharedPod> = pods
+            .into_iter()
+            .map(|p| match old.get(p.uid()) {
+                Some(o) if *o == p => (p.uid().clone(), o.clone()),
+                _ => (p.uid().clone(), p),
+            })
+            .collect();
+        self.by_source.insert(source, new.clone());
         let mut changes = Vec::new();
         for (uid, p) in &old {
             if !new.contains_key(uid) {
