@@ -6,6 +6,7 @@
 pub mod api;
 pub mod config;
 mod kube;
+mod memory;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -252,6 +253,7 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
             health,
             api,
         )?;
+        memory::return_freed_memory();
         info!(node = %node_name, manifests = %cfg.manifest_dir.display(), endpoint = %format!("http://{}", server.address()), "podvisor running");
         let signal = wait_for_signal().await;
         info!(signal, "stopping; pods keep running");
