@@ -2,8 +2,9 @@
 //! running pods owned by their ReplicaSet, one deleted and replaced, scaled 3 → 10 → 2 in
 //! the deletion order (cost annotations decide), a crash-looping template restarted in
 //! place (no create storm), a node that refuses pods (ReplicaFailure, retries with backoff),
-//! a bare pod adopted, orphan and background deletion, and an agent SIGKILLed during a
-//! scale-up to 50 that ends with exactly 50.
+//! a bare pod adopted (a static pod's mirror never: its node controls it), orphan and
+//! background deletion, and an agent SIGKILLed during a scale-up to 50 that ends with
+//! exactly 50.
 
 mod common;
 
@@ -198,6 +199,52 @@ async fn a_crash_looping_template_restarts_in_place_and_a_full_node_backs_off() 
     );
     let count: u64 = count.trim().parse().unwrap_or(0);
     assert!((3..=25).contains(&count), "{count} failed creates in 20 s");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_static_pods_mirror_is_never_adopted_its_node_controls_it() {
+    let agent = Agent::start("rs-mirror").await;
+    let k = Kubectl::for_agent(&agent);
+    agent.write(
+        "stat.yaml",
+        &format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: stat, labels: {{app: mirrored}}}}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - {{name: main, image: localhost/podvisor/busybox:test, command: [/bin/sh, -c, \"{SERVE}\"]}}\n"
+        ),
+    );
+    let mirror = agent.name("stat");
+    wait_pods(
+        &k,
+        "mirrored",
+        "the mirror Running",
+        Duration::from_secs(60),
+        |p| running(p) == 1,
+    )
+    .await;
+    let owner = |field: &str| {
+        k.jsonpath(
+            &["pod", &mirror],
+            &format!("{{.metadata.ownerReferences[0].{field}}}"),
+        )
+    };
+    assert_eq!(
+        (owner("kind"), owner("name"), owner("controller")),
+        ("Node".to_string(), agent.node.clone(), "true".to_string()),
+        "as the kubelet makes a mirror"
+    );
+    // A ReplicaSet whose selector matches the static pod makes a pod of its own.
+    k.apply(&rs_yaml("mirrored", 1, SERVE));
+    let two = wait_pods(
+        &k,
+        "mirrored",
+        "the ReplicaSet's own pod",
+        Duration::from_secs(60),
+        |p| running(p) == 2,
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(pods(&k, "mirrored").len(), 2, "{:?}", names(&two));
+    assert_eq!(owner("kind"), "Node", "the mirror was not adopted");
+    k.ok(&["delete", "rs", "mirrored"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -22,12 +22,14 @@ pub struct Delta<T> {
 }
 
 type Index<T> = fn(&T) -> Option<String>;
+type Filter<T> = fn(&T) -> bool;
 
 pub struct Cache<T> {
     kind: Kind,
     objects: BTreeMap<ObjectKey, Arc<T>>,
     index: Option<Index<T>>,
     by_index: HashMap<String, HashSet<ObjectKey>>,
+    keep: Option<Filter<T>>,
 }
 
 impl<T: DeserializeOwned> Cache<T> {
@@ -37,7 +39,22 @@ impl<T: DeserializeOwned> Cache<T> {
             objects: BTreeMap::new(),
             index: None,
             by_index: HashMap::new(),
+            keep: None,
         }
+    }
+
+    /// Holds only the objects `keep` accepts; one it stops accepting is answered as
+    /// deleted. For a controller that can never act on some objects its reflector sees:
+    /// holding them would cost memory for nothing.
+    pub fn with_filter(mut self, keep: Filter<T>) -> Self {
+        self.keep = Some(keep);
+        self
+    }
+
+    /// The typed object, unless the filter refuses it.
+    fn typed(&self, o: &StoredObject) -> Option<Arc<T>> {
+        let t = o.typed::<T>()?;
+        self.keep.is_none_or(|keep| keep(&t)).then(|| Arc::new(t))
     }
 
     /// Also indexes every object by `index` (one value per object, or none).
@@ -79,15 +96,13 @@ impl<T: DeserializeOwned> Cache<T> {
                 let key = self.key(&c.object);
                 let new = match c.kind {
                     ChangeType::Deleted => None,
-                    _ => c.object.typed::<T>().map(Arc::new),
+                    _ => self.typed(&c.object),
                 };
                 vec![self.put(key, new)]
             }
             Update::Reset(items) => {
-                let fresh: Vec<(ObjectKey, Option<Arc<T>>)> = items
-                    .iter()
-                    .map(|o| (self.key(o), o.typed::<T>().map(Arc::new)))
-                    .collect();
+                let fresh: Vec<(ObjectKey, Option<Arc<T>>)> =
+                    items.iter().map(|o| (self.key(o), self.typed(o))).collect();
                 let keep: HashSet<&ObjectKey> = fresh.iter().map(|(k, _)| k).collect();
                 let gone: Vec<ObjectKey> = self
                     .objects
@@ -199,5 +214,23 @@ mod tests {
         c.apply(change(ChangeType::Deleted, obj("a", "x", "o1")));
         assert_eq!(c.indexed("o1").count(), 0);
         assert_eq!(c.len(), 1);
+    }
+
+    #[test]
+    fn a_filtered_cache_holds_only_what_it_accepts_and_answers_a_rejected_change_as_deleted() {
+        fn ours(v: &Value) -> bool {
+            owner(v).as_deref() == Some("o1")
+        }
+        let mut c: Cache<Value> = Cache::new(Kind::ConfigMap).with_filter(ours);
+        c.apply(Update::Reset(vec![
+            obj("a", "x", "o1"),
+            obj("a", "y", "o2"),
+        ]));
+        assert_eq!(c.len(), 1, "y is not held");
+        let d = c.apply(change(ChangeType::Modified, obj("a", "x", "o2")));
+        assert!(d[0].old.is_some() && d[0].new.is_none(), "x left: deleted");
+        assert!(c.is_empty());
+        let d = c.apply(change(ChangeType::Modified, obj("a", "y", "o1")));
+        assert!(d[0].old.is_none() && d[0].new.is_some(), "y came in: added");
     }
 }

@@ -60,6 +60,13 @@ fn controller_uid(p: &Pod) -> Option<String> {
     pods::controller_of(p).map(|r| r.uid.clone())
 }
 
+/// A pod some other controller (a Node, for a mirror pod) controls is never a
+/// ReplicaSet's to count or adopt: it is not held (500 mirror pods, typed, were some
+/// 4 MiB of the agent's memory).
+fn may_be_a_replicasets(p: &Pod) -> bool {
+    pods::controller_of(p).is_none_or(|r| r.kind == "ReplicaSet")
+}
+
 pub struct ReplicaSetController {
     sets_view: Reflector,
     pods_view: Reflector,
@@ -115,7 +122,9 @@ impl ReplicaSetController {
             pods_view: Reflector::new("pods", pods_sel, source.clone()),
             nodes_view: Reflector::new("nodes", node_sel, source),
             sets: Cache::new(Kind::ReplicaSet),
-            pods: Cache::new(Kind::Pod).with_index(controller_uid),
+            pods: Cache::new(Kind::Pod)
+                .with_index(controller_uid)
+                .with_filter(may_be_a_replicasets),
             queue: WorkQueue::new(),
             expectations: RsExpectations::new(),
             store,

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use podvisor_actors::Recipient;
 use podvisor_core::{Kind, PodExt, Uid};
 use podvisor_store::actor::{Create, Delete, Get, Update};
@@ -27,8 +28,17 @@ fn pods() -> Resource {
 }
 
 async fn get(store: &StoreHandles, ns: &str, name: &str) -> Result<Arc<StoredObject>, StoreError> {
+    get_kind(store, Kind::Pod, ns, name).await
+}
+
+async fn get_kind(
+    store: &StoreHandles,
+    kind: Kind,
+    ns: &str,
+    name: &str,
+) -> Result<Arc<StoredObject>, StoreError> {
     let msg = Get {
-        kind: Kind::Pod,
+        kind,
         namespace: ns.into(),
         name: name.into(),
     };
@@ -172,8 +182,10 @@ fn mirror_of(o: &StoredObject) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The mirror pod's body: the static pod's spec and labels, marked as a mirror.
-fn mirror_body(pod: &Pod) -> Value {
+/// The mirror pod's body: the static pod's spec and labels, marked as a mirror, and
+/// controlled by its node (`node`: the Node object), as the kubelet makes it: no
+/// controller can adopt it, and it goes with its Node.
+fn mirror_body(pod: &Pod, node: &StoredObject) -> Value {
     let mut m = pod.clone();
     m.status = None;
     let meta = &mut m.metadata;
@@ -183,14 +195,25 @@ fn mirror_body(pod: &Pod) -> Value {
     meta.annotations
         .get_or_insert_with(Default::default)
         .insert(MIRROR_ANNOTATION.into(), static_uid);
+    meta.owner_references = Some(vec![OwnerReference {
+        api_version: "v1".into(),
+        kind: "Node".into(),
+        name: node.name.clone(),
+        uid: node.uid.to_string(),
+        controller: Some(true),
+        block_owner_deletion: None,
+    }]);
     serde_json::to_value(m).unwrap_or(json!({}))
 }
 
+/// Makes the mirror; the node must be registered first (its UID is the owner's).
 async fn create_mirror(store: &StoreHandles, pod: &Pod) -> Result<Option<Uid>, StoreError> {
+    let node_name = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+    let node = get_kind(store, Kind::Node, "", node_name.unwrap_or_default()).await?;
     let msg = Create {
         resource: pods(),
         namespace: Some(pod.namespace().into()),
-        body: mirror_body(pod),
+        body: mirror_body(pod, &node),
         opts: WriteOptions::default(),
     };
     match store
@@ -220,8 +243,12 @@ async fn mirror(store: &StoreHandles, pod: &Pod) -> Result<Mirror, StoreError> {
             // An API pod of the same name: not ours to touch.
             None => return Ok(None),
             Some(of)
-                if of != static_uid
-                    || current.value()["metadata"]["deletionTimestamp"].is_string() =>
+                if of != static_uid || {
+                    let meta = &current.value()["metadata"];
+                    // Deleted through the API, or made before mirrors had their node as
+                    // owner.
+                    meta["deletionTimestamp"].is_string() || meta["ownerReferences"].is_null()
+                } =>
             {
                 info!(
                     pod = pod.name(),
