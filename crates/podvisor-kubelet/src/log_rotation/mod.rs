@@ -120,14 +120,26 @@ impl LogRotation {
             .collect()
     }
 
-    /// Rotates one log if it is full; adds what happened to `report`.
-    async fn check_one(
+    /// The logs among `live` that have grown past `max_size`, in one blocking call: one
+    /// hand-off to the blocking pool per container was 50 thread wake-ups a second at 500
+    /// pods, for a size each.
+    async fn full(live: Vec<Live>, max_size: u64) -> Vec<Live> {
+        tokio::task::spawn_blocking(move || {
+            live.into_iter()
+                .filter(|c| rotate::too_big(&c.path, max_size))
+                .collect()
+        })
+        .await
+        .unwrap_or_default()
+    }
+
+    /// Rotates one full log (if it still is); adds what happened to `report`.
+    async fn rotate_one(
         runtime: &dyn Runtime,
         c: Live,
         cfg: LogRotationConfig,
         report: &mut RotationReport,
     ) {
-        report.checked += 1;
         let path = c.path.clone();
         let keep = cfg.max_files.saturating_sub(2);
         let stamp = rotate::stamp(podvisor_core::time::now_unix_ms() as i64 / 1000);
@@ -168,9 +180,13 @@ impl LogRotation {
         let (runtime, node, cfg) = (self.runtime.clone(), self.node.clone(), self.config);
         let (tx, rx) = tokio::sync::oneshot::channel();
         let work = async move {
-            let mut report = RotationReport::default();
-            for c in Self::live(runtime.clone(), node).await {
-                Self::check_one(runtime.as_ref(), c, cfg, &mut report).await;
+            let live = Self::live(runtime.clone(), node).await;
+            let mut report = RotationReport {
+                checked: live.len(),
+                ..Default::default()
+            };
+            for c in Self::full(live, cfg.max_size).await {
+                Self::rotate_one(runtime.as_ref(), c, cfg, &mut report).await;
             }
             report
         }
