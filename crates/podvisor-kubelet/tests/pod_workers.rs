@@ -159,6 +159,11 @@ fn a_pod_lives_its_whole_life_through_the_actors() {
             !w.registry.contains("pod-worker/u1")
         })
         .await;
+        // The PLEG was asked for exactly the status a sync waited for: after the first
+        // sync's changes, before the kill (news from outside), after the termination.
+        // Not before the first sync (it takes what the cache holds) nor after the
+        // removal (no sync follows).
+        assert_eq!(w.fake.calls_of(podvisor_cri::fake::Op::PodStatus).len(), 3);
     });
 }
 

@@ -354,10 +354,13 @@ impl PodSyncer for CriSyncer {
         &self,
         _: &SyncContext,
         pod: &SharedPod,
-        _: &Arc<PodStatus>,
+        status: &Arc<PodStatus>,
     ) -> Result<(), SyncError> {
         self.end_probes(pod, ProbesEnd::Terminated);
-        self.remove_all(pod.uid()).await?;
+        // What the runtime holds of the pod as of after its termination (the worker waited
+        // for status that new), without a listing of its own: on containerd 1.6 each walks
+        // every pod. Anything missed is an orphan for housekeeping to remove.
+        self.remove_listed(status).await?;
         self.remove_dirs(pod).await?;
         info!(pod_uid = %pod.uid(), "pod cleaned up");
         Ok(())

@@ -1,6 +1,7 @@
 //! Removing everything the runtime holds of a pod: its containers, then its sandboxes.
 
 use podvisor_core::PodUid;
+use podvisor_cri::PodStatus;
 
 use super::super::syncer::CriSyncer;
 use crate::protocol::sync::SyncError;
@@ -8,13 +9,18 @@ use crate::protocol::sync::SyncError;
 impl CriSyncer {
     pub(crate) async fn remove_all(&self, uid: &PodUid) -> Result<(), SyncError> {
         let fresh = self.runtime.pod_status(uid.as_str()).await?;
-        for c in &fresh.containers {
+        self.remove_listed(&fresh).await
+    }
+
+    /// Removes every container and sandbox of `status`.
+    pub(crate) async fn remove_listed(&self, status: &PodStatus) -> Result<(), SyncError> {
+        for c in &status.containers {
             match self.runtime.remove_container(&c.id).await {
                 Err(e) if !e.is_not_found() => return Err(e.into()),
                 _ => {}
             }
         }
-        for s in &fresh.sandboxes {
+        for s in &status.sandboxes {
             match self.runtime.remove_sandbox(&s.id).await {
                 Err(e) if !e.is_not_found() => return Err(e.into()),
                 _ => {}
