@@ -159,10 +159,10 @@ fn a_pod_lives_its_whole_life_through_the_actors() {
             !w.registry.contains("pod-worker/u1")
         })
         .await;
-        // The PLEG was asked for exactly the status a sync waited for: after the first
-        // sync's changes, before the kill (news from outside), after the termination.
-        // Not before the first sync (it takes what the cache holds) nor after the
-        // removal (no sync follows).
+        // The PLEG was asked for status after each sync that changed the runtime: the
+        // first, the termination, the removal (a UID that comes back must not start from
+        // what was there before it). Not before the first sync (it takes what the cache
+        // holds) nor before the kill (it stops what the cache shows running).
         assert_eq!(w.fake.calls_of(podvisor_cri::fake::Op::PodStatus).len(), 3);
     });
 }

@@ -211,11 +211,13 @@ impl Handler<Work> for PodWorker {
     type Result = ();
 
     fn handle(&mut self, Work(work, cancel): Work, ctx: &mut Context<Self>) {
-        let (seq, kind) = (work.seq, work.kind);
-        // Something outside changed the pod (a create, an update, a kill): make sure the
-        // status the sync sees is not from before it. After our own changes the PLEG was
-        // asked already, when the sync that made them ended.
-        let ask_pleg = work.update_type != UpdateType::Sync;
+        let seq = work.seq;
+        // The pod's spec changed: the sync that applies it sees status from after the last
+        // sync. A kill needs none fresher than the cache's: it stops what the status shows
+        // running (one that exited since is stopped harmlessly), and whatever this worker
+        // made is in it (after its own changes it waits for the PLEG, asked when the sync
+        // that made them ended). Everything else that changes is the PLEG's to report.
+        let ask_pleg = work.update_type == UpdateType::Update;
         let sync_ctx = SyncContext {
             uid: self.uid.clone(),
             cancel,
@@ -227,15 +229,13 @@ impl Handler<Work> for PodWorker {
         // The PLEG is asked only for status the sync waits for, and not twice: a first
         // sync takes what the cache holds, and after a sync that changed the runtime the
         // PLEG was asked when it ended (a 500-pod burst made 1,000 listings for nothing,
-        // and removing them as many; on containerd 1.6 each walks every pod).
+        // and removing them 500 more; on containerd 1.6 each walks every pod).
         let ask_pleg = ask_pleg && min.is_some() && !self.last_changed;
         let fut = run(self.deps.clone(), work, sync_ctx, min, ask_pleg);
         ctx.wait(fut.into_actor(self).map(move |(result, changed), act, _| {
             act.last_sync = Some(Instant::now());
             act.last_changed = changed;
-            // After the terminated sync (the pod's removal) no sync follows: the next
-            // relist tells what is gone.
-            if changed && kind != WorkKind::Terminated {
+            if changed {
                 // Fresh status now, not after the next relist: the PLEG's events for what
                 // this sync did bring the next sync (and the status) in milliseconds.
                 act.deps.reinspect.do_send(Reinspect {
