@@ -387,4 +387,77 @@ async fn a_burst_of_pods_never_has_more_mutations_in_flight_than_the_bound() {
     eprintln!("bound: at most {most} mutations, {sandboxes} sandboxes at once");
     assert!(most <= 3, "{most} mutations at once past a bound of 3");
     assert_eq!(most, 3, "the burst used the bound");
+
+    // Removing them all at once: stops are bounded with the rest (each is the runtime's
+    // work here, 300 ms more for every one, well within the second a stop may hold).
+    proxy.add(Fault::on(
+        "StopContainer",
+        Action::Delay(Duration::from_millis(300)),
+    ));
+    let t1 = Instant::now();
+    for i in 0..12 {
+        agent.remove(&format!("b{i}.yaml"));
+    }
+    common::eventually("every pod gone", Duration::from_secs(90), || async {
+        agent.runtime_pods().await.is_empty().then_some(())
+    })
+    .await;
+    let stopping = |c: &podvisor_cri_proxy::Call| mutating(c) || c.method == "StopContainer";
+    let most = proxy.most_at_once(t1, stopping);
+    let stops = proxy.most_at_once(t1, |c| c.method == "StopContainer");
+    eprintln!("removal: at most {most} mutations and stops, {stops} stops at once");
+    assert!(
+        most <= 3,
+        "{most} mutations and stops at once past a bound of 3"
+    );
+    assert!(stops >= 2, "the stops ran side by side: {stops}");
+}
+
+/// A stop holds its permit for a second at most: after that it waits for the container
+/// (one that ignores SIGTERM waits out its grace period), and others go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_that_lasts_holds_the_runtimes_permit_for_a_second_at_most() {
+    let proxy = proxy("stop-hold").await;
+    let agent = Agent::start_on(
+        "stop-hold",
+        &proxy.endpoint(),
+        "",
+        "[runtime]\nmax_mutations_in_flight = 1\n",
+    )
+    .await;
+    // It ignores SIGTERM: its stop lasts its whole 8 s grace period.
+    let stubborn = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: slow}}\nspec:\n  terminationGracePeriodSeconds: 8\n  containers:\n  - {{name: c, image: {IMAGE}, command: [sh, -c, \"trap '' TERM; while true; do sleep 0.2; done\"]}}\n"
+    );
+    agent.write("slow.yaml", &stubborn);
+    all_running(&agent, 1).await;
+    let t0 = Instant::now();
+    agent.remove("slow.yaml");
+    // (The proxy records a call once it is answered: this one only after its 8 s.)
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    agent.write("next.yaml", &looping("next", 1));
+    common::eventually("the next pod running", Duration::from_secs(30), || async {
+        agent.pod("next").await.filter(running).map(|_| ())
+    })
+    .await;
+    let calls = common::eventually("the stop answered", Duration::from_secs(20), || async {
+        let calls = proxy.calls_since(t0);
+        calls
+            .iter()
+            .any(|c| c.method == "StopContainer")
+            .then_some(calls)
+    })
+    .await;
+    let stop = calls.iter().find(|c| c.method == "StopContainer").unwrap();
+    let run = calls.iter().find(|c| c.method == "RunPodSandbox").unwrap();
+    let waited = run.at.saturating_duration_since(stop.at);
+    eprintln!(
+        "the stop took {:?}; the next pod's sandbox was asked for {waited:?} after it began",
+        stop.took
+    );
+    assert!(stop.took >= Duration::from_secs(7), "{:?}", stop.took);
+    assert!(
+        waited < Duration::from_secs(4),
+        "{waited:?}: the sandbox waited for the stop's whole grace period"
+    );
 }

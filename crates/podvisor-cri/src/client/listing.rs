@@ -145,23 +145,24 @@ impl CriClient {
             }),
         };
         let (channel, limit) = (self.channel.clone(), self.timeouts.call);
+        // Boxed, as `call!` boxes the others: a gRPC call's state is large.
         let sandboxes = self.unary(
             "ListPodSandbox",
             limit,
-            call_as::<_, SandboxListing>(
+            Box::pin(call_as::<_, SandboxListing>(
                 channel.clone(),
                 "/runtime.v1.RuntimeService/ListPodSandbox",
                 sandboxes,
-            ),
+            )),
         );
         let containers = self.unary(
             "ListContainers",
             limit,
-            call_as::<_, ContainerListing>(
+            Box::pin(call_as::<_, ContainerListing>(
                 channel,
                 "/runtime.v1.RuntimeService/ListContainers",
                 containers,
-            ),
+            )),
         );
         let (s, c) = tokio::try_join!(sandboxes, containers)?;
         Ok((s.items, c.containers))
@@ -275,6 +276,18 @@ pub(crate) fn into_model(
         sandboxes.into_iter().map(Sandbox::from).collect(),
         containers,
     )
+}
+
+/// A ListPodSandbox and a ListContainers answer (encoded) as podvisor's views read them
+/// (what [`crate::Runtime::list_pods`] decodes): for benchmarks.
+pub fn decode_views(
+    sandboxes: Bytes,
+    containers: Bytes,
+) -> Result<(Vec<Sandbox>, Vec<model::Container>), prost::DecodeError> {
+    use prost::Message;
+    let s = SandboxListing::decode(sandboxes)?;
+    let c = ContainerListing::decode(containers)?;
+    Ok(into_model(s.items, c.containers))
 }
 
 /// The ids of one pod's sandboxes and containers in a listing (each container with its

@@ -34,7 +34,8 @@ mod images;
 pub(crate) mod listing;
 mod stats;
 
-pub use flow::{DEFAULT_MUTATIONS, MUTATIONS};
+pub use flow::{DEFAULT_MUTATIONS, MUTATIONS, STOP_HOLD};
+pub use listing::decode_views;
 
 /// Deadlines for CRI calls. Defaults follow the kubelet (two minutes per call) except for
 /// connecting, which fails fast so an absent runtime is reported at once.
@@ -130,12 +131,16 @@ impl CriClient {
         limit: Duration,
         call: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
     ) -> Result<T, CriError> {
-        let _permit = match &self.mutations {
-            Some(s) if MUTATIONS.contains(&op) => s.acquire().await.ok(),
+        let permit = match &self.mutations {
+            Some(s) if MUTATIONS.contains(&op) || op == "StopContainer" => s.acquire().await.ok(),
             _ => None,
         };
         let started = std::time::Instant::now();
-        let result = self.unary_unobserved(op, limit, call).await;
+        let call = self.unary_unobserved(op, limit, call);
+        let result = match op {
+            "StopContainer" => flow::holding_for(permit, flow::STOP_HOLD, call).await,
+            _ => call.await,
+        };
         if let Some(o) = &self.observer {
             o.observe(op, started.elapsed(), result.is_err());
         }
