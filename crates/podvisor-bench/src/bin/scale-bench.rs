@@ -172,12 +172,15 @@ fn print(steps: &[Step]) {
     }
 }
 
-/// The agent's CRI calls so far, by the kubelet's metrics: how many of each, and their mean.
-async fn runtime_calls(agent: &BenchAgent) -> anyhow::Result<()> {
+/// The agent's CRI calls so far, by the kubelet's metrics: how many of each, and the sum
+/// of their durations in seconds.
+type Calls = std::collections::BTreeMap<String, (f64, f64)>;
+
+async fn runtime_calls(agent: &BenchAgent) -> anyhow::Result<Calls> {
     let text = podvisor_debug::client::get(&agent.debug, "/metrics", None).await?;
     let value = |line: &str| line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
     let op = |line: &str| line.split('"').nth(1).map(str::to_string);
-    let mut rows: std::collections::BTreeMap<String, (f64, f64)> = Default::default();
+    let mut rows = Calls::new();
     for line in text.lines() {
         if line.starts_with("kubelet_runtime_operations_total{") {
             if let (Some(o), Some(v)) = (op(line), value(line)) {
@@ -189,12 +192,20 @@ async fn runtime_calls(agent: &BenchAgent) -> anyhow::Result<()> {
             rows.entry(o).or_default().1 = v;
         }
     }
-    println!("\nCRI calls of the agent until every pod ran (kubelet_runtime_operations_*):");
+    Ok(rows)
+}
+
+/// The calls made between two readings.
+fn print_calls(what: &str, before: &Calls, after: &Calls) {
+    println!("\nCRI calls of the agent {what} (kubelet_runtime_operations_*):");
     println!("| operation | calls | mean ms |\n|---|---:|---:|");
-    for (o, (n, sum)) in rows {
-        println!("| {o} | {n} | {:.2} |", sum / n.max(1.0) * 1e3);
+    for (o, (n, sum)) in after {
+        let (n0, sum0) = before.get(o).copied().unwrap_or_default();
+        let (n, sum) = (n - n0, sum - sum0);
+        if n > 0.0 {
+            println!("| {o} | {n} | {:.2} |", sum / n * 1e3);
+        }
     }
-    Ok(())
 }
 
 async fn floor(cri: &podvisor_cri::CriClient, n: usize, p: usize) -> anyhow::Result<()> {
@@ -260,16 +271,24 @@ async fn main() -> anyhow::Result<()> {
     // All of them at once first (what compares with the floor), then the kubelet's
     // default allocatable.
     for n in [args.pods, 110.min(args.pods)] {
+        let before = runtime_calls(&agent).await?;
         let took = grow(&agent, 0, n).await?;
+        let grown = runtime_calls(&agent).await?;
         // The last statuses and events of the burst are written before "idle" is measured.
         tokio::time::sleep(Duration::from_secs(20)).await;
         let mut s = measure(&agent, n, window).await?;
         s.start = Some(took);
         steps.push(s);
-        if n == args.pods {
-            runtime_calls(&agent).await?;
-        }
+        let idle = runtime_calls(&agent).await?;
         removals.push((n, shrink(&agent, &rt).await?));
+        if n == args.pods {
+            print_calls(&format!("while the {n} started"), &before, &grown);
+            print_calls(
+                &format!("while the {n} were removed"),
+                &idle,
+                &runtime_calls(&agent).await?,
+            );
+        }
         tokio::time::sleep(Duration::from_secs(10)).await;
     }
     let pid = agent.child.id();
