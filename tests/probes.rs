@@ -72,7 +72,12 @@ spec:
         "--timeout=30s",
     ]);
     let row = k.ok(&["get", "pod", "web", "--no-headers"]);
-    assert!(row.contains("0/1") && row.contains("Running"), "{row}");
+    assert!(
+        row.contains("0/1") && row.contains("Running"),
+        "{row}\n{}\nagent log tail:\n{}",
+        k.ok(&["get", "pod", "web", "-o", "yaml"]),
+        agent.log_tail(60)
+    );
     let events = k.ok(&[
         "get",
         "events",

@@ -8,11 +8,17 @@
 #   PODVISOR_CONTAINERD_DIR      private directory (default /var/lib/podvisor-containerd for
 #                                1.6, /var/lib/podvisor-containerd-1.7 for 1.7, so both can
 #                                run side by side)
+# Each version has its own bridge and pod subnet, so two instances side by side never hand
+# out one address twice.
 containerd_version=${PODVISOR_CONTAINERD_VERSION:-1.6}
 case "$containerd_version" in
-  1.6) default_base=/var/lib/podvisor-containerd; containerd_prefix= ;;
+  1.6)
+    default_base=/var/lib/podvisor-containerd; containerd_prefix=
+    bridge=podvisor0; pod_subnet=10.88.0.0/16
+    ;;
   1.7)
     default_base=/var/lib/podvisor-containerd-1.7
+    bridge=podvisor1; pod_subnet=10.89.0.0/16
     containerd_prefix=${PODVISOR_TOOLS:-/var/lib/podvisor-tools}/containerd-1.7
     ;;
   *)
@@ -22,3 +28,13 @@ case "$containerd_version" in
 esac
 base=${PODVISOR_CONTAINERD_DIR:-$default_base}
 sock=$base/containerd.sock
+
+# An instance started afresh hands out the addresses an earlier one gave its pods (its
+# address book starts empty), to pods with new MAC addresses; the host's neighbour entries
+# for the old ones stay, stale, as long as there are fewer than gc_thresh1 (128) of them,
+# and a connection to a reused address then goes to the gone pod's MAC for some 8 s (5 s
+# delay, 3 unanswered probes) before the address is resolved again: a pod's probes time out
+# and a liveness probe kills it. Forgetting them when an instance starts or stops avoids it.
+forget_neighbours() {
+  ip neigh flush dev "$bridge" >/dev/null 2>&1 || true
+}
