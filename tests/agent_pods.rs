@@ -334,7 +334,8 @@ async fn bridge_pods_get_an_ip_and_host_network_pods_do_not() {
         })
         .await;
     let ip = bridge.status.unwrap().pod_ip.expect("a pod IP");
-    assert!(ip.starts_with("10.88."), "{ip}");
+    let subnet = common::containerd::pod_subnet_prefix();
+    assert!(ip.starts_with(subnet), "{ip} outside {subnet}0.0/16");
     let host = agent
         .wait_pod("host", "running", Duration::from_secs(30), |p| {
             running(p, "c")

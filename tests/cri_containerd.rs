@@ -62,11 +62,8 @@ async fn bridge_sandbox_gets_an_ip_from_the_cni_range() {
         assert_eq!(status.state, SandboxState::Ready);
         assert!(!status.host_network);
         let ip = status.ip.expect("bridge pod has an IP");
-        // 10.88.0.0/16 on containerd 1.6, 10.89.0.0/16 on 1.7 (scripts/lib/containerd-env.sh).
-        assert!(
-            ip.starts_with("10.88.") || ip.starts_with("10.89."),
-            "IP {ip} outside the pod subnets"
-        );
+        let subnet = common::containerd::pod_subnet_prefix();
+        assert!(ip.starts_with(subnet), "IP {ip} outside {subnet}0.0/16");
     })
     .await;
 }

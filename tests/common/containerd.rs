@@ -18,6 +18,16 @@ pub fn dir() -> PathBuf {
     }
 }
 
+/// How the addresses of bridge pods begin: each version has a subnet of its own
+/// (`scripts/lib/containerd-env.sh`: 10.88.0.0/16 for 1.6, 10.89.0.0/16 for 1.7), so both
+/// can run side by side.
+pub fn pod_subnet_prefix() -> &'static str {
+    match std::env::var("PODVISOR_CONTAINERD_VERSION").as_deref() {
+        Ok("1.7") => "10.89.",
+        _ => "10.88.",
+    }
+}
+
 /// The running containerd's pid. Never a silent pass: a test that restarts the runtime
 /// needs the one the scripts started.
 pub fn pid() -> String {
