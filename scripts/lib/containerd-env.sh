@@ -8,8 +8,8 @@
 #   PODVISOR_CONTAINERD_DIR      private directory (default /var/lib/podvisor-containerd for
 #                                1.6, /var/lib/podvisor-containerd-1.7 for 1.7, so both can
 #                                run side by side)
-# Each version has its own bridge and pod subnet, so two instances side by side never hand
-# out one address twice.
+# Each version has its own bridge and pod subnet, so the two side by side never hand out
+# one address twice (two instances of one version, in two directories, would: run one).
 containerd_version=${PODVISOR_CONTAINERD_VERSION:-1.6}
 case "$containerd_version" in
   1.6)
