@@ -480,6 +480,72 @@ async fn a_bad_manifest_is_reported_and_the_good_ones_run() {
     );
 }
 
+/// A pod that completed stays completed when the agent is killed and started again: its
+/// status, kept only in the node's store (a static pod's on its mirror), says it finished,
+/// so neither the static pod nor the API pod runs again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_that_completed_stay_completed_across_a_sigkilled_agent() {
+    let mut agent = Agent::start("completed").await;
+    agent.write(
+        "done.yaml",
+        &pod_yaml(
+            "done",
+            "  restartPolicy: Never\n",
+            &container_yaml("c", "exit 0"),
+        ),
+    );
+    let k = common::kubectl::Kubectl::for_agent(&agent);
+    let image = "--image=localhost/podvisor/busybox:test";
+    k.ok(&["run", "api-done", image, "--restart=Never", "--", "true"]);
+    let limit = Duration::from_secs(60);
+    for name in ["done", "api-done"] {
+        let pod = agent.name(name);
+        let pod = if name == "api-done" {
+            name.to_string()
+        } else {
+            pod
+        };
+        common::eventually(&format!("{pod} Succeeded"), limit, || async {
+            let p = agent.pods().await;
+            let p = p
+                .iter()
+                .find(|p| p.metadata.name.as_deref() == Some(&pod))?;
+            (phase(p) == "Succeeded").then_some(())
+        })
+        .await;
+    }
+    let sandboxes = |pods: &[podvisor_cri::Pod]| -> Vec<String> {
+        let mut ids: Vec<String> = pods
+            .iter()
+            .flat_map(|p| p.sandboxes.iter().map(|s| s.id.clone()))
+            .collect();
+        ids.sort();
+        ids
+    };
+    let before = sandboxes(&agent.runtime_pods().await);
+    agent.kill9();
+    agent.restart().await;
+    tokio::time::sleep(Duration::from_secs(5)).await; // relists, resyncs, housekeeping
+    let pods = agent.pods().await;
+    assert_eq!(pods.len(), 2, "{pods:?}");
+    for p in &pods {
+        assert_eq!(
+            phase(p),
+            "Succeeded",
+            "{:?}\n{}",
+            p.metadata.name,
+            agent.log_tail(30)
+        );
+        assert_eq!(restarts(p, "c") + restarts(p, "api-done"), 0);
+    }
+    assert_eq!(
+        sandboxes(&agent.runtime_pods().await),
+        before,
+        "nothing ran again\n{}",
+        agent.log_tail(30)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sigkilled_agent_adopts_its_ten_pods_without_restarting_any() {
     let mut agent = Agent::start("adopt").await;

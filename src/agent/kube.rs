@@ -9,8 +9,9 @@ use podvisor_actors::{ActorRef, ChildSpec, Recipient};
 use podvisor_apiserver::nodefit::NodeFit;
 use podvisor_apiserver::pod_security::PodSecurity;
 use podvisor_apiserver::{ApiConfig, ApiServer, ApiState, NodeInfo, ObjectAdmission};
-use podvisor_controllers::replicaset::{self, ReplicaSetController};
-use podvisor_controllers::taint_eviction::{self, TaintEviction};
+use podvisor_client::{Api, Client};
+use podvisor_controllers::replicaset::ReplicaSetController;
+use podvisor_controllers::taint_eviction::TaintEviction;
 use podvisor_kubelet::pleg::PlegHealth;
 use podvisor_kubelet::protocol::sources::SourcePods;
 use podvisor_kubelet::protocol::status::RepublishStatuses;
@@ -18,11 +19,10 @@ use podvisor_kubelet::stats::GetSummary;
 use podvisor_kubelet::status_manager::StatusManager;
 use podvisor_kubelet::sync_loop::{Allocatable, SyncLoop};
 use podvisor_machinery::events::{EventRecorder, Reporter};
-use podvisor_machinery::reflector::Source;
-use podvisor_node::node::{NodeFacts, NodeRegistrar};
+use podvisor_node::node::{NodeFacts, NodeRegistrar, Unhealthy};
 use podvisor_node::source::ApiPodSource;
-use podvisor_node::status::{StatusWriter, StoreHandles};
-use podvisor_store::{Admission, StoreActor, StoreConfig};
+use podvisor_node::status::StatusWriter;
+use podvisor_store::{Admission, LocalClient, StoreActor, StoreConfig};
 
 use super::AgentConfig;
 
@@ -39,15 +39,6 @@ pub struct Kube {
     sink: LateSink,
     statuses: LateStatuses,
     node: String,
-}
-
-fn handles(store: &ActorRef<StoreActor>) -> StoreHandles {
-    StoreHandles::new(
-        store.recipient(),
-        store.recipient(),
-        store.recipient(),
-        store.recipient(),
-    )
 }
 
 impl Kube {
@@ -70,22 +61,23 @@ impl Kube {
         .arbiter(actix::Arbiter::new().handle())
         .capacity(1 << 14)
         .build();
-        let (events, events_spec) = recorder(&store, "kubelet", node_name);
-        let h = handles(&store);
+        let client = LocalClient::client(&store);
+        let (events, events_spec) = recorder(&client, "kubelet", node_name);
+        let h = client.clone();
         let statuses: LateStatuses = Arc::default();
         let late_statuses = statuses.clone();
+        let node = node_name.to_string();
         let (writer, writer_spec) = ChildSpec::of(move || {
-            StatusWriter::new(h.clone(), events.recipient())
+            StatusWriter::new(&node, h.clone(), events.recipient())
                 .with_republish(late_statuses.get().cloned())
         })
         .capacity(1 << 16)
         .build();
         let sink: LateSink = Arc::default();
-        let (late, node, s) = (sink.clone(), node_name.to_string(), store.clone());
+        let (late, node, c) = (sink.clone(), node_name.to_string(), client.clone());
         let (source, source_spec) = ChildSpec::of(move || {
             let sink = late.get().expect("wired before start").clone();
-            let source = Source::of(&s);
-            ApiPodSource::new(node.clone(), source, sink)
+            ApiPodSource::new(&node, c.clone(), sink)
         })
         .build();
         Kube {
@@ -111,54 +103,42 @@ impl Kube {
     ) -> Vec<ChildSpec> {
         let _ = self.sink.set(sync_loop.recipient());
         let _ = self.statuses.set(status_manager.recipient());
-        let s = self.store.clone();
-        let health = Arc::new(move || pleg.check().map_err(|e| e.to_string()));
-        let (_, node_spec) = ChildSpec::of(move || {
-            NodeRegistrar::new(
-                facts.clone(),
-                health.clone(),
-                s.recipient(),
-                s.recipient(),
-                s.recipient(),
-            )
-        })
-        .build();
+        let client = LocalClient::client(&self.store);
+        let health = Arc::new(move || pleg.check().map_err(|e| Unhealthy(e.to_string())));
+        let c = client.clone();
+        let (_, node_spec) =
+            ChildSpec::of(move || NodeRegistrar::new(facts.clone(), health.clone(), c.clone()))
+                .build();
         let mut specs = self.specs.into_iter();
         let mut out: Vec<ChildSpec> = specs.by_ref().take(3).collect();
         out.extend(kubelet);
         out.extend(specs);
         out.push(node_spec);
-        out.extend(controllers(&self.store, &self.node));
+        out.extend(controllers(&client, &self.node));
         out
     }
 }
 
 /// The controllers on the store, each with its event recorder.
-fn controllers(store: &ActorRef<StoreActor>, node_name: &str) -> Vec<ChildSpec> {
-    let (events, events_spec) = recorder(store, "taint-eviction-controller", node_name);
-    let (s, node) = (store.clone(), node_name.to_string());
-    let (_, taints_spec) = ChildSpec::of(move || {
-        let source = Source::of(&s);
-        let handles = taint_eviction::StoreHandles::of(&s);
-        TaintEviction::new(node.clone(), source, handles, events.recipient())
-    })
-    .capacity(1 << 12)
-    .build();
-    let (rs_events, rs_events_spec) = recorder(store, "replicaset-controller", node_name);
-    let (s, node) = (store.clone(), node_name.to_string());
-    let (_, rs_spec) = ChildSpec::of(move || {
-        let source = Source::of(&s);
-        let handles = replicaset::StoreHandles::of(&s);
-        ReplicaSetController::new(&node, source, handles, rs_events.recipient())
-    })
-    .capacity(1 << 14)
-    .build();
+fn controllers(client: &Client, node_name: &str) -> Vec<ChildSpec> {
+    let (events, events_spec) = recorder(client, "taint-eviction-controller", node_name);
+    let (c, node) = (client.clone(), node_name.to_string());
+    let (_, taints_spec) =
+        ChildSpec::of(move || TaintEviction::new(node.clone(), c.clone(), events.recipient()))
+            .capacity(1 << 12)
+            .build();
+    let (rs_events, rs_events_spec) = recorder(client, "replicaset-controller", node_name);
+    let (c, node) = (client.clone(), node_name.to_string());
+    let (_, rs_spec) =
+        ChildSpec::of(move || ReplicaSetController::new(&node, c.clone(), rs_events.recipient()))
+            .capacity(1 << 14)
+            .build();
     vec![events_spec, taints_spec, rs_events_spec, rs_spec]
 }
 
 /// An event recorder reporting as `component` on this node.
 fn recorder(
-    store: &ActorRef<StoreActor>,
+    client: &Client,
     component: &str,
     node_name: &str,
 ) -> (ActorRef<EventRecorder>, ChildSpec) {
@@ -166,8 +146,8 @@ fn recorder(
         component: component.to_string(),
         host: node_name.to_string(),
     };
-    let s = store.clone();
-    ChildSpec::of(move || EventRecorder::new(reporter.clone(), s.recipient(), s.recipient()))
+    let events = Api::all(client.clone());
+    ChildSpec::of(move || EventRecorder::new(reporter.clone(), events.clone()))
         .key(component)
         .capacity(1 << 12)
         .build()

@@ -128,6 +128,8 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
     for dir in [&cfg.state_dir, &cfg.pod_log_dir, &cfg.manifest_dir] {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
+    // Statuses live in the store alone; an older podvisor kept a second copy here.
+    let _ = std::fs::remove_dir_all(cfg.state_dir.join("status"));
     let system = actix::System::with_tokio_rt(|| {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -170,7 +172,7 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
                 },
                 manifest_dir: cfg.manifest_dir.clone(),
                 manifest_rescan_period: cfg.manifest_rescan_period,
-                status_dir: cfg.state_dir.join("status"),
+                prior_statuses: Some(kube.writer.recipient()),
                 pleg: PlegConfig {
                     relist_period: cfg.relist_period,
                     mode: cfg.pleg.mode,

@@ -23,7 +23,6 @@ pub mod pod_security;
 mod proto;
 pub mod resource_metrics;
 mod server;
-mod smp;
 pub mod status;
 mod table;
 mod target;

@@ -19,14 +19,12 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
+use podvisor_client::{AnyObject, Error, FieldSelector};
 use podvisor_core::fit::{self, Allocatable, Requests};
 use podvisor_core::pod::MIRROR_ANNOTATION;
 use podvisor_core::taints::{self, NO_EXECUTE, NO_SCHEDULE, UNSCHEDULABLE_KEY};
 use podvisor_core::{Kind, Phase, quantity};
-use podvisor_store::{
-    Admission, FieldSelector, Resource, Selector, Store, StoreError, StoredObject,
-};
-use serde_json::Value;
+use podvisor_store::{Admission, Resource, Selector, Store, StoredObject};
 
 pub struct NodeFit {
     node: String,
@@ -35,11 +33,11 @@ pub struct NodeFit {
     requests: Mutex<HashMap<String, (u64, Requests)>>,
 }
 
-fn refuse(name: &str, cause: &'static str, message: String) -> StoreError {
-    StoreError::Forbidden {
-        resource: "pods",
+fn refuse(name: &str, cause: &'static str, message: String) -> Error {
+    Error::Forbidden {
+        resource: "pods".into(),
         name: name.to_string(),
-        cause,
+        cause: cause.into(),
         message,
     }
 }
@@ -55,7 +53,7 @@ fn allocatable(node: &Node) -> Option<Allocatable> {
 }
 
 /// Taints and cordon: the scheduler's TaintToleration and NodeUnschedulable filters.
-fn check_taints(node: &Node, pod: &Pod, name: &str) -> Result<(), StoreError> {
+fn check_taints(node: &Node, pod: &Pod, name: &str) -> Result<(), Error> {
     let spec = node.spec.clone().unwrap_or_default();
     let tolerations = pod
         .spec
@@ -116,8 +114,10 @@ impl NodeFit {
             .filter(|o| !finished(o))
             .map(|o| {
                 let cached = cache.get(&*o.uid).filter(|c| c.0 == o.revision).copied();
-                let entry = cached
-                    .unwrap_or_else(|| (o.revision, Requests::of(&o.typed().unwrap_or_default())));
+                let entry = cached.unwrap_or_else(|| {
+                    let pod = o.typed::<Pod>().unwrap_or_default();
+                    (o.revision, Requests::of(&pod))
+                });
                 seen.insert(o.uid.to_string(), entry);
                 entry.1
             })
@@ -132,7 +132,7 @@ impl NodeFit {
         node: &Node,
         pod: &Pod,
         name: &str,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), Error> {
         let Some(alloc) = allocatable(node) else {
             return Ok(());
         };
@@ -145,29 +145,30 @@ impl Admission for NodeFit {
     fn admit(
         &self,
         store: &Store,
-        res: &Resource,
-        object: &mut Value,
+        _: &Resource,
+        object: &mut AnyObject,
         old: Option<&StoredObject>,
-    ) -> Result<(), StoreError> {
-        if old.is_some() {
-            return Ok(());
-        }
-        let bound_here = object["spec"]["nodeName"].as_str() == Some(self.node.as_str());
-        let mirror = object["metadata"]["annotations"][MIRROR_ANNOTATION].is_string();
-        if res.kind != Kind::Pod || !bound_here || mirror {
-            return Ok(());
-        }
-        let Ok(node) = store.get(Kind::Node, "", &self.node) else {
+    ) -> Result<(), Error> {
+        let AnyObject::Pod(pod) = object else {
             return Ok(());
         };
-        let (Some(node), Ok(pod)) = (
-            node.typed::<Node>(),
-            serde_json::from_value::<Pod>(object.clone()),
-        ) else {
+        let bound = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
+        let mirror = pod
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(MIRROR_ANNOTATION));
+        if old.is_some() || bound != Some(self.node.as_str()) || mirror {
+            return Ok(());
+        }
+        let Ok(node) = store
+            .get(Kind::Node, "", &self.node)
+            .and_then(|n| n.typed::<Node>())
+        else {
             return Ok(());
         };
-        let name = object["metadata"]["name"].as_str().unwrap_or_default();
-        check_taints(&node, &pod, name)?;
-        self.check_resources(store, &node, &pod, name)
+        let name = pod.metadata.name.as_deref().unwrap_or_default();
+        check_taints(&node, pod, name)?;
+        self.check_resources(store, &node, pod, name)
     }
 }

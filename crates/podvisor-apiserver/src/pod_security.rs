@@ -12,10 +12,11 @@
 //! runs (SELinux, Windows and user-namespace fields are refused by validation anyway).
 
 use k8s_openapi::api::core::v1::{Container, Namespace, Pod, PodSpec, SecurityContext};
+use podvisor_client::{AnyObject, Error};
 use podvisor_core::Kind;
 use podvisor_core::pod::MIRROR_ANNOTATION;
 use podvisor_core::validation::security::{SAFE_SYSCTLS, dotted_sysctl};
-use podvisor_store::{Admission, Resource, Store, StoreError, StoredObject};
+use podvisor_store::{Admission, Resource, Store, StoredObject};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -273,9 +274,8 @@ impl PodSecurity {
         let label = store
             .get(Kind::Namespace, "", ns)
             .ok()
-            .and_then(|o| o.typed::<Namespace>())
-            .and_then(|n| n.metadata.labels)
-            .and_then(|l| l.get(ENFORCE_LABEL).cloned());
+            .and_then(|o| o.typed::<Namespace>().ok())
+            .and_then(|n| n.metadata.labels.as_ref()?.get(ENFORCE_LABEL).cloned());
         label.map_or(self.default, |v| Level::of_label(&v))
     }
 }
@@ -284,37 +284,35 @@ impl Admission for PodSecurity {
     fn admit(
         &self,
         store: &Store,
-        res: &Resource,
-        object: &mut Value,
+        _: &Resource,
+        object: &mut AnyObject,
         old: Option<&StoredObject>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), Error> {
+        let AnyObject::Pod(pod) = object else {
+            return Ok(());
+        };
         // Updates change only images, tolerations, deadlines and the grace period: none
         // of it is policed.
-        let mirror = object["metadata"]["annotations"][MIRROR_ANNOTATION].is_string();
-        if res.kind != Kind::Pod || old.is_some() || mirror {
+        let meta = &pod.metadata;
+        let mirror = meta
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(MIRROR_ANNOTATION));
+        if old.is_some() || mirror {
             return Ok(());
         }
-        let ns = object["metadata"]["namespace"]
-            .as_str()
-            .unwrap_or("default");
-        let level = self.level(store, ns);
+        let level = self.level(store, meta.namespace.as_deref().unwrap_or("default"));
         if level == Level::Privileged {
             return Ok(());
         }
-        let Ok(pod) = serde_json::from_value::<Pod>(object.clone()) else {
-            return Ok(()); // validation, which ran first, said why
-        };
-        let found = violations(&pod, level);
+        let found = violations(pod, level);
         if found.is_empty() {
             return Ok(());
         }
-        Err(StoreError::Forbidden {
-            resource: "pods",
-            name: object["metadata"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string(),
-            cause: "PodSecurity",
+        Err(Error::Forbidden {
+            resource: "pods".into(),
+            name: meta.name.clone().unwrap_or_default(),
+            cause: "PodSecurity".into(),
             message: format!(
                 "violates PodSecurity \"{}:latest\": {}",
                 level.name(),

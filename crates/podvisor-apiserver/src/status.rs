@@ -4,8 +4,8 @@
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Status, StatusCause, StatusDetails};
+use podvisor_client::Error as ClientError;
 use podvisor_core::validation::FieldErrors;
-use podvisor_store::StoreError;
 
 /// A refused or failed request.
 #[derive(Debug, thiserror::Error)]
@@ -140,44 +140,44 @@ pub fn status_json(s: &Status) -> serde_json::Value {
     v
 }
 
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> Self {
+impl From<ClientError> for ApiError {
+    fn from(e: ClientError) -> Self {
         let msg = e.to_string();
         match e {
-            StoreError::NotFound { resource, name } => {
-                ApiError::new(404, "NotFound", format!("{resource} {name:?} not found"))
-                    .named(resource, &name)
+            ClientError::NotFound { resource, name } => {
+                ApiError::new(404, "NotFound", msg).named(&resource, &name)
             }
-            StoreError::AlreadyExists { resource, name } => {
-                ApiError::new(409, "AlreadyExists", msg).named(resource, &name)
+            ClientError::AlreadyExists { resource, name } => {
+                ApiError::new(409, "AlreadyExists", msg).named(&resource, &name)
             }
-            StoreError::Conflict { resource, name, .. } => {
-                ApiError::new(409, "Conflict", msg).named(resource, &name)
+            ClientError::Conflict { resource, name, .. } => {
+                ApiError::new(409, "Conflict", msg).named(&resource, &name)
             }
-            StoreError::Invalid { kind, name, errors } => {
+            ClientError::Invalid { kind, name, errors } => {
                 let group = if kind == "ReplicaSet" { "apps" } else { "" };
-                ApiError::invalid(kind, group, &name, &errors)
+                ApiError::invalid(&kind, group, &name, &errors)
             }
-            StoreError::Forbidden {
+            ClientError::Forbidden {
                 resource,
                 name,
                 cause,
                 message,
             } => {
-                let mut e = ApiError::new(403, "Forbidden", msg).named(resource, &name);
+                let mut e = ApiError::new(403, "Forbidden", msg).named(&resource, &name);
                 if let Some(d) = e.details.as_mut() {
                     d.causes = Some(vec![StatusCause {
-                        reason: Some(cause.to_string()),
+                        reason: Some(cause),
                         message: Some(message),
                         field: None,
                     }]);
                 }
                 e
             }
-            StoreError::BadRequest(_) => ApiError::bad_request(msg),
-            StoreError::TooLarge { .. } => ApiError::new(413, "RequestEntityTooLarge", msg),
-            StoreError::Gone { .. } => ApiError::new(410, "Expired", msg),
-            StoreError::Db(_) => ApiError::new(500, "InternalError", msg),
+            ClientError::BadRequest(_) => ApiError::bad_request(msg),
+            ClientError::TooLarge { .. } => ApiError::new(413, "RequestEntityTooLarge", msg),
+            ClientError::Gone(_) => ApiError::new(410, "Expired", msg),
+            ClientError::Unavailable(_) => ApiError::new(503, "ServiceUnavailable", msg),
+            ClientError::Internal(_) => ApiError::new(500, "InternalError", msg),
         }
     }
 }

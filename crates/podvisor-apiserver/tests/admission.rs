@@ -5,8 +5,10 @@
 use std::sync::Arc;
 
 use podvisor_apiserver::{NodeInfo, ObjectAdmission};
+use podvisor_client::{Error as StoreError, PostParams as WriteOptions};
 use podvisor_core::Kind;
-use podvisor_store::{Resource, Store, StoreConfig, StoreError, WriteOptions};
+use podvisor_store::testing::JsonWrites;
+use podvisor_store::{Resource, Store, StoreConfig};
 use serde_json::{Value, json};
 
 const W: WriteOptions = WriteOptions { dry_run: false };
@@ -46,7 +48,7 @@ fn a_pod_update_keeps_what_kubernetes_keeps() {
     let body = json!({"metadata": {"name": "p"}, "spec": {
         "tolerations": [{"key": "a", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}],
         "containers": [{"name": "c", "image": "x:1"}]}});
-    s.create(&pods, body, Some("default"), W).unwrap();
+    s.create_v(&pods, body, Some("default"), W).unwrap();
     let mut v = current(&s);
     v["spec"]["tolerations"][0]["tolerationSeconds"] = 10.into();
     v["spec"]["tolerations"]
@@ -54,25 +56,25 @@ fn a_pod_update_keeps_what_kubernetes_keeps() {
         .unwrap()
         .push(json!({"key": "b", "operator": "Exists"}));
     v["spec"]["containers"][0]["image"] = "x:2".into();
-    s.update(&pods, v, false, W)
+    s.update_v(&pods, v, false, W)
         .expect("seconds changed, a toleration added, an image changed");
     let mut gone = current(&s);
     gone["spec"]["tolerations"] = json!([{"key": "b", "operator": "Exists"}]);
-    assert!(refused(s.update(&pods, gone, false, W)).contains("spec.tolerations"));
+    assert!(refused(s.update_v(&pods, gone, false, W)).contains("spec.tolerations"));
     let mut mirrored = current(&s);
     mirrored["metadata"]["annotations"] = json!({"kubernetes.io/config.mirror": "abc"});
-    assert!(refused(s.update(&pods, mirrored, false, W)).contains("config.mirror"));
+    assert!(refused(s.update_v(&pods, mirrored, false, W)).contains("config.mirror"));
     let mut respec = current(&s);
     respec["spec"]["containers"][0]["name"] = "other".into();
-    assert!(refused(s.update(&pods, respec, false, W)).contains("spec: Forbidden"));
+    assert!(refused(s.update_v(&pods, respec, false, W)).contains("spec: Forbidden"));
     let mut junk = current(&s);
     junk["status"] = json!({"startTime": "not a time"});
-    refused(s.update(&pods, junk, true, W));
+    refused(s.update_v(&pods, junk, true, W));
     assert!(
         s.get(Kind::Pod, "default", "p")
             .unwrap()
             .typed::<k8s_openapi::api::core::v1::Pod>()
-            .is_some()
+            .is_ok()
     );
 }
 
@@ -84,8 +86,8 @@ fn a_replica_sets_selector_is_immutable() {
         "selector": {"matchLabels": {"app": "web"}},
         "template": {"metadata": {"labels": {"app": "web", "v": "1"}},
             "spec": {"containers": [{"name": "c", "image": "x:1"}]}}}});
-    s.create(&rs, body, Some("default"), W).unwrap();
+    s.create_v(&rs, body, Some("default"), W).unwrap();
     let mut v = s.get(Kind::ReplicaSet, "default", "web").unwrap().value();
     v["spec"]["selector"]["matchLabels"]["v"] = "1".into();
-    assert!(refused(s.update(&rs, v, false, W)).contains("spec.selector"));
+    assert!(refused(s.update_v(&rs, v, false, W)).contains("spec.selector"));
 }

@@ -4,8 +4,10 @@
 use std::sync::Arc;
 
 use podvisor_apiserver::nodefit::NodeFit;
+use podvisor_client::{Error as StoreError, PostParams as WriteOptions};
 use podvisor_core::Kind;
-use podvisor_store::{Resource, Store, StoreConfig, StoreError, WriteOptions};
+use podvisor_store::testing::JsonWrites;
+use podvisor_store::{Resource, Store, StoreConfig};
 use serde_json::{Value, json};
 
 const W: WriteOptions = WriteOptions { dry_run: false };
@@ -26,7 +28,7 @@ fn store(name: &str) -> Store {
 
 fn node(s: &mut Store, spec: Value, pods: u32) {
     let nodes = Resource::of(Kind::Node);
-    s.create(
+    s.create_v(
         &nodes,
         json!({"metadata": {"name": "n1"}, "spec": spec}),
         None,
@@ -35,7 +37,7 @@ fn node(s: &mut Store, spec: Value, pods: u32) {
     .unwrap();
     let mut v = s.get(Kind::Node, "", "n1").unwrap().value();
     v["status"] = json!({"allocatable": {"pods": pods.to_string(), "cpu": "2", "memory": "1Gi"}});
-    s.update(&nodes, v, true, W).unwrap();
+    s.update_v(&nodes, v, true, W).unwrap();
 }
 
 fn pod(name: &str, tolerations: Value) -> Value {
@@ -43,8 +45,8 @@ fn pod(name: &str, tolerations: Value) -> Value {
         "containers": [{"name": "c", "image": "x:1", "resources": {"requests": {"cpu": "500m"}}}]}})
 }
 
-fn create(s: &mut Store, body: Value) -> Result<(), (String, &'static str)> {
-    match s.create(&Resource::of(Kind::Pod), body, Some("default"), W) {
+fn create(s: &mut Store, body: Value) -> Result<(), (String, String)> {
+    match s.create_v(&Resource::of(Kind::Pod), body, Some("default"), W) {
         Ok(_) => Ok(()),
         Err(StoreError::Forbidden { cause, message, .. }) => Err((message, cause)),
         Err(e) => panic!("unexpected {e}"),
@@ -114,7 +116,7 @@ fn capacity_counts_the_pods_that_still_hold_resources() {
     // A finished pod frees its slot.
     let mut done = s.get(Kind::Pod, "default", "a").unwrap().value();
     done["status"] = json!({"phase": "Succeeded"});
-    s.update(&Resource::of(Kind::Pod), done, true, W).unwrap();
+    s.update_v(&Resource::of(Kind::Pod), done, true, W).unwrap();
     assert_eq!(create(&mut s, pod("d", json!([]))), Ok(()));
     // CPU: 2 cores, 500m each: the fifth would be 2.5.
     let mut big = pod("big", json!([]));

@@ -1,6 +1,6 @@
-//! podvisor's controllers: actors that watch the store and act on it, level-driven (each
-//! looks at the current objects and closes the gap, so a restarted one rebuilds from the
-//! store and loses nothing).
+//! podvisor's controllers: actors that watch objects through the typed client and act on
+//! them, level-driven (each looks at the current objects and closes the gap, so a
+//! restarted one rebuilds from the API and loses nothing).
 //!
 //! - [`taint_eviction`]: the NoExecute taint eviction scheduler for this node.
 //! - [`replicaset`]: the ReplicaSet controller, keeping declared replicas running here.
@@ -10,5 +10,4 @@
 
 pub mod clock;
 pub mod replicaset;
-mod store_calls;
 pub mod taint_eviction;

@@ -6,26 +6,35 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::StreamExt;
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use podvisor_actors::testing::paused_system;
-use podvisor_actors::{ActorRef, ChildSpec, Registry, SupervisorConfig, start_root};
+use podvisor_actors::{ChildSpec, Registry, SupervisorConfig, start_root};
 use podvisor_apiserver::nodefit::NodeFit;
 use podvisor_apiserver::{NodeInfo, ObjectAdmission};
-use podvisor_controllers::replicaset::{self, ReplicaSetController};
-use podvisor_core::Kind;
+use podvisor_client::{Api, Client, ListParams, Object, PostParams, WatchEvent};
+use podvisor_controllers::replicaset::ReplicaSetController;
 use podvisor_machinery::events::{EventRecorder, Reporter};
-use podvisor_machinery::reflector::Source;
-use podvisor_store::actor::{Create, Get, List, Update, Watch, WatchEvent};
-use podvisor_store::{
-    Admission, ChangeType, Resource, Selector, StoreActor, StoreConfig, WriteOptions,
-};
+use podvisor_store::{Admission, LocalClient, StoreActor, StoreConfig};
 use serde_json::{Value, json};
 
 const NODE: &str = "n1";
 
 struct Setup {
-    store: ActorRef<StoreActor>,
+    store: Client,
     registry: Arc<Registry>,
 }
+
+fn typed<K: Object>(v: Value) -> K {
+    serde_json::from_value(v).unwrap()
+}
+
+fn json_of<K: Object>(o: &K) -> Value {
+    serde_json::to_value(o).unwrap()
+}
+
+const PP: PostParams = PostParams { dry_run: false };
 
 fn setup(name: &str) -> Setup {
     let dir = std::env::temp_dir()
@@ -48,22 +57,19 @@ fn setup(name: &str) -> Setup {
     })
     .capacity(1 << 14)
     .build();
-    let s = store.clone();
+    let client = LocalClient::client(&store);
     let reporter = Reporter {
         component: "replicaset-controller".into(),
         host: NODE.into(),
     };
+    let events_api = Api::all(client.clone());
     let (events, events_spec) =
-        ChildSpec::of(move || EventRecorder::new(reporter.clone(), s.recipient(), s.recipient()))
+        ChildSpec::of(move || EventRecorder::new(reporter.clone(), events_api.clone())).build();
+    let c = client.clone();
+    let (_, rs_spec) =
+        ChildSpec::of(move || ReplicaSetController::new(NODE, c.clone(), events.recipient()))
+            .capacity(1 << 14)
             .build();
-    let s = store.clone();
-    let (_, rs_spec) = ChildSpec::of(move || {
-        let source = Source::of(&s);
-        let handles = replicaset::StoreHandles::of(&s);
-        ReplicaSetController::new(NODE, source, handles, events.recipient())
-    })
-    .capacity(1 << 14)
-    .build();
     start_root(
         "root",
         SupervisorConfig::default(),
@@ -71,69 +77,46 @@ fn setup(name: &str) -> Setup {
         vec![store_spec, events_spec, rs_spec],
         |e| panic!("escalated: {e:?}"),
     );
-    Setup { store, registry }
+    Setup {
+        store: client,
+        registry,
+    }
 }
 
-async fn node(store: &ActorRef<StoreActor>, pods: u32) {
-    let nodes = Resource::of(Kind::Node);
-    let body = json!({"metadata": {"name": NODE}, "spec": {}});
-    store
-        .send(Create {
-            resource: nodes,
-            namespace: None,
-            body,
-            opts: WriteOptions::default(),
-        })
-        .await
-        .unwrap()
-        .unwrap();
-    let get = Get {
-        kind: Kind::Node,
-        namespace: String::new(),
-        name: NODE.into(),
-    };
-    let mut v = store.send(get).await.unwrap().unwrap().value();
-    v["status"] = json!({"allocatable": {"pods": pods.to_string(), "cpu": "64", "memory": "64Gi"}});
-    let update = Update {
-        resource: nodes,
-        body: v,
-        status_only: true,
-        opts: WriteOptions::default(),
-    };
-    store.send(update).await.unwrap().unwrap();
+async fn node(store: &Client, pods: u32) {
+    let nodes: Api<Node> = Api::all(store.clone());
+    let body = typed(json!({"metadata": {"name": NODE}, "spec": {}}));
+    let made = nodes.create(&PP, body).await.unwrap();
+    let mut next = (*made).clone();
+    let status = json!({"allocatable": {"pods": pods.to_string(), "cpu": "64", "memory": "64Gi"}});
+    next.status = Some(serde_json::from_value(status).unwrap());
+    nodes.replace_status(&PP, next).await.unwrap();
 }
 
-async fn create_rs(store: &ActorRef<StoreActor>, replicas: i32) {
+fn sets(store: &Client) -> Api<ReplicaSet> {
+    Api::namespaced(store.clone(), "default")
+}
+
+fn pods_api(store: &Client) -> Api<Pod> {
+    Api::namespaced(store.clone(), "default")
+}
+
+async fn create_rs(store: &Client, replicas: i32) {
     let body = json!({"metadata": {"name": "web"}, "spec": {"replicas": replicas,
         "selector": {"matchLabels": {"app": "web"}},
         "template": {"metadata": {"labels": {"app": "web"}},
             "spec": {"containers": [{"name": "c", "image": "localhost/x:1"}]}}}});
-    let msg = Create {
-        resource: Resource::of(Kind::ReplicaSet),
-        namespace: Some("default".into()),
-        body,
-        opts: WriteOptions::default(),
-    };
-    store.send(msg).await.unwrap().unwrap();
+    sets(store).create(&PP, typed(body)).await.unwrap();
 }
 
-async fn pods(store: &ActorRef<StoreActor>) -> Vec<Value> {
-    let msg = List {
-        selector: Selector::all(Kind::Pod),
-        limit: None,
-        continue_token: None,
-    };
-    let page = store.send(msg).await.unwrap().unwrap();
-    page.items.iter().map(|o| o.value()).collect()
+async fn pods(store: &Client) -> Vec<Value> {
+    let all: Api<Pod> = Api::all(store.clone());
+    let page = all.list(&ListParams::default()).await.unwrap();
+    page.items.iter().map(|o| json_of(o.as_ref())).collect()
 }
 
-async fn rs(store: &ActorRef<StoreActor>) -> Value {
-    let get = Get {
-        kind: Kind::ReplicaSet,
-        namespace: "default".into(),
-        name: "web".into(),
-    };
-    store.send(get).await.unwrap().unwrap().value()
+async fn rs(store: &Client) -> Value {
+    json_of(sets(store).get("web").await.unwrap().as_ref())
 }
 
 fn summary(registry: &Registry) -> Value {
@@ -151,24 +134,16 @@ fn a_panic_in_the_middle_of_a_slow_start_ends_with_exactly_fifty() {
     paused_system().block_on(async {
         let Setup { store, registry } = setup("panic");
         node(&store, 110).await;
-        let mut sel = Selector::all(Kind::Pod);
-        sel.namespace = Some("default".into());
-        let mut watch = store
-            .send(Watch {
-                selector: sel,
-                from: None,
-            })
+        let mut watch = pods_api(&store)
+            .watch(&ListParams::default(), "")
             .await
-            .unwrap()
             .unwrap();
         create_rs(&store, 50).await;
         // Crash the controller as soon as its third pod is stored: batches 1 and 2 are done,
         // batch 3 is under way.
         let mut n = 0;
         while n < 3 {
-            if let Some(WatchEvent::Change(c)) = watch.recv().await
-                && c.kind == ChangeType::Added
-            {
+            if let Some(Ok(WatchEvent::Added(_))) = watch.next().await {
                 n += 1;
             }
         }
@@ -239,13 +214,7 @@ fn a_node_that_refuses_pods_shows_replica_failure_and_backs_off() {
         // Fewer replicas: the failure clears.
         let mut v = rs(&store).await;
         v["spec"]["replicas"] = 5.into();
-        let update = Update {
-            resource: Resource::of(Kind::ReplicaSet),
-            body: v,
-            status_only: false,
-            opts: WriteOptions::default(),
-        };
-        store.send(update).await.unwrap().unwrap();
+        sets(&store).replace(&PP, typed(v)).await.unwrap();
         tokio::time::sleep(Duration::from_secs(5)).await;
         assert!(rs(&store).await["status"].get("conditions").is_none());
     });
@@ -258,23 +227,14 @@ fn a_matching_orphan_on_this_node_is_adopted_and_counts() {
         node(&store, 110).await;
         let orphan = json!({"metadata": {"name": "bare", "labels": {"app": "web"}},
             "spec": {"containers": [{"name": "c", "image": "localhost/x:1"}]}});
-        let msg = Create {
-            resource: Resource::of(Kind::Pod),
-            namespace: Some("default".into()),
-            body: orphan,
-            opts: WriteOptions::default(),
-        };
-        store.send(msg).await.unwrap().unwrap();
+        pods_api(&store).create(&PP, typed(orphan)).await.unwrap();
         // Matching too, but stored for another node: it never runs here.
         let elsewhere = json!({"metadata": {"name": "elsewhere", "labels": {"app": "web"}},
             "spec": {"nodeName": "n2", "containers": [{"name": "c", "image": "localhost/x:1"}]}});
-        let msg = Create {
-            resource: Resource::of(Kind::Pod),
-            namespace: Some("default".into()),
-            body: elsewhere,
-            opts: WriteOptions::default(),
-        };
-        store.send(msg).await.unwrap().unwrap();
+        pods_api(&store)
+            .create(&PP, typed(elsewhere))
+            .await
+            .unwrap();
         create_rs(&store, 2).await;
         tokio::time::sleep(Duration::from_secs(10)).await;
         let all = pods(&store).await;

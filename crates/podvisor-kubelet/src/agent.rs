@@ -22,7 +22,7 @@ use crate::pleg::{PlegConfig, PlegHealth};
 use crate::pod_workers::{PodWorkers, Timings};
 use crate::prober::{Prober, ProberDeps};
 use crate::protocol::sources::{GetDesiredPods, Rescan, SourcePods};
-use crate::protocol::status::PublishedStatus;
+use crate::protocol::status::{PriorStatuses, PublishedStatus};
 use crate::stats::StatsCollector;
 use crate::status_manager::StatusManager;
 use crate::sync_loop::{SyncLoop, SyncLoopConfig, SyncLoopDeps};
@@ -32,8 +32,9 @@ pub struct AgentParams {
     pub node: NodeConfig,
     pub manifest_dir: PathBuf,
     pub manifest_rescan_period: Duration,
-    /// Where statuses are kept across restarts.
-    pub status_dir: PathBuf,
+    /// Where the statuses of before a (re)start are: the node's API (`None`: nowhere, as in
+    /// tests without one).
+    pub prior_statuses: Option<Recipient<PriorStatuses>>,
     pub pleg: PlegConfig,
     pub timings: Timings,
     pub sync_loop: SyncLoopConfig,
@@ -176,14 +177,15 @@ fn status_manager_spec(
     p: &AgentParams,
     prober: &ActorRef<Prober>,
 ) -> (ActorRef<StatusManager>, ChildSpec) {
-    let (status_dir, sink, resend) = (
-        p.status_dir.clone(),
+    let (prior, sink, resend) = (
+        p.prior_statuses.clone(),
         p.status_sink.clone(),
         prober.recipient(),
     );
     let metrics = p.metrics.clone();
     ChildSpec::of(move || {
-        StatusManager::new(status_dir.clone())
+        StatusManager::new()
+            .with_prior(prior.clone())
             .with_sink(sink.clone())
             .with_prober(Some(resend.clone()))
             .with_metrics(metrics.clone())

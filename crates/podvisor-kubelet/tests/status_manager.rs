@@ -1,23 +1,28 @@
 //! The status manager as an actor: it follows the status cache (a pod shows Running as soon
 //! as the runtime says so, without another sync), keeps the newest runtime status, merges
-//! the syncs' waiting reasons, and persists off its thread so a restart reloads it.
-
-mod support;
+//! the syncs' waiting reasons, publishes every change, and a restarted one starts from the
+//! statuses its API holds.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use podvisor_actors::{ActorRef, ChildSpec, Registry, SupervisorConfig, start_root};
+use actix::prelude::*;
+use k8s_openapi::api::core::v1::Pod;
+use podvisor_actors::testing::paused_system;
+use podvisor_actors::{
+    ActorRef, ChildSpec, Registry, StartInfo, SupervisedActor, SupervisorConfig, start_root,
+};
 use podvisor_core::{PodUid, SharedPod};
 use podvisor_cri::{
     ContainerState, ContainerStatus, PodRef, PodStatus, SandboxState, SandboxStatus,
 };
 use podvisor_kubelet::protocol::cache::{CachedStatus, StatusChanged};
-use podvisor_kubelet::protocol::status::{ListPods, PodRecord, PodSynced, Waiting, WaitingReason};
+use podvisor_kubelet::protocol::status::{
+    FinishedPods, PodSynced, PriorStatuses, PublishedStatus, RepublishStatuses, Waiting,
+    WaitingReason,
+};
 use podvisor_kubelet::status_manager::StatusManager;
-use support::*;
 use tokio::time::Instant;
 
 const UID: &str = "sm-0001";
@@ -90,8 +95,54 @@ fn changed(status: Arc<PodStatus>, at: Instant) -> StatusChanged {
     }
 }
 
-fn start(dir: PathBuf) -> ActorRef<StatusManager> {
-    let (sm, spec) = ChildSpec::of(move || StatusManager::new(dir.clone())).build();
+/// The API the status manager writes to (through its sink) and starts from: the newest
+/// published status of each pod, answered as the prior statuses.
+#[derive(Default)]
+struct FakeApi {
+    pods: HashMap<String, Arc<Pod>>,
+}
+
+impl Actor for FakeApi {
+    type Context = Context<Self>;
+}
+
+impl SupervisedActor for FakeApi {
+    const KIND: &'static str = "fake-api";
+    type Summary = ();
+    fn rebuild(&mut self, _: &mut Context<Self>, _: &StartInfo<Self>) {}
+    fn summary(&self) {}
+}
+
+impl Handler<PublishedStatus> for FakeApi {
+    type Result = ();
+    fn handle(&mut self, msg: PublishedStatus, _: &mut Context<Self>) {
+        if let PublishedStatus::Changed { pod, .. } = msg {
+            let uid = pod.metadata.uid.clone().unwrap_or_default();
+            self.pods.insert(uid, pod);
+        }
+    }
+}
+
+impl Handler<PriorStatuses> for FakeApi {
+    type Result = MessageResult<PriorStatuses>;
+    fn handle(&mut self, _: PriorStatuses, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.pods.values().cloned().collect())
+    }
+}
+
+fn api() -> ActorRef<FakeApi> {
+    ChildSpec::of(FakeApi::default).start_unsupervised()
+}
+
+/// A status manager that starts from `prior`'s statuses and publishes to `sink`.
+fn start(prior: &ActorRef<FakeApi>, sink: &ActorRef<FakeApi>) -> ActorRef<StatusManager> {
+    let (sink, prior) = (sink.recipient(), prior.recipient());
+    let (sm, spec) = ChildSpec::of(move || {
+        StatusManager::new()
+            .with_sink(Some(sink.clone()))
+            .with_prior(Some(prior.clone()))
+    })
+    .build();
     start_root(
         "root",
         SupervisorConfig::default(),
@@ -102,44 +153,46 @@ fn start(dir: PathBuf) -> ActorRef<StatusManager> {
     sm
 }
 
-async fn the_pod(sm: &ActorRef<StatusManager>) -> PodRecord {
-    let mut pods = sm.send(ListPods).await.unwrap();
+/// The pod as the status manager last published it (once everything sent to it before
+/// has been handled: `FinishedPods` is answered in order).
+async fn the_pod(sm: &ActorRef<StatusManager>, api: &ActorRef<FakeApi>) -> Arc<Pod> {
+    sm.send(FinishedPods).await.unwrap();
+    let mut pods = api.send(PriorStatuses).await.unwrap();
     assert_eq!(pods.len(), 1);
     pods.remove(0)
 }
 
-async fn phase(sm: &ActorRef<StatusManager>) -> String {
-    let r = the_pod(sm).await;
-    r.pod.status.as_ref().unwrap().phase.clone().unwrap()
+async fn phase(sm: &ActorRef<StatusManager>, api: &ActorRef<FakeApi>) -> String {
+    let p = the_pod(sm, api).await;
+    p.status.as_ref().unwrap().phase.clone().unwrap()
 }
 
-fn app_state(r: &PodRecord) -> serde_json::Value {
-    let s = r.pod.status.as_ref().unwrap();
+fn app_state(p: &Pod) -> serde_json::Value {
+    let s = p.status.as_ref().unwrap();
     serde_json::to_value(&s.container_statuses.as_ref().unwrap()[0].state).unwrap()
 }
 
 #[test]
 fn a_pod_shows_running_when_the_cache_says_so_without_another_sync() {
-    let dir = std::env::temp_dir().join(format!("podvisor-sm-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
     paused_system().block_on(async {
-        let sm = start(dir.clone());
+        let api = api();
+        let sm = start(&api, &api);
         // The sync's report before it acts: nothing runs yet.
         sm.do_send(PodSynced {
             pod: pod(),
             waiting: HashMap::new(),
         });
-        assert_eq!(phase(&sm).await, "Pending");
+        assert_eq!(phase(&sm, &api).await, "Pending");
         // The PLEG stores the runtime's news in the cache; that is all it takes.
         let t1 = Instant::now();
         sm.do_send(changed(runtime(ContainerState::Running), t1));
-        assert_eq!(phase(&sm).await, "Running");
+        assert_eq!(phase(&sm, &api).await, "Running");
         // Older news never overwrites newer.
         sm.do_send(changed(
             runtime(ContainerState::Exited),
             t1 - Duration::from_millis(1),
         ));
-        assert_eq!(phase(&sm).await, "Running");
+        assert_eq!(phase(&sm, &api).await, "Running");
         // A crash, then the sync that finds it backing off: the waiting reason is merged
         // with the cache's status.
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -149,30 +202,25 @@ fn a_pod_shows_running_when_the_cache_says_so_without_another_sync() {
             pod: pod(),
             waiting: HashMap::from([("app".to_string(), waiting)]),
         });
-        let r = the_pod(&sm).await;
+        let r = the_pod(&sm, &api).await;
         assert_eq!(app_state(&r)["waiting"]["reason"], "CrashLoopBackOff");
-        // Written off the actor thread, and reloaded by a new instance.
-        let file = dir.join(format!("{UID}.json"));
-        until("status written", Duration::from_secs(5), || file.exists()).await;
-        until("newest written", Duration::from_secs(5), || {
-            std::fs::read_to_string(&file).is_ok_and(|t| t.contains("CrashLoopBackOff"))
-        })
-        .await;
-        let again = start(dir.clone());
+        // A new instance starts from what the API holds: asked to publish everything it
+        // has (as a restarted status writer asks), it has that status, before any sync.
+        let elsewhere = self::api();
+        let again = start(&api, &elsewhere);
+        again.send(RepublishStatuses).await.unwrap();
         assert_eq!(
-            app_state(&the_pod(&again).await)["waiting"]["reason"],
+            app_state(the_pod(&again, &elsewhere).await.as_ref())["waiting"]["reason"],
             "CrashLoopBackOff"
         );
     });
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_finished_pod_stays_finished_when_its_containers_are_removed() {
-    let dir = std::env::temp_dir().join(format!("podvisor-sm-done-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
     paused_system().block_on(async {
-        let sm = start(dir.clone());
+        let api = api();
+        let sm = start(&api, &api);
         let once = SharedPod::new(
             serde_json::from_value(serde_json::json!({
                 "metadata": {"name": "web", "namespace": "default", "uid": UID},
@@ -188,7 +236,7 @@ fn a_finished_pod_stays_finished_when_its_containers_are_removed() {
         let mut exited = (*runtime(ContainerState::Exited)).clone();
         exited.containers[0].exit_code = 0;
         sm.do_send(changed(Arc::new(exited), Instant::now()));
-        assert_eq!(phase(&sm).await, "Succeeded");
+        assert_eq!(phase(&sm, &api).await, "Succeeded");
         // The terminated pod is cleaned up: the runtime has nothing of it any more.
         tokio::time::sleep(Duration::from_millis(5)).await;
         let gone = PodStatus {
@@ -197,9 +245,15 @@ fn a_finished_pod_stays_finished_when_its_containers_are_removed() {
             ..(*runtime(ContainerState::Exited)).clone()
         };
         sm.do_send(changed(Arc::new(gone), Instant::now()));
-        assert_eq!(phase(&sm).await, "Succeeded", "not Pending again");
-        let r = the_pod(&sm).await;
+        assert_eq!(phase(&sm, &api).await, "Succeeded", "not Pending again");
+        let r = the_pod(&sm, &api).await;
         assert_eq!(app_state(&r)["terminated"]["exitCode"], 0, "its last container state stays");
+        // A restarted instance knows it finished, from the API alone: the sync loop asks.
+        let again = start(&api, &self::api());
+        let finished = again.send(FinishedPods).await.unwrap();
+        assert_eq!(
+            finished.get(&PodUid::from(UID)).map(|p| p.as_str()),
+            Some("Succeeded")
+        );
     });
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,15 +1,15 @@
 //! An informer's local cache (client-go's indexer, kube-runtime's reflector store): the
-//! typed objects a reflector delivers, by key, with one optional secondary index (the
-//! ReplicaSet controller indexes pods by their controller's UID). Applying an update
-//! answers what changed, old and new, which is what a controller's event handlers need;
-//! a relist (`Reset`) answers the difference with what was held.
+//! typed objects a reflector delivers, shared with it (nothing is decoded here), by key,
+//! with one optional secondary index (the ReplicaSet controller indexes pods by their
+//! controller's UID). Applying an update answers what changed, old and new, which is what
+//! a controller's event handlers need; a relist (`Reset`) answers the difference with what
+//! was held.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
-use podvisor_core::{Kind, ObjectKey};
-use podvisor_store::{ChangeType, StoredObject};
-use serde::de::DeserializeOwned;
+use podvisor_client::{Object, WatchEvent};
+use podvisor_core::{ObjectKey, Uid};
 
 use crate::reflector::Update;
 
@@ -25,17 +25,21 @@ type Index<T> = fn(&T) -> Option<String>;
 type Filter<T> = fn(&T) -> bool;
 
 pub struct Cache<T> {
-    kind: Kind,
     objects: BTreeMap<ObjectKey, Arc<T>>,
     index: Option<Index<T>>,
     by_index: HashMap<String, HashSet<ObjectKey>>,
     keep: Option<Filter<T>>,
 }
 
-impl<T: DeserializeOwned> Cache<T> {
-    pub fn new(kind: Kind) -> Self {
+impl<T: Object> Default for Cache<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Object> Cache<T> {
+    pub fn new() -> Self {
         Self {
-            kind,
             objects: BTreeMap::new(),
             index: None,
             by_index: HashMap::new(),
@@ -51,10 +55,9 @@ impl<T: DeserializeOwned> Cache<T> {
         self
     }
 
-    /// The typed object, unless the filter refuses it.
-    fn typed(&self, o: &StoredObject) -> Option<Arc<T>> {
-        let t = o.typed::<T>()?;
-        self.keep.is_none_or(|keep| keep(&t)).then(|| Arc::new(t))
+    /// The object, unless the filter refuses it.
+    fn kept(&self, o: &Arc<T>) -> Option<Arc<T>> {
+        self.keep.is_none_or(|keep| keep(o)).then(|| o.clone())
     }
 
     /// Also indexes every object by `index` (one value per object, or none).
@@ -63,9 +66,14 @@ impl<T: DeserializeOwned> Cache<T> {
         self
     }
 
-    fn key(&self, o: &StoredObject) -> ObjectKey {
-        let ns = self.kind.namespaced().then_some(o.namespace.as_str());
-        ObjectKey::new(self.kind, ns, &o.name).with_uid(o.uid.clone())
+    fn key(o: &T) -> ObjectKey {
+        let meta = o.metadata();
+        let ns = T::TYPE
+            .namespaced()
+            .then(|| meta.namespace.as_deref().unwrap_or_default());
+        let name = meta.name.as_deref().unwrap_or_default();
+        ObjectKey::new(T::TYPE, ns, name)
+            .with_uid(Uid::from(meta.uid.as_deref().unwrap_or_default()))
     }
 
     fn put(&mut self, key: ObjectKey, new: Option<Arc<T>>) -> Delta<T> {
@@ -90,19 +98,19 @@ impl<T: DeserializeOwned> Cache<T> {
     }
 
     /// Applies what a reflector delivered; answers every change.
-    pub fn apply(&mut self, update: Update) -> Vec<Delta<T>> {
+    pub fn apply(&mut self, update: Update<T>) -> Vec<Delta<T>> {
         match update {
-            Update::Change(c) => {
-                let key = self.key(&c.object);
-                let new = match c.kind {
-                    ChangeType::Deleted => None,
-                    _ => self.typed(&c.object),
+            Update::Change(e) => {
+                let (o, new) = match &e {
+                    WatchEvent::Added(o) | WatchEvent::Modified(o) => (o, self.kept(o)),
+                    WatchEvent::Deleted(o) => (o, None),
+                    WatchEvent::Bookmark(_) => return Vec::new(),
                 };
-                vec![self.put(key, new)]
+                vec![self.put(Self::key(o), new)]
             }
             Update::Reset(items) => {
                 let fresh: Vec<(ObjectKey, Option<Arc<T>>)> =
-                    items.iter().map(|o| (self.key(o), self.typed(o))).collect();
+                    items.iter().map(|o| (Self::key(o), self.kept(o))).collect();
                 let keep: HashSet<&ObjectKey> = fresh.iter().map(|(k, _)| k).collect();
                 let gone: Vec<ObjectKey> = self
                     .objects
@@ -123,7 +131,7 @@ impl<T: DeserializeOwned> Cache<T> {
 
     /// Every object of `namespace`, in name order.
     pub fn in_namespace<'a>(&'a self, namespace: &str) -> impl Iterator<Item = &'a Arc<T>> + 'a {
-        let start = ObjectKey::new(self.kind, Some(namespace), "");
+        let start = ObjectKey::new(T::TYPE, Some(namespace), "");
         let ns = namespace.to_string();
         self.objects
             .range(start..)
@@ -155,34 +163,32 @@ impl<T: DeserializeOwned> Cache<T> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+
     use super::*;
-    use podvisor_store::Change;
-    use serde_json::{Value, json};
 
-    fn obj(ns: &str, name: &str, owner: &str) -> Arc<StoredObject> {
-        let v = json!({"metadata": {"name": name, "namespace": ns, "uid": format!("u-{name}"),
-            "labels": {"owner": owner}}});
-        Arc::new(StoredObject::from_value(Kind::ConfigMap, &v))
+    fn obj(ns: &str, name: &str, owner: &str) -> Arc<ConfigMap> {
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some(name.into());
+        cm.metadata.namespace = Some(ns.into());
+        cm.metadata.uid = Some(format!("u-{name}"));
+        cm.metadata.labels = Some(BTreeMap::from([("owner".into(), owner.into())]));
+        Arc::new(cm)
     }
 
-    fn owner(v: &Value) -> Option<String> {
-        v["metadata"]["labels"]["owner"]
-            .as_str()
-            .map(str::to_string)
+    fn owner(v: &ConfigMap) -> Option<String> {
+        v.metadata.labels.as_ref()?.get("owner").cloned()
     }
 
-    fn change(kind: ChangeType, o: Arc<StoredObject>) -> Update {
-        Update::Change(Change {
-            revision: 1,
-            kind,
-            object: o,
-            prev: None,
-        })
+    fn modified(o: Arc<ConfigMap>) -> Update<ConfigMap> {
+        Update::Change(WatchEvent::Modified(o))
     }
 
     #[test]
     fn changes_and_relists_answer_old_and_new_and_keep_the_index() {
-        let mut c: Cache<Value> = Cache::new(Kind::ConfigMap).with_index(owner);
+        let mut c: Cache<ConfigMap> = Cache::new().with_index(owner);
         let d = c.apply(Update::Reset(vec![
             obj("a", "x", "o1"),
             obj("a", "y", "o1"),
@@ -190,13 +196,13 @@ mod tests {
         ]));
         assert_eq!(d.len(), 3);
         assert_eq!(c.indexed("o1").count(), 2);
-        let d = c.apply(change(ChangeType::Modified, obj("a", "y", "o2")));
+        let d = c.apply(modified(obj("a", "y", "o2")));
         assert!(d[0].old.is_some() && d[0].new.is_some());
         assert_eq!(c.indexed("o1").count(), 1, "moved to another index value");
         assert_eq!(c.indexed("o2").count(), 2);
         let names: Vec<&str> = c
             .in_namespace("a")
-            .map(|v| v["metadata"]["name"].as_str().unwrap())
+            .map(|v| v.metadata.name.as_deref().unwrap())
             .collect();
         assert_eq!(names, ["x", "y"]);
         // A relist without z: z is deleted.
@@ -211,26 +217,33 @@ mod tests {
             .collect();
         assert_eq!(gone, ["z"]);
         assert_eq!(c.indexed("o2").count(), 1);
-        c.apply(change(ChangeType::Deleted, obj("a", "x", "o1")));
+        c.apply(Update::Change(WatchEvent::Deleted(obj("a", "x", "o1"))));
         assert_eq!(c.indexed("o1").count(), 0);
         assert_eq!(c.len(), 1);
     }
 
     #[test]
     fn a_filtered_cache_holds_only_what_it_accepts_and_answers_a_rejected_change_as_deleted() {
-        fn ours(v: &Value) -> bool {
+        fn ours(v: &ConfigMap) -> bool {
             owner(v).as_deref() == Some("o1")
         }
-        let mut c: Cache<Value> = Cache::new(Kind::ConfigMap).with_filter(ours);
+        let mut c: Cache<ConfigMap> = Cache::new().with_filter(ours);
         c.apply(Update::Reset(vec![
             obj("a", "x", "o1"),
             obj("a", "y", "o2"),
         ]));
         assert_eq!(c.len(), 1, "y is not held");
-        let d = c.apply(change(ChangeType::Modified, obj("a", "x", "o2")));
+        let d = c.apply(modified(obj("a", "x", "o2")));
         assert!(d[0].old.is_some() && d[0].new.is_none(), "x left: deleted");
         assert!(c.is_empty());
-        let d = c.apply(change(ChangeType::Modified, obj("a", "y", "o1")));
+        let d = c.apply(modified(obj("a", "y", "o1")));
         assert!(d[0].old.is_none() && d[0].new.is_some(), "y came in: added");
+        let shared = obj("a", "y", "o1");
+        c.apply(modified(shared.clone()));
+        let held = c.values().next().unwrap();
+        assert!(
+            Arc::ptr_eq(held, &shared),
+            "the cache shares what it is given"
+        );
     }
 }

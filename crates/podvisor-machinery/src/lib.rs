@@ -1,8 +1,8 @@
-//! What podvisor's controllers and the node agent share on top of the store, in the spirit
-//! of client-go and kube-runtime.
+//! What podvisor's controllers and the node agent share on top of the typed client
+//! (`podvisor-client`), in the spirit of client-go and kube-runtime.
 //!
-//! - [`reflector`]: list, then watch from the list's revision, into an actor's context,
-//!   resuming and relisting as the store requires.
+//! - [`reflector`]: list, then watch from the list's version, into an actor's context,
+//!   resuming and relisting as the API requires.
 //! - [`cache`]: an informer's typed local cache with a secondary index; applying an update
 //!   answers what changed, old and new.
 //! - [`workqueue`]: client-go's work queue (deduplicated keys, one sync per key at a time,
@@ -10,7 +10,7 @@
 //! - [`expectations`]: what a controller wrote and has not seen come back yet.
 //! - [`events`]: the event recorder. Anyone who has something to say about an object sends
 //!   it a [`events::RecordEvent`]; it deduplicates repeats into one Event whose `count`
-//!   grows, drops bursts beyond a per-object allowance, and writes Events to the store,
+//!   grows, drops bursts beyond a per-object allowance, and writes Events through the client,
 //!   where `kubectl describe` and `kubectl get events` find them.
 
 // Functions stay short in production code (clippy.toml sets the limit); tests may run long.

@@ -3,11 +3,12 @@
 
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::{Event, Namespace};
 use podvisor_actors::ChildSpec;
+use podvisor_client::{Api, FieldSelector, ListParams, PostParams};
 use podvisor_core::{EventType, Kind, ObjectKey, Uid};
 use podvisor_machinery::events::{EventRecorder, RecordEvent, Reporter};
-use podvisor_store::actor::{Create, List};
-use podvisor_store::{FieldSelector, Resource, Selector, StoreActor, StoreConfig, WriteOptions};
+use podvisor_store::{LocalClient, StoreActor, StoreConfig};
 use serde_json::Value;
 
 fn event(object: &ObjectKey, reason: &str, message: &str) -> RecordEvent {
@@ -28,20 +29,22 @@ async fn repeats_count_on_one_event_and_others_stand_alone() {
         window: 1000,
     };
     let store = ChildSpec::of(move || StoreActor::new(cfg.clone(), 64)).start_unsupervised();
-    let namespace = Create {
-        resource: Resource::of(Kind::Namespace),
-        namespace: None,
-        body: serde_json::json!({"metadata": {"name": "team"}}),
-        opts: WriteOptions::default(),
-    };
-    store.send(namespace).await.unwrap().unwrap();
-    let (s1, s2) = (store.clone(), store.clone());
+    let client = LocalClient::client(&store);
+    let mut team = Namespace::default();
+    team.metadata.name = Some("team".into());
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces
+        .create(&PostParams::default(), team)
+        .await
+        .unwrap();
+    let events: Api<Event> = Api::all(client.clone());
+    let events_api = events.clone();
     let recorder = ChildSpec::of(move || {
         let reporter = Reporter {
             component: "kubelet".into(),
             host: "n1".into(),
         };
-        EventRecorder::new(reporter, s1.recipient(), s2.recipient())
+        EventRecorder::new(reporter, events_api.clone())
     })
     .start_unsupervised();
     let pod = ObjectKey::pod("team", "web").with_uid(Uid::from("u-1"));
@@ -56,16 +59,12 @@ async fn repeats_count_on_one_event_and_others_stand_alone() {
     }
     let mut items: Vec<Value> = Vec::new();
     for _ in 0..100 {
-        let page = store
-            .send(List {
-                selector: Selector::all(Kind::Event),
-                limit: None,
-                continue_token: None,
-            })
-            .await
-            .unwrap()
-            .unwrap();
-        items = page.items.iter().map(|o| o.value()).collect();
+        let page = events.list(&ListParams::default()).await.unwrap();
+        items = page
+            .items
+            .iter()
+            .map(|o| serde_json::to_value(o.as_ref()).unwrap())
+            .collect();
         let counted = items.iter().any(|e| e["count"] == 2);
         if items.len() == 3 && counted {
             break;
@@ -88,22 +87,15 @@ async fn repeats_count_on_one_event_and_others_stand_alone() {
     assert!(on_node["involvedObject"].get("namespace").is_none());
 
     // What `kubectl describe pod` asks for.
-    let mut sel = Selector::all(Kind::Event);
-    sel.namespace = Some("team".into());
-    sel.fields = FieldSelector::parse(
-        "involvedObject.name=web,involvedObject.uid=u-1",
+    let fields = FieldSelector::parse_for(
         Kind::Event,
-        |_| true,
+        "involvedObject.name=web,involvedObject.uid=u-1",
     )
     .unwrap();
-    let page = store
-        .send(List {
-            selector: sel,
-            limit: None,
-            continue_token: None,
-        })
+    let page = events
+        .within("team")
+        .list(&ListParams::default().fields(fields))
         .await
-        .unwrap()
         .unwrap();
     assert_eq!(page.items.len(), 2);
 }

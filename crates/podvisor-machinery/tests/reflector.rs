@@ -7,23 +7,20 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix::prelude::*;
+use k8s_openapi::api::core::v1::ConfigMap;
 use podvisor_actors::{ChildSpec, StartInfo, SupervisedActor};
-use podvisor_core::Kind;
-use podvisor_machinery::reflector::{Reflected, Reflector, Source, Update};
-use podvisor_store::actor::{Create, Delete};
-use podvisor_store::{
-    ChangeType, DeleteOptions, Resource, Selector, StoreActor, StoreConfig, WriteOptions,
-};
-use serde_json::json;
+use podvisor_client::{Api, DeleteParams, ListParams, ObjectExt, PostParams, WatchEvent};
+use podvisor_machinery::reflector::{Reflected, Reflector, Update};
+use podvisor_store::{LocalClient, StoreActor, StoreConfig};
 
 #[derive(Default)]
 struct Seen {
-    names: BTreeMap<String, u64>,
+    names: BTreeMap<String, String>,
     resets: usize,
 }
 
 struct View {
-    reflector: Reflector,
+    reflector: Reflector<ConfigMap>,
     seen: Arc<Mutex<Seen>>,
 }
 
@@ -40,9 +37,13 @@ impl SupervisedActor for View {
     fn summary(&self) {}
 }
 
-impl Handler<Reflected> for View {
+fn version(o: &ConfigMap) -> String {
+    o.metadata.resource_version.clone().unwrap_or_default()
+}
+
+impl Handler<Reflected<ConfigMap>> for View {
     type Result = ();
-    fn handle(&mut self, msg: Reflected, ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: Reflected<ConfigMap>, ctx: &mut Context<Self>) {
         let Some(update) = self.reflector.accept(msg, ctx) else {
             return;
         };
@@ -50,25 +51,27 @@ impl Handler<Reflected> for View {
         match update {
             Update::Reset(items) => {
                 seen.resets += 1;
-                seen.names = items.iter().map(|o| (o.name.clone(), o.revision)).collect();
+                seen.names = items
+                    .iter()
+                    .map(|o| (o.name_str().to_string(), version(o)))
+                    .collect();
             }
-            Update::Change(c) if c.kind == ChangeType::Deleted => {
-                seen.names.remove(&c.object.name);
+            Update::Change(WatchEvent::Deleted(o)) => {
+                seen.names.remove(o.name_str());
             }
-            Update::Change(c) => {
-                seen.names.insert(c.object.name.clone(), c.revision);
+            Update::Change(e) => {
+                if let Some(o) = e.object() {
+                    seen.names.insert(o.name_str().to_string(), version(o));
+                }
             }
         }
     }
 }
 
-fn cm(name: String) -> Create {
-    Create {
-        resource: Resource::of(Kind::ConfigMap),
-        namespace: Some("default".into()),
-        body: json!({"metadata": {"name": name}}),
-        opts: WriteOptions::default(),
-    }
+fn cm(name: String) -> ConfigMap {
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some(name);
+    cm
 }
 
 async fn until(seen: &Arc<Mutex<Seen>>, what: &str, cond: impl Fn(&Seen) -> bool) {
@@ -92,18 +95,15 @@ async fn the_view_follows_the_store_through_cut_offs_and_relists() {
     };
     // Watchers may fall 16 changes behind.
     let store = ChildSpec::of(move || StoreActor::new(cfg.clone(), 16)).start_unsupervised();
+    let api: Api<ConfigMap> = Api::namespaced(LocalClient::client(&store), "default");
+    let pp = PostParams::default();
     for i in 0..5 {
-        store
-            .send(cm(format!("before-{i}")))
-            .await
-            .unwrap()
-            .unwrap();
+        api.create(&pp, cm(format!("before-{i}"))).await.unwrap();
     }
     let seen = Arc::new(Mutex::new(Seen::default()));
-    let (s, v) = (store.clone(), seen.clone());
-    let source = Source::of(&s);
+    let (all, v) = (Api::all(api.client().clone()), seen.clone());
     ChildSpec::of(move || View {
-        reflector: Reflector::new("cms", Selector::all(Kind::ConfigMap), source.clone()),
+        reflector: Reflector::new(all.clone(), ListParams::default()),
         seen: v.clone(),
     })
     .start_unsupervised();
@@ -112,38 +112,26 @@ async fn the_view_follows_the_store_through_cut_offs_and_relists() {
     // A burst far beyond the watcher's allowance, sent without waiting: the watcher is cut
     // off, resumes from its revision, and misses nothing.
     let sends: Vec<_> = (0..30)
-        .map(|i| store.send(cm(format!("burst-{i:02}"))))
+        .map(|i| api.create(&pp, cm(format!("burst-{i:02}"))))
         .collect();
-    for s in sends {
-        s.await.unwrap().unwrap();
+    for s in futures_util::future::join_all(sends).await {
+        s.unwrap();
     }
-    let delete = Delete {
-        resource: Resource::of(Kind::ConfigMap),
-        namespace: "default".into(),
-        name: "before-0".into(),
-        opts: DeleteOptions::default(),
-    };
-    store.send(delete).await.unwrap().unwrap();
+    api.delete("before-0", &DeleteParams::default())
+        .await
+        .unwrap();
     until(&seen, "every change", |s| {
         s.names.len() == 34 && !s.names.contains_key("before-0")
     })
     .await;
     let resets = seen.lock().unwrap().resets;
 
-    // The view agrees with a fresh list of the store, revisions included.
-    let page = store
-        .send(podvisor_store::actor::List {
-            selector: Selector::all(Kind::ConfigMap),
-            limit: None,
-            continue_token: None,
-        })
-        .await
-        .unwrap()
-        .unwrap();
-    let listed: BTreeMap<String, u64> = page
+    // The view agrees with a fresh list of the store, versions included.
+    let page = api.list(&ListParams::default()).await.unwrap();
+    let listed: BTreeMap<String, String> = page
         .items
         .iter()
-        .map(|o| (o.name.clone(), o.revision))
+        .map(|o| (o.name_str().to_string(), version(o)))
         .collect();
     assert_eq!(seen.lock().unwrap().names, listed);
     assert!(resets >= 1);

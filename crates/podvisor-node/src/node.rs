@@ -4,33 +4,37 @@
 //! The status is written when a condition changes, and at least once a minute (the
 //! heartbeat), so a steady node costs one store write a minute.
 //!
-//! Restart: nothing is kept; it reads the Node back from the store.
+//! Restart: nothing is kept; it reads the Node back from the API.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
+use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
-use podvisor_core::Kind;
-use podvisor_store::actor::{Create, Get, Update};
-use podvisor_store::{Resource, StoreError, WriteOptions};
+use podvisor_client::{Api, Client, Error, PostParams};
 use serde::Serialize;
-use serde_json::{Value, json};
 use tracing::{info, warn};
 
 mod facts;
 
 pub use facts::NodeFacts;
 
+/// Why the node is not healthy (the Ready condition's message).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unhealthy(pub String);
+
 /// Whether the node is healthy, and why not.
-pub type HealthCheck = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+pub type HealthCheck = Arc<dyn Fn() -> Result<(), Unhealthy> + Send + Sync>;
 
 /// A status write finished: the conditions it wrote, or why it failed. It comes back as
 /// a message, so the debug summary shows it at once.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Written(Result<BTreeMap<String, String>, StoreError>);
+pub struct Written(Result<BTreeMap<String, String>, Error>);
 
 /// How often the conditions are looked at. Only a change (or the heartbeat) is written,
 /// so looking often costs a health check: at 10 s, a node stayed NotReady for up to 10 s
@@ -41,9 +45,7 @@ const HEARTBEAT: Duration = Duration::from_secs(60);
 pub struct NodeRegistrar {
     facts: NodeFacts,
     health: HealthCheck,
-    get: Recipient<Get>,
-    create: Recipient<Create>,
-    update: Recipient<Update>,
+    nodes: Api<Node>,
     /// The conditions last written, and when.
     last: Option<(BTreeMap<String, String>, Instant)>,
     busy: bool,
@@ -60,7 +62,7 @@ pub struct NodeRegistrarSummary {
 fn conditions(health: &HealthCheck) -> (BTreeMap<String, String>, String) {
     let (ready, message) = match health() {
         Ok(()) => ("True", "podvisor is posting ready status".to_string()),
-        Err(why) => ("False", why),
+        Err(why) => ("False", why.0),
     };
     let mut c = BTreeMap::from([("Ready".to_string(), ready.to_string())]);
     for pressure in ["MemoryPressure", "DiskPressure", "PIDPressure"] {
@@ -69,101 +71,72 @@ fn conditions(health: &HealthCheck) -> (BTreeMap<String, String>, String) {
     (c, message)
 }
 
-fn condition_json(kind: &str, status: &str, message: &str, now: &Value, since: &Value) -> Value {
+fn condition(kind: &str, status: &str, message: &str, now: &Time, since: Time) -> NodeCondition {
     let reason = match (kind, status) {
         ("Ready", "True") => "KubeletReady".to_string(),
         ("Ready", _) => "KubeletNotReady".to_string(),
         (k, _) => format!("KubeletHasNo{k}"),
     };
-    json!({"type": kind, "status": status, "reason": reason, "message": message,
-        "lastHeartbeatTime": now, "lastTransitionTime": since})
+    NodeCondition {
+        type_: kind.into(),
+        status: status.into(),
+        reason: Some(reason),
+        message: Some(message.into()),
+        last_heartbeat_time: Some(now.clone()),
+        last_transition_time: Some(since),
+    }
 }
 
 /// The status to write, keeping the transition time of unchanged conditions.
 fn node_status(
     facts: &NodeFacts,
-    old: &Value,
+    old: Option<&NodeStatus>,
     conds: &BTreeMap<String, String>,
     message: &str,
-) -> Value {
-    let now = serde_json::to_value(podvisor_core::time::now()).unwrap_or(Value::Null);
-    let list: Vec<Value> = conds
+) -> NodeStatus {
+    let now = podvisor_core::time::now();
+    let before = old.and_then(|s| s.conditions.as_ref());
+    let list = conds
         .iter()
         .map(|(kind, status)| {
-            let prev = old["conditions"]
-                .as_array()
-                .and_then(|cs| cs.iter().find(|c| c["type"] == kind.as_str()));
+            let prev = before.and_then(|cs| cs.iter().find(|c| c.type_ == *kind));
             let since = prev
-                .filter(|p| p["status"] == status.as_str())
-                .map_or(now.clone(), |p| p["lastTransitionTime"].clone());
+                .filter(|p| p.status == *status)
+                .and_then(|p| p.last_transition_time.clone())
+                .unwrap_or_else(|| now.clone());
             let msg = if kind == "Ready" { message } else { "" };
-            condition_json(kind, status, msg, &now, &since)
+            condition(kind, status, msg, &now, since)
         })
         .collect();
-    let mut s = facts.status();
-    s["conditions"] = Value::Array(list);
-    s
-}
-
-fn store_err(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Db(e.to_string())
+    NodeStatus {
+        conditions: Some(list),
+        ..facts.status()
+    }
 }
 
 /// Creates the Node if it is missing, then writes its status.
 async fn register(
-    get: Recipient<Get>,
-    create: Recipient<Create>,
-    update: Recipient<Update>,
-    name: String,
-    body: Value,
-    status: impl FnOnce(&Value) -> Value,
-) -> Result<(), StoreError> {
-    let res = Resource::of(Kind::Node);
-    let current = get
-        .send(Get {
-            kind: Kind::Node,
-            namespace: String::new(),
-            name,
-        })
-        .await
-        .map_err(store_err)?;
-    let mut obj = match current {
-        Ok(o) => o.value(),
-        Err(StoreError::NotFound { .. }) => {
-            let msg = Create {
-                resource: res,
-                namespace: None,
-                body,
-                opts: WriteOptions::default(),
-            };
-            create.send(msg).await.map_err(store_err)??.value()
-        }
-        Err(e) => return Err(e),
+    nodes: Api<Node>,
+    first: Node,
+    status: impl FnOnce(Option<&NodeStatus>) -> NodeStatus,
+) -> Result<(), Error> {
+    let name = first.metadata.name.clone().unwrap_or_default();
+    let pp = PostParams::default();
+    let current = match nodes.get_opt(&name).await? {
+        Some(n) => n,
+        None => nodes.create(&pp, first).await?,
     };
-    obj["status"] = status(&obj["status"]);
-    let msg = Update {
-        resource: res,
-        body: obj,
-        status_only: true,
-        opts: WriteOptions::default(),
-    };
-    update.send(msg).await.map_err(store_err)?.map(|_| ())
+    let mut next = (*current).clone();
+    next.status = Some(status(current.status.as_ref()));
+    nodes.replace_status(&pp, next).await.map(|_| ())
 }
 
 impl NodeRegistrar {
-    pub fn new(
-        facts: NodeFacts,
-        health: HealthCheck,
-        get: Recipient<Get>,
-        create: Recipient<Create>,
-        update: Recipient<Update>,
-    ) -> Self {
+    pub fn new(facts: NodeFacts, health: HealthCheck, client: Client) -> Self {
         Self {
             facts,
             health,
-            get,
-            create,
-            update,
+            nodes: Api::all(client),
             last: None,
             busy: false,
             me: None,
@@ -184,11 +157,9 @@ impl NodeRegistrar {
             return;
         }
         self.busy = true;
-        let (get, create, update) = (self.get.clone(), self.create.clone(), self.update.clone());
-        let name = self.facts.name.clone();
-        let body = self.facts.object();
+        let first = self.facts.object();
         let (facts, written) = (self.facts.clone(), conds.clone());
-        let work = register(get, create, update, name, body, move |old| {
+        let work = register(self.nodes.clone(), first, move |old| {
             node_status(&facts, old, &written, &message)
         });
         let done = async move { me.do_send(Written(work.await.map(|()| conds))) };

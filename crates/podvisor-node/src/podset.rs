@@ -1,44 +1,102 @@
 //! The pods the API source wants, as a plain struct: fed watch events, it answers whether
 //! the desired set changed and gives the snapshot the sync loop takes.
+//!
+//! A change that touches only the status (the agent's own writes) or the resourceVersion is
+//! no change to the desired pod: it is seen by comparing the spec and the metadata, with no
+//! decoding (the objects are the client's, shared), and sends no snapshot.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
-use podvisor_core::SharedPod;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use podvisor_client::WatchEvent;
 use podvisor_core::pod::CONFIG_SOURCE_ANNOTATION;
-use podvisor_store::{ChangeType, StoredObject};
+use podvisor_core::{Phase, SharedPod};
 use tracing::warn;
 
 use crate::{MIRROR_ANNOTATION, SOURCE};
 
+/// One pod held: the object as the API has it now, and the pod the kubelet was given.
+struct Held {
+    from: Arc<Pod>,
+    desired: SharedPod,
+}
+
 #[derive(Default)]
 pub struct PodSet {
-    pods: BTreeMap<(String, String), SharedPod>,
-    /// The newest revision seen: a watch resumes after it.
-    pub revision: u64,
+    pods: BTreeMap<(String, String), Held>,
+}
+
+fn key(p: &Pod) -> (String, String) {
+    let m = &p.metadata;
+    (
+        m.namespace.clone().unwrap_or_default(),
+        m.name.clone().unwrap_or_default(),
+    )
+}
+
+fn is_mirror(p: &Pod) -> bool {
+    let annotations = p.metadata.annotations.as_ref();
+    annotations.is_some_and(|a| a.contains_key(MIRROR_ANNOTATION))
+}
+
+/// Whether two metadata agree on all but what every write changes.
+fn same_meta(a: &ObjectMeta, b: &ObjectMeta) -> bool {
+    (
+        &a.uid,
+        &a.name,
+        &a.namespace,
+        &a.labels,
+        &a.annotations,
+        &a.deletion_timestamp,
+        &a.deletion_grace_period_seconds,
+        &a.owner_references,
+        &a.generation,
+    ) == (
+        &b.uid,
+        &b.name,
+        &b.namespace,
+        &b.labels,
+        &b.annotations,
+        &b.deletion_timestamp,
+        &b.deletion_grace_period_seconds,
+        &b.owner_references,
+        &b.generation,
+    )
+}
+
+/// Whether `b` asks the kubelet for nothing `a` did not (the status aside).
+fn same_desire(a: &Pod, b: &Pod) -> bool {
+    std::ptr::eq(a, b) || (a.spec == b.spec && same_meta(&a.metadata, &b.metadata))
 }
 
 /// The pod as the kubelet takes it, or `None` for what it must not run (a mirror pod, an
-/// object it cannot read). Without what changes on every status write (the status, which
-/// is the agent's own, and the resourceVersion): a status written back is no change to the
-/// desired pod, so it neither sends a snapshot nor syncs the pod again.
-fn desired(o: &StoredObject) -> Option<SharedPod> {
-    let mut pod: Pod = o.typed()?;
-    pod.status = None;
-    pod.metadata.resource_version = None;
-    pod.metadata.managed_fields = None;
-    let ann = pod
-        .metadata
-        .annotations
-        .get_or_insert_with(Default::default);
-    if ann.contains_key(MIRROR_ANNOTATION) {
+/// object it cannot take). Without the status, which is the agent's own, but for a
+/// terminal phase: a pod the API says has finished is not run again (the kubelet's rule),
+/// and after an agent restart that phase is how it knows.
+fn desired(from: &Pod) -> Option<SharedPod> {
+    if is_mirror(from) {
         return None;
     }
-    ann.insert(CONFIG_SOURCE_ANNOTATION.into(), SOURCE.into());
+    let mut pod = from.clone();
+    let phase = pod.status.as_ref().and_then(|s| s.phase.clone());
+    let terminal = phase.filter(|p| p.parse::<Phase>().is_ok_and(Phase::is_terminal));
+    pod.status = terminal.map(|phase| PodStatus {
+        phase: Some(phase),
+        ..PodStatus::default()
+    });
+    pod.metadata.resource_version = None;
+    pod.metadata.managed_fields = None;
+    pod.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(CONFIG_SOURCE_ANNOTATION.into(), SOURCE.into());
     match SharedPod::new(pod) {
         Ok(p) => Some(p),
         Err(e) => {
-            warn!(pod = %o.name, error = %e, "stored pod not used");
+            let name = from.metadata.name.as_deref().unwrap_or_default();
+            warn!(pod = name, error = %e, "stored pod not used");
             None
         }
     }
@@ -46,44 +104,55 @@ fn desired(o: &StoredObject) -> Option<SharedPod> {
 
 impl PodSet {
     /// Replaces everything with a full list.
-    pub fn reset(&mut self, items: &[std::sync::Arc<StoredObject>], revision: u64) {
+    pub fn reset(&mut self, items: &[Arc<Pod>]) {
         self.pods.clear();
-        for o in items {
-            if let Some(p) = desired(o) {
-                self.pods.insert((o.namespace.clone(), o.name.clone()), p);
-            }
+        for p in items {
+            self.put(p);
         }
-        self.revision = revision;
+    }
+
+    /// Holds `from`; whether the desired set changed.
+    fn put(&mut self, from: &Arc<Pod>) -> bool {
+        let k = key(from);
+        if let Some(held) = self.pods.get_mut(&k)
+            && same_desire(&held.from, from)
+        {
+            held.from = from.clone();
+            return false;
+        }
+        match desired(from) {
+            Some(desired) => {
+                let held = Held {
+                    from: from.clone(),
+                    desired,
+                };
+                self.pods.insert(k, held);
+                true
+            }
+            None => self.pods.remove(&k).is_some(),
+        }
     }
 
     /// Applies one change; whether the desired set changed.
-    pub fn apply(&mut self, kind: ChangeType, o: &StoredObject, revision: u64) -> bool {
-        self.revision = self.revision.max(revision);
-        let key = (o.namespace.clone(), o.name.clone());
-        let next = match kind {
-            ChangeType::Deleted => None,
-            _ => desired(o),
-        };
-        match next {
-            Some(p) => match self.pods.insert(key, p.clone()) {
-                Some(old) => *old.arc() != *p.arc(),
-                None => true,
-            },
-            None => self.pods.remove(&key).is_some(),
+    pub fn apply(&mut self, e: &WatchEvent<Arc<Pod>>) -> bool {
+        match e {
+            WatchEvent::Added(p) | WatchEvent::Modified(p) => self.put(p),
+            WatchEvent::Deleted(p) => self.pods.remove(&key(p)).is_some(),
+            WatchEvent::Bookmark(_) => false,
         }
     }
 
     /// A pod deleted at once (grace 0, `--force`): its last state, marked deleted, replaces
     /// the one held, so the snapshot sent before it goes tells the pod workers to stop it
     /// now rather than with its own grace period. Whether there was such a pod.
-    pub fn tombstone(&mut self, o: &StoredObject) -> bool {
-        let key = (o.namespace.clone(), o.name.clone());
-        let Some(p) = desired(o).filter(|p| p.metadata.deletion_timestamp.is_some()) else {
+    pub fn tombstone(&mut self, gone: &Arc<Pod>) -> bool {
+        if gone.metadata.deletion_timestamp.is_none() {
             return false;
-        };
-        match self.pods.get_mut(&key) {
-            Some(held) if held.uid() == p.uid() => {
-                *held = p;
+        }
+        let Some(p) = desired(gone) else { return false };
+        match self.pods.get_mut(&key(gone)) {
+            Some(held) if held.desired.uid() == p.uid() => {
+                held.desired = p;
                 true
             }
             _ => false,
@@ -91,7 +160,7 @@ impl PodSet {
     }
 
     pub fn snapshot(&self) -> Vec<SharedPod> {
-        self.pods.values().cloned().collect()
+        self.pods.values().map(|h| h.desired.clone()).collect()
     }
 
     pub fn len(&self) -> usize {
@@ -106,10 +175,10 @@ impl PodSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use podvisor_core::{Kind, PodExt};
+    use podvisor_core::PodExt;
     use serde_json::json;
 
-    fn stored(uid: &str, deleted: bool) -> StoredObject {
+    fn pod(uid: &str, deleted: bool) -> Arc<Pod> {
         let mut v = json!({"metadata": {"name": "p", "namespace": "default", "uid": uid},
             "spec": {"nodeName": "n1", "terminationGracePeriodSeconds": 60,
                      "containers": [{"name": "c", "image": "busybox"}]}});
@@ -117,42 +186,62 @@ mod tests {
             v["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z".into();
             v["metadata"]["deletionGracePeriodSeconds"] = 0.into();
         }
-        StoredObject::from_value(Kind::Pod, &v)
+        Arc::new(serde_json::from_value(v).unwrap())
+    }
+
+    fn modified(p: Pod) -> WatchEvent<Arc<Pod>> {
+        WatchEvent::Modified(Arc::new(p))
     }
 
     #[test]
-    fn a_status_written_back_is_no_change() {
+    fn a_status_written_back_is_no_change_but_a_terminal_phase_is_kept_for_later() {
         let mut set = PodSet::default();
-        let mut v: serde_json::Value = stored("u1", false).typed().unwrap();
-        assert!(set.apply(
-            ChangeType::Added,
-            &StoredObject::from_value(Kind::Pod, &v),
-            5
-        ));
-        v["status"] = json!({"phase": "Running"});
-        v["metadata"]["resourceVersion"] = "6".into();
-        let written = StoredObject::from_value(Kind::Pod, &v);
-        assert!(!set.apply(ChangeType::Modified, &written, 6));
-        v["metadata"]["labels"] = json!({"a": "b"});
-        let relabelled = StoredObject::from_value(Kind::Pod, &v);
-        assert!(set.apply(ChangeType::Modified, &relabelled, 7));
-        assert_eq!(set.revision, 7);
+        let first = pod("u1", false);
+        assert!(set.apply(&WatchEvent::Added(first.clone())));
+        let mut written = (*first).clone();
+        written.status = Some(PodStatus {
+            phase: Some("Succeeded".into()),
+            ..PodStatus::default()
+        });
+        written.metadata.resource_version = Some("6".into());
+        assert!(!set.apply(&modified(written.clone())));
+        assert!(
+            set.snapshot()[0].status.is_none(),
+            "the status is the agent's"
+        );
+        let mut relabelled = written.clone();
+        relabelled.metadata.labels = Some([("a".to_string(), "b".to_string())].into());
+        assert!(set.apply(&modified(relabelled.clone())));
+        let phase = set.snapshot()[0].status.clone().and_then(|s| s.phase);
+        assert_eq!(
+            phase.as_deref(),
+            Some("Succeeded"),
+            "a finished pod stays finished"
+        );
+        let mut running = relabelled;
+        running.status.as_mut().unwrap().phase = Some("Running".into());
+        running.metadata.labels = None;
+        assert!(set.apply(&modified(running)));
+        assert!(
+            set.snapshot()[0].status.is_none(),
+            "only a terminal phase is kept"
+        );
     }
 
     #[test]
     fn a_forced_delete_is_seen_marked_before_the_pod_goes() {
         let mut set = PodSet::default();
-        assert!(set.apply(ChangeType::Added, &stored("u1", false), 5));
-        let gone = stored("u1", true);
+        assert!(set.apply(&WatchEvent::Added(pod("u1", false))));
+        let gone = pod("u1", true);
         assert!(set.tombstone(&gone));
         let marked = set.snapshot();
         assert_eq!(marked.len(), 1);
         assert_eq!(marked[0].metadata.deletion_grace_period_seconds, Some(0));
         assert!(marked[0].deletion_grace_period().is_some());
-        assert!(set.apply(ChangeType::Deleted, &gone, 6));
+        assert!(set.apply(&WatchEvent::Deleted(gone)));
         assert!(set.is_empty());
         assert!(
-            !set.tombstone(&stored("u2", true)),
+            !set.tombstone(&pod("u2", true)),
             "another incarnation's deletion marks nothing"
         );
     }

@@ -1,19 +1,20 @@
-//! The API pod source actor: the pods bound to this node, from a reflector on the store
-//! (list, then watch from the list's revision; resumed when the watch ends, listed again
+//! The API pod source actor: the pods bound to this node, from a reflector on the client
+//! (list, then watch from the list's version; resumed when the watch ends, listed again
 //! on 410), sent to the sync loop as full sets: after the list, and after each batch of
 //! changes (coalesced: one snapshot per turn of the actor, however many changes arrived).
+//! A change to a pod's status only (the agent's own writes) sends nothing.
 //!
-//! Restart: nothing is kept; the store is the truth. It lists and watches again, and a
+//! Restart: nothing is kept; the API is the truth. It lists and watches again, and a
 //! restarted sync loop asks it (`Rescan`) for the set.
 
 use std::time::Duration;
 
 use actix::prelude::*;
+use k8s_openapi::api::core::v1::Pod;
 use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
-use podvisor_core::Kind;
+use podvisor_client::{Api, Client, ListParams, WatchEvent};
 use podvisor_kubelet::protocol::sources::{Rescan, SourcePods};
-use podvisor_machinery::reflector::{Reflected, Reflector, Source, Update};
-use podvisor_store::{ChangeType, FieldSelector, Selector};
+use podvisor_machinery::reflector::{Reflected, Reflector, Update};
 use serde::Serialize;
 use tracing::info;
 
@@ -21,7 +22,7 @@ use crate::SOURCE;
 use crate::podset::PodSet;
 
 pub struct ApiPodSource {
-    pods_view: Reflector,
+    pods_view: Reflector<Pod>,
     sink: Recipient<SourcePods>,
     pods: PodSet,
     /// A snapshot is due at the end of this turn.
@@ -31,15 +32,18 @@ pub struct ApiPodSource {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ApiPodSourceSummary {
     pub pods: usize,
-    pub revision: u64,
+    pub version: String,
+}
+
+/// The pods bound to `node`, as every actor that follows them lists them.
+pub fn bound_to(node: &str) -> ListParams {
+    ListParams::default().field_equals("spec.nodeName", node)
 }
 
 impl ApiPodSource {
-    pub fn new(node: String, source: Source, sink: Recipient<SourcePods>) -> Self {
-        let mut selector = Selector::all(Kind::Pod);
-        selector.fields = FieldSelector::equals("spec.nodeName", &node);
+    pub fn new(node: &str, client: Client, sink: Recipient<SourcePods>) -> Self {
         Self {
-            pods_view: Reflector::new("pods", selector, source),
+            pods_view: Reflector::new(Api::all(client), bound_to(node)),
             sink,
             pods: PodSet::default(),
             dirty: false,
@@ -61,19 +65,21 @@ impl ApiPodSource {
         }
     }
 
-    fn apply(&mut self, update: Update, ctx: &mut Context<Self>) {
-        let revision = self.pods_view.revision;
+    fn apply(&mut self, update: Update<Pod>, ctx: &mut Context<Self>) {
         match update {
             Update::Reset(items) => {
-                self.pods.reset(&items, revision);
-                info!(pods = self.pods.len(), revision, "pods from the store");
+                self.pods.reset(&items);
+                let version = &self.pods_view.version;
+                info!(pods = self.pods.len(), %version, "pods from the API");
                 self.send_snapshot();
             }
-            Update::Change(c) => {
-                if c.kind == ChangeType::Deleted && self.pods.tombstone(&c.object) {
+            Update::Change(e) => {
+                if let WatchEvent::Deleted(gone) = &e
+                    && self.pods.tombstone(gone)
+                {
                     self.send_snapshot();
                 }
-                if self.pods.apply(c.kind, &c.object, c.revision) {
+                if self.pods.apply(&e) {
                     self.mark(ctx);
                 }
             }
@@ -96,14 +102,14 @@ impl SupervisedActor for ApiPodSource {
     fn summary(&self) -> ApiPodSourceSummary {
         ApiPodSourceSummary {
             pods: self.pods.len(),
-            revision: self.pods_view.revision,
+            version: self.pods_view.version.clone(),
         }
     }
 }
 
-impl Handler<Reflected> for ApiPodSource {
+impl Handler<Reflected<Pod>> for ApiPodSource {
     type Result = ();
-    fn handle(&mut self, msg: Reflected, ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: Reflected<Pod>, ctx: &mut Context<Self>) {
         if let Some(update) = self.pods_view.accept(msg, ctx) {
             self.apply(update, ctx);
         }

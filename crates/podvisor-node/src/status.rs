@@ -1,16 +1,20 @@
-//! The status writer actor: the status manager's changes, written to the store.
+//! The status writer actor: the status manager's changes, written through the client.
 //!
 //! - An API pod's status goes through the status subresource, only while the stored pod
 //!   is still the incarnation it describes (same UID). Once its termination completed, a
 //!   pod marked for deletion is removed (grace 0, UID precondition), which is what ends a
 //!   graceful `kubectl delete`.
 //! - A static pod (from the manifest directory) gets a mirror pod: a read-only copy in the
-//!   store, annotated `kubernetes.io/config.mirror`, with its status. The file is the
+//!   API, annotated `kubernetes.io/config.mirror`, with its status. The file is the
 //!   truth: a mirror deleted through the API is removed and made again (the API says so in
 //!   a warning), and the static pod keeps running. Mirrors are checked again every period.
 //!
 //! Writes for one pod are serialised and coalesced: while one is in flight, only the
 //! newest status waits.
+//!
+//! It also answers the status manager's `PriorStatuses` at each of its starts: the
+//! statuses the API holds for this node's pods (a mirror's as its static pod's), which are
+//! the only durable copy.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -19,22 +23,26 @@ use std::time::Duration;
 use actix::prelude::*;
 use k8s_openapi::api::core::v1::Pod;
 use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
+use podvisor_client::{Api, Client};
 use podvisor_core::{ObjectKey, PodExt, PodUid, Uid};
-use podvisor_kubelet::protocol::status::{PodEvent, PublishedStatus, RepublishStatuses};
+use podvisor_kubelet::protocol::status::{
+    PodEvent, PriorStatuses, PublishedStatus, RepublishStatuses,
+};
+use tracing::warn;
+
+use crate::MIRROR_ANNOTATION;
 use podvisor_machinery::events::RecordEvent;
-use podvisor_store::actor::{Create, Delete, Get, Update};
 use serde::Serialize;
 
 mod write;
-
-pub use write::StoreHandles;
 
 const MIRROR_CHECK: Duration = Duration::from_secs(5);
 const RETRY_FIRST: Duration = Duration::from_millis(500);
 const RETRY_MAX: Duration = Duration::from_secs(30);
 
 pub struct StatusWriter {
-    store: StoreHandles,
+    client: Client,
+    node: String,
     events: Recipient<RecordEvent>,
     /// A static pod's mirror UID, once written: its events name the object the API shows.
     mirror_uids: HashMap<PodUid, Uid>,
@@ -46,11 +54,11 @@ pub struct StatusWriter {
     retry_after: HashMap<PodUid, Duration>,
     /// Static pods' newest state, for the periodic mirror check.
     statics: HashMap<PodUid, Arc<Pod>>,
-    /// The revision each static pod's mirror had when its status was last written: a
-    /// periodic check of a mirror at that revision is one lookup (at every check, the
-    /// whole status was compared again, two parses of the pod: 500 static pods cost the
-    /// agent a steady share of a core).
-    mirror_revs: HashMap<PodUid, u64>,
+    /// The version each static pod's mirror had when its status was last written: a
+    /// periodic check of a mirror at that version is one lookup (at every check, the
+    /// whole status was compared again: 500 static pods cost the agent a steady share of a
+    /// core).
+    mirror_revs: HashMap<PodUid, String>,
     written: u64,
     failed: u64,
     /// Where every status comes from: asked for all of them again at each start.
@@ -68,9 +76,10 @@ pub struct StatusWriterSummary {
 }
 
 impl StatusWriter {
-    pub fn new(store: StoreHandles, events: Recipient<RecordEvent>) -> Self {
+    pub fn new(node: &str, client: Client, events: Recipient<RecordEvent>) -> Self {
         Self {
-            store,
+            client,
+            node: node.to_string(),
             events,
             mirror_uids: HashMap::new(),
             pending: HashMap::new(),
@@ -101,9 +110,9 @@ impl StatusWriter {
             return;
         };
         self.in_flight.insert(uid.clone());
-        let store = self.store.clone();
+        let client = self.client.clone();
         let (p, t) = (pod.clone(), terminated);
-        let work = async move { write::write(&store, &p, t).await };
+        let work = async move { write::write(&client, &p, t).await };
         ctx.spawn(work.into_actor(self).map(move |written, act, ctx| {
             act.in_flight.remove(&uid);
             match written {
@@ -151,13 +160,13 @@ impl StatusWriter {
             let Some(pod) = self.statics.get(&uid).cloned() else {
                 continue;
             };
-            let Some(&revision) = self.mirror_revs.get(&uid) else {
+            let Some(version) = self.mirror_revs.get(&uid).cloned() else {
                 self.rewrite(uid, pod, ctx);
                 continue;
             };
-            let store = self.store.clone();
+            let client = self.client.clone();
             let check = async move {
-                write::mirror_unchanged(&store, pod.namespace(), pod.name(), revision).await
+                write::mirror_unchanged(&client, pod.namespace(), pod.name(), &version).await
             };
             ctx.spawn(check.into_actor(self).map(move |unchanged, act, ctx| {
                 if !unchanged && let Some(pod) = act.statics.get(&uid).cloned() {
@@ -247,9 +256,9 @@ impl Handler<PublishedStatus> for StatusWriter {
                 // the agent was down) from the status manager's last record of it.
                 let known = self.statics.remove(&uid);
                 if let Some(pod) = known.or(pod.filter(|p| p.is_static())) {
-                    let store = self.store.clone();
+                    let client = self.client.clone();
                     ctx.spawn(
-                        async move { write::remove_mirror(&store, &pod).await }.into_actor(self),
+                        async move { write::remove_mirror(&client, &pod).await }.into_actor(self),
                     );
                 }
             }
@@ -257,19 +266,33 @@ impl Handler<PublishedStatus> for StatusWriter {
     }
 }
 
-/// The store messages the writer sends.
-impl StoreHandles {
-    pub fn new(
-        get: Recipient<Get>,
-        create: Recipient<Create>,
-        update: Recipient<Update>,
-        delete: Recipient<Delete>,
-    ) -> Self {
-        Self {
-            get,
-            create,
-            update,
-            delete,
-        }
+/// A pod of the API as the kubelet runs it: a mirror as its static pod (the static pod's
+/// UID, without the mirror's annotation).
+fn as_run(p: Arc<Pod>) -> Arc<Pod> {
+    let Some(static_uid) = write::mirror_of(&p).map(str::to_string) else {
+        return p;
+    };
+    let mut m = (*p).clone();
+    m.metadata.uid = Some(static_uid);
+    if let Some(a) = m.metadata.annotations.as_mut() {
+        a.remove(MIRROR_ANNOTATION);
+    }
+    Arc::new(m)
+}
+
+impl Handler<PriorStatuses> for StatusWriter {
+    type Result = ResponseFuture<Vec<Arc<Pod>>>;
+    fn handle(&mut self, _: PriorStatuses, _: &mut Context<Self>) -> Self::Result {
+        let api: Api<Pod> = Api::all(self.client.clone());
+        let bound = crate::source::bound_to(&self.node);
+        Box::pin(async move {
+            match api.list(&bound).await {
+                Ok(page) => page.items.into_iter().map(as_run).collect(),
+                Err(e) => {
+                    warn!(error = %e, "the API's pod statuses could not be listed");
+                    Vec::new()
+                }
+            }
+        })
     }
 }

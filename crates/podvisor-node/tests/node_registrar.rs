@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::Node;
 use podvisor_actors::testing::paused_system;
-use podvisor_actors::{ActorRef, ChildSpec, Registry, SupervisorConfig, start_root};
-use podvisor_core::Kind;
-use podvisor_node::node::{NodeFacts, NodeRegistrar};
-use podvisor_store::actor::Get;
-use podvisor_store::{StoreActor, StoreConfig};
+use podvisor_actors::{ChildSpec, Registry, SupervisorConfig, start_root};
+use podvisor_client::Api;
+use podvisor_node::node::{NodeFacts, NodeRegistrar, Unhealthy};
+use podvisor_store::{LocalClient, StoreActor, StoreConfig};
 use serde_json::Value;
 
 fn facts() -> NodeFacts {
@@ -29,18 +29,13 @@ fn facts() -> NodeFacts {
     }
 }
 
-async fn stored_ready(store: &ActorRef<StoreActor>) -> Option<String> {
-    let get = Get {
-        kind: Kind::Node,
-        namespace: String::new(),
-        name: "n1".into(),
-    };
-    let node = store.send(get).await.ok()?.ok()?.value();
-    let conds = node["status"]["conditions"].as_array()?.clone();
+async fn stored_ready(nodes: &Api<Node>) -> Option<String> {
+    let node = nodes.get("n1").await.ok()?;
+    let conds = node.status.as_ref()?.conditions.as_ref()?;
     conds
         .iter()
-        .find(|c| c["type"] == "Ready")
-        .and_then(|c| c["status"].as_str().map(str::to_string))
+        .find(|c| c.type_ == "Ready")
+        .map(|c| c.status.clone())
 }
 
 fn summary_ready(registry: &Registry) -> Option<Value> {
@@ -62,21 +57,15 @@ fn ready_follows_health_and_the_summary_shows_it_at_once() {
             if h.load(Ordering::SeqCst) {
                 Ok(())
             } else {
-                Err("PLEG has not relisted yet".to_string())
+                Err(Unhealthy("PLEG has not relisted yet".to_string()))
             }
         });
         let (store, store_spec) = ChildSpec::of(move || StoreActor::new(cfg.clone(), 64)).build();
-        let s = store.clone();
-        let (_, node_spec) = ChildSpec::of(move || {
-            NodeRegistrar::new(
-                facts(),
-                health.clone(),
-                s.recipient(),
-                s.recipient(),
-                s.recipient(),
-            )
-        })
-        .build();
+        let client = LocalClient::client(&store);
+        let nodes: Api<Node> = Api::all(client.clone());
+        let (_, node_spec) =
+            ChildSpec::of(move || NodeRegistrar::new(facts(), health.clone(), client.clone()))
+                .build();
         let registry = Registry::new();
         start_root(
             "root",
@@ -92,7 +81,7 @@ fn ready_follows_health_and_the_summary_shows_it_at_once() {
             let mut written = false;
             for _ in 0..200 {
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                if stored_ready(&store).await.as_deref() == Some(want) {
+                if stored_ready(&nodes).await.as_deref() == Some(want) {
                     written = true;
                     break;
                 }

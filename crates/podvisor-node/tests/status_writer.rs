@@ -6,50 +6,63 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use actix::prelude::*;
+use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
+use podvisor_actors::ChildSpec;
 use podvisor_actors::testing::{paused_system, start_collector};
-use podvisor_actors::{ActorRef, ChildSpec, StartInfo, SupervisedActor};
-use podvisor_core::Kind;
+use podvisor_client::{
+    AnyObject, Api, Backend, Client, DeleteParams, Deleted, Error, ListParams, ObjectList, Patch,
+    PostParams, Result, Scope, Subresource, Target, WatchStream,
+};
 use podvisor_kubelet::protocol::status::PublishedStatus;
 use podvisor_machinery::events::RecordEvent;
-use podvisor_node::status::{StatusWriter, StoreHandles};
-use podvisor_store::actor::{Create, Delete, Deleted, Get};
-use podvisor_store::{DeleteOptions, Resource, StoreActor, StoreConfig, StoreError, WriteOptions};
+use podvisor_node::status::StatusWriter;
+use podvisor_store::{LocalClient, StoreActor, StoreConfig};
 use serde_json::json;
 
-/// Fails the first `failures` deletes, then passes them to the store.
+/// The store, but for the first `failures` deletes, which fail.
 struct FlakyDelete {
-    store: ActorRef<StoreActor>,
+    store: LocalClient,
     failures: usize,
     attempts: Arc<AtomicUsize>,
 }
 
-impl Actor for FlakyDelete {
-    type Context = Context<Self>;
-}
-
-impl SupervisedActor for FlakyDelete {
-    const KIND: &'static str = "flaky-delete";
-    type Summary = ();
-    fn rebuild(&mut self, _: &mut Context<Self>, _: &StartInfo<Self>) {}
-    fn summary(&self) {}
-}
-
-impl Handler<Delete> for FlakyDelete {
-    type Result = ResponseFuture<Result<Deleted, StoreError>>;
-    fn handle(&mut self, m: Delete, _: &mut Context<Self>) -> Self::Result {
-        let n = self.attempts.fetch_add(1, Ordering::SeqCst);
-        if n < self.failures {
-            return Box::pin(async { Err(StoreError::Db("injected failure".into())) });
+#[async_trait]
+impl Backend for FlakyDelete {
+    async fn get(&self, t: Target<'_>) -> Result<AnyObject> {
+        self.store.get(t).await
+    }
+    async fn list(&self, s: Scope<'_>, lp: &ListParams) -> Result<ObjectList<AnyObject>> {
+        self.store.list(s, lp).await
+    }
+    async fn watch(
+        &self,
+        s: Scope<'_>,
+        lp: &ListParams,
+        v: &str,
+    ) -> Result<WatchStream<AnyObject>> {
+        self.store.watch(s, lp, v).await
+    }
+    async fn create(&self, o: AnyObject, pp: &PostParams) -> Result<AnyObject> {
+        self.store.create(o, pp).await
+    }
+    async fn replace(&self, o: AnyObject, sub: Subresource, pp: &PostParams) -> Result<AnyObject> {
+        self.store.replace(o, sub, pp).await
+    }
+    async fn patch(
+        &self,
+        t: Target<'_>,
+        sub: Subresource,
+        p: &Patch,
+        pp: &PostParams,
+    ) -> Result<AnyObject> {
+        self.store.patch(t, sub, p, pp).await
+    }
+    async fn delete(&self, t: Target<'_>, dp: &DeleteParams) -> Result<Deleted<AnyObject>> {
+        if self.attempts.fetch_add(1, Ordering::SeqCst) < self.failures {
+            return Err(Error::Internal("injected failure".into()));
         }
-        let store = self.store.clone();
-        Box::pin(async move {
-            store
-                .send(m)
-                .await
-                .map_err(|e| StoreError::Db(e.to_string()))?
-        })
+        self.store.delete(t, dp).await
     }
 }
 
@@ -63,51 +76,27 @@ fn a_failed_removal_is_retried_until_the_pod_is_gone() {
             window: 100,
         };
         let store = ChildSpec::of(move || StoreActor::new(cfg.clone(), 64)).start_unsupervised();
-        let body = json!({"metadata": {"name": "p"}, "spec": {"nodeName": "n1",
-            "containers": [{"name": "c", "image": "busybox"}]}});
-        let created = store
-            .send(Create {
-                resource: Resource::of(Kind::Pod),
-                namespace: Some("default".into()),
-                body,
-                opts: WriteOptions::default(),
-            })
-            .await
-            .unwrap()
-            .unwrap();
-        let marked = store
-            .send(Delete {
-                resource: Resource::of(Kind::Pod),
-                namespace: "default".into(),
-                name: "p".into(),
-                opts: DeleteOptions::default(),
-            })
-            .await
-            .unwrap()
-            .unwrap();
+        let pods: Api<Pod> = Api::namespaced(LocalClient::client(&store), "default");
+        let body: Pod = serde_json::from_value(json!({"metadata": {"name": "p"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "busybox"}]}}))
+        .unwrap();
+        let created = pods.create(&PostParams::default(), body).await.unwrap();
+        let marked = pods.delete("p", &DeleteParams::default()).await.unwrap();
         assert!(
             matches!(marked, Deleted::Marked(_)),
             "a bound pod is deleted gracefully"
         );
 
         let attempts = Arc::new(AtomicUsize::new(0));
-        let (s, a) = (store.clone(), attempts.clone());
-        let flaky = ChildSpec::of(move || FlakyDelete {
-            store: s.clone(),
+        let flaky = Client::new(FlakyDelete {
+            store: LocalClient::new(store.clone()),
             failures: 3,
-            attempts: a.clone(),
-        })
-        .start_unsupervised();
+            attempts: attempts.clone(),
+        });
         let (events, _) = start_collector::<RecordEvent>();
-        let handles = StoreHandles::new(
-            store.recipient(),
-            store.recipient(),
-            store.recipient(),
-            flaky.recipient(),
-        );
-        let writer = ChildSpec::of(move || StatusWriter::new(handles.clone(), events.clone()))
+        let writer = ChildSpec::of(move || StatusWriter::new("n1", flaky.clone(), events.clone()))
             .start_unsupervised();
-        let mut pod: Pod = created.typed().unwrap();
+        let mut pod = (*created).clone();
         pod.status.get_or_insert_default().phase = Some("Succeeded".into());
         writer
             .send(PublishedStatus::Changed {
@@ -119,15 +108,7 @@ fn a_failed_removal_is_retried_until_the_pod_is_gone() {
 
         let mut gone = false;
         for _ in 0..200 {
-            let get = Get {
-                kind: Kind::Pod,
-                namespace: "default".into(),
-                name: "p".into(),
-            };
-            if matches!(
-                store.send(get).await.unwrap(),
-                Err(StoreError::NotFound { .. })
-            ) {
+            if pods.get_opt("p").await.unwrap().is_none() {
                 gone = true;
                 break;
             }

@@ -15,60 +15,63 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use podvisor_actors::{StartInfo, SupervisedActor};
+use podvisor_client::{AnyObject, DeleteParams, Deleted, Error, Patch, PostParams, Subresource};
 use podvisor_core::Kind;
 use serde::Serialize;
-use serde_json::Value;
 use tokio::sync::mpsc;
 use tracing::{error, info};
 
 use crate::admission::Admission;
-use crate::delete::DeleteOptions;
-use crate::error::StoreError;
 use crate::object::{Change, Resource, StoredObject};
 use crate::page::ListPage;
 use crate::selector::Selector;
-use crate::store::{Store, StoreConfig, WriteOptions};
+use crate::store::{Store, StoreConfig};
 
-/// Creates an object; answers it as stored.
+/// Creates an object (in `namespace`, the request's, for namespaced kinds); answers it as
+/// stored.
 #[derive(Message)]
-#[rtype(result = "Result<Arc<StoredObject>, StoreError>")]
+#[rtype(result = "Result<Arc<StoredObject>, Error>")]
 pub struct Create {
-    pub resource: Resource,
     pub namespace: Option<String>,
-    pub body: Value,
-    pub opts: WriteOptions,
+    pub object: AnyObject,
+    pub opts: PostParams,
 }
 
 /// Replaces an object, or only its status.
 #[derive(Message)]
-#[rtype(result = "Result<Arc<StoredObject>, StoreError>")]
-pub struct Update {
-    pub resource: Resource,
-    pub body: Value,
-    pub status_only: bool,
-    pub opts: WriteOptions,
+#[rtype(result = "Result<Arc<StoredObject>, Error>")]
+pub struct Replace {
+    pub object: AnyObject,
+    pub sub: Subresource,
+    pub opts: PostParams,
 }
 
-/// Deletes an object: `Some` is the object still there, marked for deletion.
+/// Patches an object, or only its status; with `strict`, a patch that introduces fields
+/// the kind does not know is refused.
 #[derive(Message)]
-#[rtype(result = "Result<Deleted, StoreError>")]
-pub struct Delete {
-    pub resource: Resource,
+#[rtype(result = "Result<Arc<StoredObject>, Error>")]
+pub struct PatchObject {
+    pub kind: Kind,
     pub namespace: String,
     pub name: String,
-    pub opts: DeleteOptions,
+    pub patch: Patch,
+    pub sub: Subresource,
+    pub strict: bool,
+    pub opts: PostParams,
 }
 
-#[derive(Debug)]
-pub enum Deleted {
-    /// Still there, marked with `deletionTimestamp` (grace period or finalizers).
-    Marked(Arc<StoredObject>),
-    /// Gone: its last state.
-    Gone(Arc<StoredObject>),
+/// Deletes an object: `Marked` is the object still there, marked for deletion.
+#[derive(Message)]
+#[rtype(result = "Result<Deleted<Arc<StoredObject>>, Error>")]
+pub struct Delete {
+    pub kind: Kind,
+    pub namespace: String,
+    pub name: String,
+    pub opts: DeleteParams,
 }
 
 #[derive(Message)]
-#[rtype(result = "Result<Arc<StoredObject>, StoreError>")]
+#[rtype(result = "Result<Arc<StoredObject>, Error>")]
 pub struct Get {
     pub kind: Kind,
     pub namespace: String,
@@ -76,7 +79,7 @@ pub struct Get {
 }
 
 #[derive(Message)]
-#[rtype(result = "Result<ListPage, StoreError>")]
+#[rtype(result = "Result<ListPage, Error>")]
 pub struct List {
     pub selector: Selector,
     pub limit: Option<usize>,
@@ -95,7 +98,7 @@ pub enum WatchEvent {
 /// watch without a resourceVersion does), then changes; `Some(r)` sends every change after
 /// `r` first. Fails with `Gone` when `r` is older than the change window.
 #[derive(Message)]
-#[rtype(result = "Result<mpsc::Receiver<WatchEvent>, StoreError>")]
+#[rtype(result = "Result<mpsc::Receiver<WatchEvent>, Error>")]
 pub struct Watch {
     pub selector: Selector,
     pub from: Option<u64>,
@@ -169,10 +172,10 @@ impl StoreActor {
         }
     }
 
-    fn store(&mut self) -> Result<&mut Store, StoreError> {
+    fn store(&mut self) -> Result<&mut Store, Error> {
         self.store
             .as_mut()
-            .ok_or_else(|| StoreError::Db("the store is not open".into()))
+            .ok_or_else(|| Error::Unavailable("the store is not open".into()))
     }
 
     /// Sends each watcher the changes it selects; drops those that are gone or too slow.
@@ -209,8 +212,8 @@ impl StoreActor {
     fn write(
         &mut self,
         dry_run: bool,
-        f: impl FnOnce(&mut Store) -> Result<Vec<Change>, StoreError>,
-    ) -> Result<Vec<Change>, StoreError> {
+        f: impl FnOnce(&mut Store) -> Result<Vec<Change>, Error>,
+    ) -> Result<Vec<Change>, Error> {
         let changes = f(self.store()?)?;
         if !dry_run {
             self.fan_out(&changes);
@@ -218,7 +221,7 @@ impl StoreActor {
         Ok(changes)
     }
 
-    fn start_watch(&mut self, msg: Watch) -> Result<mpsc::Receiver<WatchEvent>, StoreError> {
+    fn start_watch(&mut self, msg: Watch) -> Result<mpsc::Receiver<WatchEvent>, Error> {
         let store = self.store()?;
         let first: Vec<WatchEvent> = match msg.from {
             Some(r) => store
@@ -255,12 +258,12 @@ impl StoreActor {
     }
 }
 
-fn one(changes: Vec<Change>) -> Result<Arc<StoredObject>, StoreError> {
+fn one(changes: Vec<Change>) -> Result<Arc<StoredObject>, Error> {
     changes
         .into_iter()
         .next()
         .map(|c| c.object)
-        .ok_or_else(|| StoreError::Db("the write produced no change".into()))
+        .ok_or_else(|| Error::Internal("the write produced no change".into()))
 }
 
 impl Actor for StoreActor {
@@ -315,31 +318,38 @@ impl StoreActor {
 }
 
 impl Handler<Create> for StoreActor {
-    type Result = Result<Arc<StoredObject>, StoreError>;
+    type Result = Result<Arc<StoredObject>, Error>;
     fn handle(&mut self, m: Create, _: &mut Context<Self>) -> Self::Result {
+        let res = Resource::of(m.object.kind());
         let ns = m.namespace.as_deref();
-        one(self.write(m.opts.dry_run, |s| {
-            s.create(&m.resource, m.body, ns, m.opts)
-        })?)
+        one(self.write(m.opts.dry_run, |s| s.create(&res, m.object, ns, m.opts))?)
     }
 }
 
-impl Handler<Update> for StoreActor {
-    type Result = Result<Arc<StoredObject>, StoreError>;
-    fn handle(&mut self, m: Update, _: &mut Context<Self>) -> Self::Result {
-        let dry = m.opts.dry_run;
-        one(self.write(dry, |s| {
-            s.update(&m.resource, m.body, m.status_only, m.opts)
+impl Handler<Replace> for StoreActor {
+    type Result = Result<Arc<StoredObject>, Error>;
+    fn handle(&mut self, m: Replace, _: &mut Context<Self>) -> Self::Result {
+        let res = Resource::of(m.object.kind());
+        one(self.write(m.opts.dry_run, |s| s.update(&res, m.object, m.sub, m.opts))?)
+    }
+}
+
+impl Handler<PatchObject> for StoreActor {
+    type Result = Result<Arc<StoredObject>, Error>;
+    fn handle(&mut self, m: PatchObject, _: &mut Context<Self>) -> Self::Result {
+        let res = Resource::of(m.kind);
+        let at = (m.namespace.as_str(), m.name.as_str());
+        one(self.write(m.opts.dry_run, |s| {
+            s.patch(&res, at, &m.patch, m.sub, (m.strict, m.opts))
         })?)
     }
 }
 
 impl Handler<Delete> for StoreActor {
-    type Result = Result<Deleted, StoreError>;
+    type Result = Result<Deleted<Arc<StoredObject>>, Error>;
     fn handle(&mut self, m: Delete, _: &mut Context<Self>) -> Self::Result {
-        let (kept, changes) = self
-            .store()?
-            .delete(&m.resource, &m.namespace, &m.name, &m.opts)?;
+        let res = Resource::of(m.kind);
+        let (kept, changes) = self.store()?.delete(&res, &m.namespace, &m.name, &m.opts)?;
         if !m.opts.dry_run {
             self.fan_out(&changes);
         }
@@ -351,14 +361,14 @@ impl Handler<Delete> for StoreActor {
 }
 
 impl Handler<Get> for StoreActor {
-    type Result = Result<Arc<StoredObject>, StoreError>;
+    type Result = Result<Arc<StoredObject>, Error>;
     fn handle(&mut self, m: Get, _: &mut Context<Self>) -> Self::Result {
         self.store()?.get(m.kind, &m.namespace, &m.name)
     }
 }
 
 impl Handler<List> for StoreActor {
-    type Result = Result<ListPage, StoreError>;
+    type Result = Result<ListPage, Error>;
     fn handle(&mut self, m: List, _: &mut Context<Self>) -> Self::Result {
         self.store()?
             .list(&m.selector, m.limit, m.continue_token.as_deref())
@@ -366,7 +376,7 @@ impl Handler<List> for StoreActor {
 }
 
 impl Handler<Watch> for StoreActor {
-    type Result = Result<mpsc::Receiver<WatchEvent>, StoreError>;
+    type Result = Result<mpsc::Receiver<WatchEvent>, Error>;
     fn handle(&mut self, m: Watch, _: &mut Context<Self>) -> Self::Result {
         self.start_watch(m)
     }

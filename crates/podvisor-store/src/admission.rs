@@ -3,12 +3,12 @@
 //! the store's contents in view and no other write in between. A check may change the
 //! object (defaulting, binding a pod to the node) or refuse it (an invalid object, a pod the
 //! node cannot take); a later check sees what an earlier one made of it. What they check is
-//! the API's business (`podvisor-apiserver`); the store only runs them. Status writes and
-//! the store's own bookkeeping (deletion marks, dependents, expiry) are not admitted.
+//! the API's business (`podvisor-apiserver`); the store only runs them, on the typed object
+//! decoded once. Status writes and the store's own bookkeeping (deletion marks,
+//! dependents, expiry) are not admitted.
 
-use serde_json::Value;
+use podvisor_client::{AnyObject, Error};
 
-use crate::error::StoreError;
 use crate::object::{Resource, StoredObject};
 use crate::store::Store;
 
@@ -19,7 +19,7 @@ pub trait Admission: Send + Sync {
         &self,
         store: &Store,
         res: &Resource,
-        object: &mut Value,
+        object: &mut AnyObject,
         old: Option<&StoredObject>,
-    ) -> Result<(), StoreError>;
+    ) -> Result<(), Error>;
 }

@@ -6,7 +6,9 @@ use std::path::Path;
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
-use crate::error::StoreError;
+use bytes::Bytes;
+
+use crate::error::failed;
 
 /// `Kind/namespace/name` → the object's JSON.
 const OBJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("objects");
@@ -23,10 +25,10 @@ const CACHE_BYTES: usize = 1 << 20;
 /// One write's effect on disk.
 #[derive(Default)]
 pub(crate) struct Batch {
-    pub puts: Vec<(String, Vec<u8>)>,
+    pub puts: Vec<(String, Bytes)>,
     pub deletes: Vec<String>,
     /// (revision, change type, object JSON).
-    pub log: Vec<(u64, u8, Vec<u8>)>,
+    pub log: Vec<(u64, u8, Bytes)>,
     pub revision: u64,
     /// Log entries below this revision are dropped.
     pub keep_from: u64,
@@ -42,50 +44,47 @@ pub(crate) struct Loaded {
 pub(crate) struct Db(Database);
 
 impl Db {
-    pub fn open(path: &Path) -> Result<(Db, Loaded), StoreError> {
+    pub fn open(path: &Path) -> Result<(Db, Loaded), podvisor_client::Error> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(StoreError::db)?;
+            std::fs::create_dir_all(dir).map_err(failed)?;
         }
         let db = Database::builder()
             .set_cache_size(CACHE_BYTES)
             .create(path)
-            .map_err(StoreError::db)?;
+            .map_err(failed)?;
         // Create the tables, so that reading a new database finds them.
-        let w = db.begin_write().map_err(StoreError::db)?;
+        let w = db.begin_write().map_err(failed)?;
         {
-            w.open_table(OBJECTS).map_err(StoreError::db)?;
-            w.open_table(LOG).map_err(StoreError::db)?;
-            w.open_table(META).map_err(StoreError::db)?;
+            w.open_table(OBJECTS).map_err(failed)?;
+            w.open_table(LOG).map_err(failed)?;
+            w.open_table(META).map_err(failed)?;
         }
-        w.commit().map_err(StoreError::db)?;
+        w.commit().map_err(failed)?;
         let loaded = Self::load(&db)?;
         Ok((Db(db), loaded))
     }
 
-    fn load(db: &Database) -> Result<Loaded, StoreError> {
-        let r = db.begin_read().map_err(StoreError::db)?;
-        let objects = r.open_table(OBJECTS).map_err(StoreError::db)?;
+    fn load(db: &Database) -> Result<Loaded, podvisor_client::Error> {
+        let r = db.begin_read().map_err(failed)?;
+        let objects = r.open_table(OBJECTS).map_err(failed)?;
         let objects = objects
             .iter()
-            .map_err(StoreError::db)?
-            .map(|e| e.map(|(_, v)| v.value().to_vec()).map_err(StoreError::db))
+            .map_err(failed)?
+            .map(|e| e.map(|(_, v)| v.value().to_vec()).map_err(failed))
             .collect::<Result<_, _>>()?;
-        let log = r.open_table(LOG).map_err(StoreError::db)?;
+        let log = r.open_table(LOG).map_err(failed)?;
         let log = log
             .iter()
-            .map_err(StoreError::db)?
+            .map_err(failed)?
             .map(|e| {
-                let (k, v) = e.map_err(StoreError::db)?;
+                let (k, v) = e.map_err(failed)?;
                 let v = v.value();
                 let body = v.get(1..).unwrap_or_default().to_vec();
                 Ok((k.value(), v.first().copied().unwrap_or(0), body))
             })
-            .collect::<Result<_, StoreError>>()?;
-        let meta = r.open_table(META).map_err(StoreError::db)?;
-        let revision = meta
-            .get(REVISION)
-            .map_err(StoreError::db)?
-            .map_or(0, |v| v.value());
+            .collect::<Result<_, podvisor_client::Error>>()?;
+        let meta = r.open_table(META).map_err(failed)?;
+        let revision = meta.get(REVISION).map_err(failed)?.map_or(0, |v| v.value());
         Ok(Loaded {
             objects,
             log,
@@ -93,31 +92,28 @@ impl Db {
         })
     }
 
-    pub fn commit(&self, b: &Batch) -> Result<(), StoreError> {
-        let w = self.0.begin_write().map_err(StoreError::db)?;
+    pub fn commit(&self, b: &Batch) -> Result<(), podvisor_client::Error> {
+        let w = self.0.begin_write().map_err(failed)?;
         {
-            let mut objects = w.open_table(OBJECTS).map_err(StoreError::db)?;
+            let mut objects = w.open_table(OBJECTS).map_err(failed)?;
             for (k, v) in &b.puts {
-                objects
-                    .insert(k.as_str(), v.as_slice())
-                    .map_err(StoreError::db)?;
+                objects.insert(k.as_str(), v.as_ref()).map_err(failed)?;
             }
             for k in &b.deletes {
-                objects.remove(k.as_str()).map_err(StoreError::db)?;
+                objects.remove(k.as_str()).map_err(failed)?;
             }
-            let mut log = w.open_table(LOG).map_err(StoreError::db)?;
+            let mut log = w.open_table(LOG).map_err(failed)?;
             let mut entry = Vec::new();
             for (rev, t, json) in &b.log {
                 entry.clear();
                 entry.push(*t);
                 entry.extend_from_slice(json);
-                log.insert(*rev, entry.as_slice()).map_err(StoreError::db)?;
+                log.insert(*rev, entry.as_slice()).map_err(failed)?;
             }
-            log.retain_in(..b.keep_from, |_, _| false)
-                .map_err(StoreError::db)?;
-            let mut meta = w.open_table(META).map_err(StoreError::db)?;
-            meta.insert(REVISION, b.revision).map_err(StoreError::db)?;
+            log.retain_in(..b.keep_from, |_, _| false).map_err(failed)?;
+            let mut meta = w.open_table(META).map_err(failed)?;
+            meta.insert(REVISION, b.revision).map_err(failed)?;
         }
-        w.commit().map_err(StoreError::db)
+        w.commit().map_err(failed)
     }
 }

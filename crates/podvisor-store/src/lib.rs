@@ -9,31 +9,40 @@
 //! length, kept in the same transaction, so a watch resumes from any revision the window
 //! still holds, across restarts of the agent; older ones get 410 Gone and relist.
 //!
+//! Writes take typed objects (`podvisor_client::AnyObject`), decoded once by whoever wrote
+//! them; admission checks run on them, and the stored object keeps them beside its JSON,
+//! so readers share them instead of decoding again. Patches are applied inside the write.
+//!
 //! [`Store`] is a plain struct (tested without actix); [`actor::StoreActor`] owns one and
 //! fans changes out to watchers through bounded channels: a watcher that does not keep up
 //! is cut off (its stream ends, it re-watches from its last revision), so no watcher can
-//! grow the agent's memory.
+//! grow the agent's memory. [`LocalClient`] is the store as a `podvisor_client::Backend`.
 
 // Functions stay short in production code (clippy.toml sets the limit); tests may run long.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 pub mod actor;
 pub mod admission;
+mod client;
 mod db;
+pub mod decode;
 mod delete;
-pub mod error;
+mod error;
+mod kinds;
 mod meta;
 pub mod object;
 mod page;
+pub mod patch;
 pub mod selector;
 mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use actor::StoreActor;
 pub use admission::Admission;
-pub use delete::{DeleteOptions, Propagation};
-pub use error::StoreError;
+pub use client::LocalClient;
 pub use meta::MAX_OBJECT_BYTES;
 pub use object::{Change, ChangeType, OwnerRef, Resource, StoredObject};
 pub use page::ListPage;
-pub use selector::{FieldSelector, LabelSelector, Selector};
-pub use store::{Store, StoreConfig, WriteOptions};
+pub use selector::Selector;
+pub use store::{Store, StoreConfig};

@@ -1,11 +1,12 @@
-//! What the store holds: one object as its JSON bytes plus the parsed fields selectors
-//! need, and the changes watchers see.
+//! What the store holds: one object as its JSON bytes and its typed form, plus the fields
+//! selectors need, and the changes watchers see.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use podvisor_client::{AnyObject, Error, Object, selector};
 use podvisor_core::{Kind, Uid};
-use serde_json::Value;
 
 /// A kind as the API serves it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,7 +116,9 @@ const fn r(
     }
 }
 
-/// One stored object. Cheap to clone (the JSON is shared).
+/// One stored object: its JSON as served (`resourceVersion` included) and, while it is
+/// current, its typed form, decoded once when it was written and shared with every reader;
+/// plus the fields selectors and the garbage collector read. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct StoredObject {
     pub kind: Kind,
@@ -127,13 +130,16 @@ pub struct StoredObject {
     pub labels: Vec<(String, String)>,
     /// The fields a field selector can name, beyond `metadata.name`/`metadata.namespace`.
     pub fields: Vec<(&'static str, String)>,
-    /// Its `ownerReferences`, for garbage collection without parsing every object.
+    /// Its `ownerReferences`, for garbage collection.
     pub owners: Vec<OwnerRef>,
     /// Whether it is marked for deletion and what still holds it.
     pub deleting: bool,
     pub finalizers: Vec<String>,
     /// The object as served, `resourceVersion` included.
     pub json: Bytes,
+    /// The typed object: kept while it is current (`None` in the change window, where an
+    /// old version is decoded again only if a watch resumes through it).
+    typed: Option<AnyObject>,
 }
 
 /// One of an object's `ownerReferences`.
@@ -145,76 +151,94 @@ pub struct OwnerRef {
     pub block_owner_deletion: bool,
 }
 
-fn owner_refs(meta: &Value) -> Vec<OwnerRef> {
-    meta["ownerReferences"]
-        .as_array()
-        .into_iter()
+fn owner_refs(meta: &ObjectMeta) -> Vec<OwnerRef> {
+    meta.owner_references
+        .iter()
         .flatten()
         .map(|r| OwnerRef {
-            kind: r["kind"].as_str().unwrap_or_default().to_string(),
-            name: r["name"].as_str().unwrap_or_default().to_string(),
-            uid: Uid::from(r["uid"].as_str().unwrap_or_default()),
-            block_owner_deletion: r["blockOwnerDeletion"] == true,
+            kind: r.kind.clone(),
+            name: r.name.clone(),
+            uid: Uid::from(r.uid.as_str()),
+            block_owner_deletion: r.block_owner_deletion == Some(true),
         })
         .collect()
 }
 
 impl StoredObject {
-    /// Parses what selectors need out of a complete object.
-    pub(crate) fn new(kind: Kind, value: &Value, json: Bytes) -> Self {
-        let meta = &value["metadata"];
-        let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
-        let labels = meta["labels"]
-            .as_object()
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), s(v))).collect())
-            .unwrap_or_default();
+    /// The stored form of `object`, whose JSON is `json`.
+    pub(crate) fn new(object: AnyObject, json: Bytes) -> Self {
+        let meta = object.meta();
+        let labels = meta
+            .labels
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         Self {
-            kind,
-            namespace: s(&meta["namespace"]),
-            name: s(&meta["name"]),
-            uid: Uid::from(meta["uid"].as_str().unwrap_or_default()),
-            revision: meta["resourceVersion"]
-                .as_str()
+            kind: object.kind(),
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            name: meta.name.clone().unwrap_or_default(),
+            uid: Uid::from(meta.uid.as_deref().unwrap_or_default()),
+            revision: meta
+                .resource_version
+                .as_deref()
                 .and_then(|r| r.parse().ok())
                 .unwrap_or(0),
             labels,
-            fields: selectable_fields(kind, value),
+            fields: selector::field_values(&object),
             owners: owner_refs(meta),
-            deleting: meta["deletionTimestamp"].is_string(),
-            finalizers: meta["finalizers"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|f| f.as_str().map(str::to_string))
-                .collect(),
+            deleting: meta.deletion_timestamp.is_some(),
+            finalizers: meta.finalizers.clone().unwrap_or_default(),
             json,
+            typed: Some(object),
         }
+    }
+
+    /// Decodes stored JSON.
+    pub fn from_json(kind: Kind, json: Bytes) -> Result<Self, Error> {
+        let object = AnyObject::from_json(kind, &json)
+            .map_err(|e| Error::Internal(format!("a stored {kind} cannot be read: {e}")))?;
+        Ok(Self::new(object, json))
+    }
+
+    /// An object as the store would hold it (for tests and tools; the store builds them
+    /// from the objects it writes).
+    pub fn from_object(object: AnyObject) -> Self {
+        let json = object.to_json().unwrap_or_default();
+        Self::new(object, Bytes::from(json))
+    }
+
+    /// The same object without its typed form (what the change window keeps).
+    pub(crate) fn cold(&self) -> Self {
+        Self {
+            typed: None,
+            ..self.clone()
+        }
+    }
+
+    /// The typed object (decoded again if this is an old version from the change window).
+    pub fn object(&self) -> Result<AnyObject, Error> {
+        match &self.typed {
+            Some(o) => Ok(o.clone()),
+            None => AnyObject::from_json(self.kind, &self.json).map_err(|e| {
+                Error::Internal(format!("a stored {} cannot be read: {e}", self.kind))
+            }),
+        }
+    }
+
+    /// The typed object as `K`.
+    pub fn typed<K: Object>(&self) -> Result<Arc<K>, Error> {
+        self.object()?.into_typed()
+    }
+
+    /// The object as a JSON value (for tests and tools).
+    pub fn value(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.json).unwrap_or_default()
     }
 
     /// Whether `uid` is one of its owners.
     pub fn owned_by(&self, uid: &str) -> bool {
         self.owners.iter().any(|o| *o.uid == *uid)
-    }
-
-    /// An object as the store would hold `value` (for tests and tools; the store itself
-    /// builds them from the bytes it writes).
-    pub fn from_value(kind: Kind, value: &Value) -> Self {
-        let json = serde_json::to_vec(value).unwrap_or_default();
-        Self::new(kind, value, Bytes::from(json))
-    }
-
-    /// An empty object of `kind`: asks which fields a field selector may name.
-    pub fn probe(kind: Kind) -> Self {
-        Self::new(kind, &Value::Null, Bytes::new())
-    }
-
-    pub fn value(&self) -> Value {
-        serde_json::from_slice(&self.json).unwrap_or(Value::Null)
-    }
-
-    /// Parses the object as its typed form.
-    pub fn typed<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
-        serde_json::from_slice(&self.json).ok()
     }
 
     pub fn label(&self, key: &str) -> Option<&str> {
@@ -235,45 +259,6 @@ impl StoredObject {
                 .map(|(_, v)| v.as_str()),
         }
     }
-}
-
-/// The fields kube-apiserver lets a field selector name for each kind (the common ones).
-fn selectable_fields(kind: Kind, v: &Value) -> Vec<(&'static str, String)> {
-    let paths: &[(&'static str, &[&str])] = match kind {
-        Kind::Pod => &[
-            ("spec.nodeName", &["spec", "nodeName"]),
-            ("spec.restartPolicy", &["spec", "restartPolicy"]),
-            ("spec.schedulerName", &["spec", "schedulerName"]),
-            ("spec.serviceAccountName", &["spec", "serviceAccountName"]),
-            ("status.phase", &["status", "phase"]),
-            ("status.podIP", &["status", "podIP"]),
-        ],
-        Kind::Node => &[("spec.unschedulable", &["spec", "unschedulable"])],
-        Kind::Namespace => &[("status.phase", &["status", "phase"])],
-        Kind::Secret => &[("type", &["type"])],
-        Kind::Event => &[
-            ("involvedObject.kind", &["involvedObject", "kind"]),
-            ("involvedObject.name", &["involvedObject", "name"]),
-            ("involvedObject.namespace", &["involvedObject", "namespace"]),
-            ("involvedObject.uid", &["involvedObject", "uid"]),
-            ("reason", &["reason"]),
-            ("type", &["type"]),
-        ],
-        Kind::ConfigMap | Kind::ReplicaSet => &[],
-    };
-    paths
-        .iter()
-        .map(|(name, path)| {
-            let at = path.iter().fold(v, |v, p| &v[*p]);
-            let text = match at {
-                Value::String(s) => s.clone(),
-                Value::Bool(b) => b.to_string(),
-                Value::Null => String::new(),
-                other => other.to_string(),
-            };
-            (*name, text)
-        })
-        .collect()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -313,4 +298,17 @@ pub struct Change {
     /// Its state before this change, when known: what tells a selecting watcher that an
     /// object came into its selection or left it.
     pub prev: Option<Arc<StoredObject>>,
+}
+
+impl Change {
+    /// The change as the window keeps it: without the typed objects, which are decoded
+    /// again only if a watch resumes through it.
+    pub(crate) fn cold(&self) -> Change {
+        Change {
+            revision: self.revision,
+            kind: self.kind,
+            object: Arc::new(self.object.cold()),
+            prev: self.prev.as_ref().map(|p| Arc::new(p.cold())),
+        }
+    }
 }

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use crate::error::StoreError;
 use crate::object::StoredObject;
+use podvisor_client::Error;
 
 /// One page of a list.
 #[derive(Debug, Clone)]
@@ -27,15 +27,15 @@ pub(crate) fn encode_token(revision: u64, k: &str) -> String {
 }
 
 /// The revision and the last key a continue token carries.
-pub(crate) fn decode_token(t: &str) -> Result<(u64, String), StoreError> {
-    let bad = || StoreError::BadRequest(format!("invalid continue token {t:?}"));
+pub(crate) fn decode_token(t: &str) -> Result<(u64, String), Error> {
+    let bad = || Error::BadRequest(format!("invalid continue token {t:?}"));
     let text = decode_hex(t)?;
     let (rev, key) = text.split_once('/').ok_or_else(bad)?;
     Ok((rev.parse().map_err(|_| bad())?, key.to_string()))
 }
 
-fn decode_hex(t: &str) -> Result<String, StoreError> {
-    let bad = || StoreError::BadRequest(format!("invalid continue token {t:?}"));
+fn decode_hex(t: &str) -> Result<String, Error> {
+    let bad = || Error::BadRequest(format!("invalid continue token {t:?}"));
     if !t.len().is_multiple_of(2) {
         return Err(bad());
     }

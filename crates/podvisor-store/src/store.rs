@@ -5,17 +5,18 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use k8s_openapi::api::core::v1::Namespace;
+use podvisor_client::{
+    AnyObject, DeleteParams, Error, Patch, PostParams, Propagation, Subresource,
+};
 use podvisor_core::Kind;
-use serde_json::{Value, json};
-
 use tracing::warn;
 
 use crate::admission::Admission;
 use crate::db::{Batch, Db};
-use crate::delete::{self, DeleteOptions, DeleteStep, Propagation};
-use crate::error::StoreError;
-use crate::meta;
+use crate::delete::{self, DeleteStep};
 use crate::object::{Change, ChangeType, Resource, StoredObject};
+use crate::{decode, meta, patch};
 
 mod dependents;
 mod expiry;
@@ -39,17 +40,11 @@ pub struct StoreConfig {
     pub window: usize,
 }
 
-#[derive(Debug, Clone, Copy, Default)]
-pub struct WriteOptions {
-    /// Checked and answered, never stored.
-    pub dry_run: bool,
-}
-
 /// One write inside a transaction.
 enum Write {
-    Put(ChangeType, Value),
+    Put(ChangeType, AnyObject),
     /// Gone, with its last state as watchers see it.
-    Remove(Kind, Value),
+    Remove(AnyObject),
 }
 
 pub struct Store {
@@ -68,8 +63,7 @@ pub(crate) fn key(kind: Kind, namespace: &str, name: &str) -> String {
 }
 
 fn stored(kind: Kind, json: Vec<u8>) -> Option<StoredObject> {
-    let value: Value = serde_json::from_slice(&json).ok()?;
-    Some(StoredObject::new(kind, &value, Bytes::from(json)))
+    StoredObject::from_json(kind, Bytes::from(json)).ok()
 }
 
 fn kind_of(json: &[u8]) -> Option<Kind> {
@@ -82,7 +76,7 @@ fn kind_of(json: &[u8]) -> Option<Kind> {
 }
 
 impl Store {
-    pub fn open(cfg: &StoreConfig) -> Result<Store, StoreError> {
+    pub fn open(cfg: &StoreConfig) -> Result<Store, Error> {
         let (db, loaded) = Db::open(&cfg.path)?;
         let mut store = Store {
             db,
@@ -113,7 +107,7 @@ impl Store {
                 );
                 continue;
             };
-            let object = Arc::new(o);
+            let object = Arc::new(o.cold());
             let k = key(object.kind, &object.namespace, &object.name);
             let prev = last.insert(k, object.clone());
             store.window_bytes += object.json.len();
@@ -128,12 +122,13 @@ impl Store {
         Ok(store)
     }
 
-    fn ensure_namespaces(&mut self) -> Result<(), StoreError> {
+    fn ensure_namespaces(&mut self) -> Result<(), Error> {
         let res = Resource::of(Kind::Namespace);
         for ns in SYSTEM_NAMESPACES {
             if self.get(Kind::Namespace, "", ns).is_err() {
-                let body = json!({"metadata": {"name": ns}});
-                self.create(&res, body, None, WriteOptions::default())?;
+                let mut n = Namespace::default();
+                n.metadata.name = Some(ns.to_string());
+                self.create(&res, AnyObject::new(n), None, PostParams::default())?;
             }
         }
         Ok(())
@@ -164,81 +159,80 @@ impl Store {
         self.objects.is_empty()
     }
 
-    pub fn get(&self, kind: Kind, ns: &str, name: &str) -> Result<Arc<StoredObject>, StoreError> {
+    pub fn get(&self, kind: Kind, ns: &str, name: &str) -> Result<Arc<StoredObject>, Error> {
         self.objects
             .get(&key(kind, ns, name))
             .cloned()
-            .ok_or_else(|| StoreError::NotFound {
-                resource: Resource::of(kind).qualified(),
-                name: name.to_string(),
-            })
+            .ok_or_else(|| Error::not_found(Resource::of(kind).qualified(), name))
     }
 
     pub fn create(
         &mut self,
         res: &Resource,
-        mut body: Value,
+        mut object: AnyObject,
         ns: Option<&str>,
-        opts: WriteOptions,
-    ) -> Result<Vec<Change>, StoreError> {
-        meta::check_namespace(res, &mut body, ns)?;
+        opts: PostParams,
+    ) -> Result<Vec<Change>, Error> {
+        meta::check_namespace(res, &mut object, ns)?;
         for check in &self.admission {
-            check.admit(self, res, &mut body, None)?;
+            check.admit(self, res, &mut object, None)?;
         }
-        meta::prepare_create(res, &mut body, ns)?;
-        let (ns, name) = names(&body);
+        meta::prepare_create(res, &mut object, ns)?;
+        let (ns, name) = (object.namespace().to_string(), object.name().to_string());
         if res.namespaced() && self.get(Kind::Namespace, "", &ns).is_err() {
-            return Err(StoreError::NotFound {
-                resource: "namespaces",
-                name: ns,
-            });
+            return Err(Error::not_found("namespaces", &ns));
         }
         if self.objects.contains_key(&key(res.kind, &ns, &name)) {
-            return Err(StoreError::AlreadyExists {
-                resource: res.qualified(),
+            return Err(Error::AlreadyExists {
+                resource: res.qualified().to_string(),
                 name,
             });
         }
-        self.commit(vec![Write::Put(ChangeType::Added, body)], opts)
+        self.commit(vec![Write::Put(ChangeType::Added, object)], opts)
     }
 
-    /// Replaces an object (or only its status). A `resourceVersion` in the body must be the
-    /// stored one.
+    /// The stored object `new` replaces, once its `resourceVersion` (when it names one) is
+    /// checked against the stored one.
+    fn current(&self, res: &Resource, new: &AnyObject) -> Result<Arc<StoredObject>, Error> {
+        let ns = if res.namespaced() {
+            new.namespace()
+        } else {
+            ""
+        };
+        let old = self.get(res.kind, ns, new.name())?;
+        let asked = new.resource_version();
+        if !asked.is_empty() && asked != old.revision.to_string() {
+            return Err(Error::conflict(
+                res.qualified(),
+                new.name(),
+                "the object has been modified; please apply your changes to the latest version and try again",
+            ));
+        }
+        Ok(old)
+    }
+
+    /// Replaces an object (or only its status). A `resourceVersion` in it must be the
+    /// stored one. A status write is not admitted again: the object it changes already
+    /// was, and a typed status cannot make it unreadable.
     pub fn update(
         &mut self,
         res: &Resource,
-        body: Value,
-        status_only: bool,
-        opts: WriteOptions,
-    ) -> Result<Vec<Change>, StoreError> {
-        let (ns, name) = names(&body);
-        let ns = if res.namespaced() { ns } else { String::new() };
-        let old = self.get(res.kind, &ns, &name)?;
-        let asked = body["metadata"]["resourceVersion"].as_str().unwrap_or("");
-        if !asked.is_empty() && asked != old.revision.to_string() {
-            return Err(StoreError::Conflict {
-                resource: res.qualified(),
-                name,
-                reason: "the object has been modified; please apply your changes to the latest version and try again".into(),
-            });
-        }
-        let mut body = body;
+        mut new: AnyObject,
+        sub: Subresource,
+        opts: PostParams,
+    ) -> Result<Vec<Change>, Error> {
+        let old = self.current(res, &new)?;
+        let old_object = old.object()?;
+        let status_only = sub == Subresource::Status;
         if !status_only {
-            for check in &self.admission {
-                check.admit(self, res, &mut body, Some(&old))?;
-            }
-        }
-        let mut new = meta::prepare_update(res, &old.value(), body, status_only)?;
-        if status_only {
-            // A status is admitted as part of the whole object: one that does not parse as
-            // its kind (a `startTime` that is no time) would make the object unreadable.
             for check in &self.admission {
                 check.admit(self, res, &mut new, Some(&old))?;
             }
         }
-        let mut writes = if delete::removable_after_update(res, &new) {
+        let new = meta::prepare_update(res, &old_object, new, status_only);
+        let mut writes = if delete::removable_after_update(&new) {
             let mut w = self.delete_dependents(&old);
-            w.insert(0, Write::Remove(res.kind, new));
+            w.insert(0, Write::Remove(new));
             w
         } else {
             vec![Write::Put(ChangeType::Modified, new)]
@@ -247,19 +241,42 @@ impl Store {
         self.commit(writes, opts)
     }
 
+    /// Patches an object (or only its status), in the same write as it is read, so no
+    /// other write comes between. A `resourceVersion` the patch sets is a precondition.
+    pub fn patch(
+        &mut self,
+        res: &Resource,
+        (ns, name): (&str, &str),
+        p: &Patch,
+        sub: Subresource,
+        (strict, opts): (bool, PostParams),
+    ) -> Result<Vec<Change>, Error> {
+        let ns = if res.namespaced() { ns } else { "" };
+        let old = self.get(res.kind, ns, name)?;
+        let mut doc = old.value();
+        patch::apply(&mut doc, p, res.kind.as_str(), name)?;
+        let patched = decode::object(res, doc, strict)?;
+        if patched.name() != name || (res.namespaced() && patched.namespace() != ns) {
+            return Err(Error::BadRequest(
+                "a patch may not change the object's name or namespace".into(),
+            ));
+        }
+        self.update(res, patched, sub, opts)
+    }
+
     pub fn delete(
         &mut self,
         res: &Resource,
         ns: &str,
         name: &str,
-        opts: &DeleteOptions,
-    ) -> Result<(Option<Arc<StoredObject>>, Vec<Change>), StoreError> {
+        opts: &DeleteParams,
+    ) -> Result<(Option<Arc<StoredObject>>, Vec<Change>), Error> {
         let ns = if res.namespaced() { ns } else { "" };
         if res.kind == Kind::Namespace && SYSTEM_NAMESPACES.contains(&name) {
-            return Err(StoreError::Forbidden {
-                resource: "namespaces",
+            return Err(Error::Forbidden {
+                resource: "namespaces".into(),
                 name: name.to_string(),
-                cause: "Forbidden",
+                cause: "Forbidden".into(),
                 message: "this namespace may not be deleted".into(),
             });
         }
@@ -267,25 +284,25 @@ impl Store {
         let mut writes = match delete::plan(res, &old, opts)? {
             DeleteStep::Unchanged => return Ok((Some(old), Vec::new())),
             DeleteStep::Mark(v) => vec![Write::Put(ChangeType::Modified, v)],
-            DeleteStep::Remove(v) => vec![Write::Remove(res.kind, v)],
+            DeleteStep::Remove(v) => vec![Write::Remove(v)],
         };
         let removing = matches!(writes[0], Write::Remove(..));
         match opts.propagation {
             Propagation::Orphan => writes.extend(self.orphan_dependents(&old)),
             Propagation::Foreground if self.has_dependents(&old) => {
-                writes[0] = Self::foreground_mark(&old);
+                if let Some(mark) = Self::foreground_mark(&old) {
+                    writes[0] = mark;
+                }
                 writes.extend(self.delete_dependents(&old));
             }
             _ if removing => writes.extend(self.delete_dependents(&old)),
             _ => {}
         }
         writes.extend(self.release_owners(&writes));
-        let changes = self.commit(
-            writes,
-            WriteOptions {
-                dry_run: opts.dry_run,
-            },
-        )?;
+        let dry_run = PostParams {
+            dry_run: opts.dry_run,
+        };
+        let changes = self.commit(writes, dry_run)?;
         // The owner as this write leaves it: kept (marked) or gone, even when a foreground
         // mark and the removal it made possible came in the same write.
         let kept = changes
@@ -299,35 +316,25 @@ impl Store {
 
     /// Gives each write the next revision, commits them in one transaction, and only then
     /// changes what readers see.
-    fn commit(
-        &mut self,
-        writes: Vec<Write>,
-        opts: WriteOptions,
-    ) -> Result<Vec<Change>, StoreError> {
+    fn commit(&mut self, writes: Vec<Write>, opts: PostParams) -> Result<Vec<Change>, Error> {
         let mut batch = Batch::default();
         let mut changes = Vec::with_capacity(writes.len());
         let mut revision = self.revision;
         for w in writes {
             revision += 1;
-            let (kind, mut value, obj_kind) = match w {
-                Write::Put(t, v) => {
-                    let kind = kind_str(&v);
-                    (t, v, kind)
-                }
-                Write::Remove(k, v) => (ChangeType::Deleted, v, Some(k)),
+            let (kind, object) = match w {
+                Write::Put(t, o) => (t, o),
+                Write::Remove(o) => (ChangeType::Deleted, o),
             };
-            let obj_kind = obj_kind.ok_or_else(|| {
-                StoreError::BadRequest("the object names no kind podvisor serves".into())
-            })?;
-            let json = meta::seal(&mut value, revision)?;
-            let o = StoredObject::new(obj_kind, &value, Bytes::from(json.clone()));
+            let (object, json) = meta::seal(object, revision)?;
+            let o = StoredObject::new(object, json.clone());
             let k = key(o.kind, &o.namespace, &o.name);
             let prev = self.objects.get(&k).cloned();
             match kind {
                 ChangeType::Deleted => batch.deletes.push(k),
                 _ => batch.puts.push((k, json.clone())),
             }
-            batch.log.push((revision, kind.code(), json));
+            batch.log.push((revision, kind.code(), json.clone()));
             changes.push(Change {
                 revision,
                 kind,
@@ -351,14 +358,4 @@ impl Store {
         self.publish(&changes, drop);
         Ok(changes)
     }
-}
-
-fn kind_str(v: &Value) -> Option<Kind> {
-    let k = v["kind"].as_str()?;
-    Kind::ALL.into_iter().find(|x| x.as_str() == k)
-}
-
-fn names(v: &Value) -> (String, String) {
-    let s = |f: &str| v["metadata"][f].as_str().unwrap_or_default().to_string();
-    (s("namespace"), s("name"))
 }

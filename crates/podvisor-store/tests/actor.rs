@@ -1,18 +1,20 @@
 //! The store actor's fan-out: watchers get every change they select, and one that stops
 //! reading is cut off after its allowance instead of growing memory.
 
+use k8s_openapi::api::core::v1::ConfigMap;
 use podvisor_actors::ChildSpec;
+use podvisor_client::{AnyObject, PostParams};
 use podvisor_core::Kind;
 use podvisor_store::actor::{Create, Watch, WatchEvent};
-use podvisor_store::{Resource, Selector, StoreActor, StoreConfig, WriteOptions};
-use serde_json::json;
+use podvisor_store::{Selector, StoreActor, StoreConfig};
 
 fn create(name: String) -> Create {
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some(name);
     Create {
-        resource: Resource::of(Kind::ConfigMap),
         namespace: Some("default".into()),
-        body: json!({"metadata": {"name": name}}),
-        opts: WriteOptions::default(),
+        object: AnyObject::new(cm),
+        opts: PostParams::default(),
     }
 }
 

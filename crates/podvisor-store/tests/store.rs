@@ -1,10 +1,11 @@
 //! The store as a plain struct: what the API's semantics need from it.
 
-use podvisor_core::Kind;
-use podvisor_store::{
-    ChangeType, DeleteOptions, Propagation, Resource, Selector, Store, StoreConfig, StoreError,
-    WriteOptions,
+use podvisor_client::{
+    DeleteParams as DeleteOptions, Error as StoreError, PostParams as WriteOptions, Propagation,
 };
+use podvisor_core::Kind;
+use podvisor_store::testing::JsonWrites;
+use podvisor_store::{ChangeType, Resource, Selector, Store, StoreConfig};
 use serde_json::{Value, json};
 
 /// A test's store directory, removed when the test is done with it (kept after a failure,
@@ -54,7 +55,7 @@ fn pod(name: &str) -> Value {
 }
 
 fn create(s: &mut Store, body: Value) -> Value {
-    s.create(&pods(), body, Some("default"), W).unwrap()[0]
+    s.create_v(&pods(), body, Some("default"), W).unwrap()[0]
         .object
         .value()
 }
@@ -73,7 +74,7 @@ fn create_sets_server_fields_and_refuses_duplicates() {
     assert_eq!(m["generation"], 1);
     assert_eq!(m["resourceVersion"], s.revision().to_string());
     assert_eq!(v["status"]["phase"], "Pending");
-    let again = s.create(&pods(), pod("a"), Some("default"), W);
+    let again = s.create_v(&pods(), pod("a"), Some("default"), W);
     assert!(
         matches!(again, Err(StoreError::AlreadyExists { .. })),
         "{again:?}"
@@ -84,13 +85,10 @@ fn create_sets_server_fields_and_refuses_duplicates() {
     );
     let name = generated["metadata"]["name"].as_str().unwrap();
     assert!(name.starts_with("web-") && name.len() == 9, "{name}");
-    let no_ns = s.create(&pods(), pod("b"), Some("nowhere"), W);
+    let no_ns = s.create_v(&pods(), pod("b"), Some("nowhere"), W);
     assert!(matches!(
         no_ns,
-        Err(StoreError::NotFound {
-            resource: "namespaces",
-            ..
-        })
+        Err(StoreError::NotFound { ref resource, .. }) if resource == "namespaces"
     ));
 }
 
@@ -101,7 +99,7 @@ fn stale_updates_conflict_and_generation_follows_the_spec() {
     let v = create(&mut s, pod("a"));
     let mut label = v.clone();
     label["metadata"]["labels"]["tier"] = "x".into();
-    let after_label = s.update(&pods(), label, false, W).unwrap()[0]
+    let after_label = s.update_v(&pods(), label, false, W).unwrap()[0]
         .object
         .value();
     assert_eq!(
@@ -109,7 +107,7 @@ fn stale_updates_conflict_and_generation_follows_the_spec() {
         "a label is not spec"
     );
     // The first version again: stale.
-    let stale = s.update(&pods(), v.clone(), false, W);
+    let stale = s.update_v(&pods(), v.clone(), false, W);
     assert!(
         matches!(stale, Err(StoreError::Conflict { .. })),
         "{stale:?}"
@@ -117,7 +115,9 @@ fn stale_updates_conflict_and_generation_follows_the_spec() {
     let mut spec = after_label.clone();
     spec["spec"]["activeDeadlineSeconds"] = 5.into();
     spec["status"] = json!({"phase": "Running"});
-    let after_spec = s.update(&pods(), spec, false, W).unwrap()[0].object.value();
+    let after_spec = s.update_v(&pods(), spec, false, W).unwrap()[0]
+        .object
+        .value();
     assert_eq!(after_spec["metadata"]["generation"], 2);
     assert_eq!(
         after_spec["status"]["phase"], "Pending",
@@ -126,7 +126,7 @@ fn stale_updates_conflict_and_generation_follows_the_spec() {
     let mut status = after_spec.clone();
     status["status"] = json!({"phase": "Running"});
     status["spec"]["activeDeadlineSeconds"] = 9.into();
-    let after_status = s.update(&pods(), status, true, W).unwrap()[0]
+    let after_status = s.update_v(&pods(), status, true, W).unwrap()[0]
         .object
         .value();
     assert_eq!(after_status["status"]["phase"], "Running");
@@ -143,10 +143,10 @@ fn objects_above_the_limit_and_dry_runs_are_not_stored() {
     let mut s = open(&d, 100);
     let mut big = pod("big");
     big["metadata"]["annotations"] = json!({"x": "y".repeat(1600 * 1024)});
-    let e = s.create(&pods(), big, Some("default"), W).unwrap_err();
+    let e = s.create_v(&pods(), big, Some("default"), W).unwrap_err();
     assert!(matches!(e, StoreError::TooLarge { .. }), "{e}");
     let before = s.revision();
-    s.create(
+    s.create_v(
         &pods(),
         pod("dry"),
         Some("default"),
@@ -215,7 +215,7 @@ fn pods_are_deleted_gracefully_and_finalizers_hold_removal() {
         .unwrap();
     let mut v = kept.expect("held by its finalizer").value();
     v["metadata"]["finalizers"] = json!([]);
-    let changes = s.update(&pods(), v, false, W).unwrap();
+    let changes = s.update_v(&pods(), v, false, W).unwrap();
     assert_eq!(
         changes[0].kind,
         ChangeType::Deleted,
@@ -234,7 +234,7 @@ fn deleting_an_owner_deletes_or_orphans_its_dependents() {
     let mut s = open(&d, 100);
     let rs = Resource::of(Kind::ReplicaSet);
     let owner = s
-        .create(
+        .create_v(
             &rs,
             json!({"metadata": {"name": "rs"}, "spec": {}}),
             Some("default"),
@@ -258,7 +258,7 @@ fn deleting_an_owner_deletes_or_orphans_its_dependents() {
     assert_eq!(a["metadata"]["ownerReferences"], json!([]));
 
     let owner = s
-        .create(
+        .create_v(
             &rs,
             json!({"metadata": {"name": "rs2"}, "spec": {}}),
             Some("default"),
@@ -287,7 +287,7 @@ fn foreground_deletion_waits_for_the_dependents_that_block_it() {
     let mut s = open(&d, 100);
     let rs = Resource::of(Kind::ReplicaSet);
     let owner = s
-        .create(
+        .create_v(
             &rs,
             json!({"metadata": {"name": "rs"}, "spec": {}}),
             Some("default"),
@@ -344,7 +344,7 @@ fn foreground_deletion_waits_for_the_dependents_that_block_it() {
     );
     assert_eq!(changes.len(), 2, "one transaction: the pod and its owner");
     // An owner without dependents goes at once.
-    s.create(
+    s.create_v(
         &rs,
         json!({"metadata": {"name": "empty"}, "spec": {}}),
         Some("default"),
@@ -374,7 +374,7 @@ fn lists_page_with_limit_and_continue_and_select() {
     assert_eq!(rest.items.len(), 3);
     assert!(rest.continue_token.is_none());
     assert_ne!(first.items[1].name, rest.items[0].name);
-    sel.labels = podvisor_store::LabelSelector::parse("app=db").unwrap();
+    sel.labels = podvisor_client::LabelSelector::parse("app=db").unwrap();
     let db = s.list(&sel, None, None).unwrap();
     assert_eq!(
         db.items.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(),
@@ -436,10 +436,10 @@ fn events_expire_after_their_ttl_and_nothing_else_does() {
         ("old", "2026-01-01T00:00:00Z"),
         ("new", "2026-01-01T02:00:00Z"),
     ] {
-        s.create(&events, event(name, last), Some("default"), W)
+        s.create_v(&events, event(name, last), Some("default"), W)
             .unwrap();
     }
-    s.create(&pods(), pod("p"), Some("default"), W).unwrap();
+    s.create_v(&pods(), pod("p"), Some("default"), W).unwrap();
     let cutoff: k8s_openapi::jiff::Timestamp = "2026-01-01T01:00:00Z".parse().unwrap();
     let gone = s
         .expire_events(cutoff.as_millisecond() as u64, 100)
@@ -464,7 +464,7 @@ fn no_execute_taints_get_the_time_they_appeared_and_keep_it() {
     let nodes = Resource::of(Kind::Node);
     let node = |taints: Value| json!({"metadata": {"name": "n1"}, "spec": {"taints": taints}});
     let created = s
-        .create(
+        .create_v(
             &nodes,
             node(
                 json!([{"key": "a", "effect": "NoExecute"}, {"key": "b", "effect": "NoSchedule"}]),
@@ -487,15 +487,17 @@ fn no_execute_taints_get_the_time_they_appeared_and_keep_it() {
     let next = node(json!([
         {"key": "a", "effect": "NoExecute", "timeAdded": "2001-01-01T00:00:00Z"},
         {"key": "c", "value": "1", "effect": "NoExecute"}]));
-    let v = s.update(&nodes, next, false, W).unwrap()[0].object.value();
+    let v = s.update_v(&nodes, next, false, W).unwrap()[0]
+        .object
+        .value();
     assert_eq!(v["spec"]["taints"][0]["timeAdded"], a_added);
     let c_added = v["spec"]["taints"][1]["timeAdded"].clone();
     assert!(c_added.is_string() && c_added != a_added);
     // Removed and added again: a new taint, a new time.
-    s.update(&nodes, node(json!([])), false, W).unwrap();
+    s.update_v(&nodes, node(json!([])), false, W).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(1100));
     let again = s
-        .update(
+        .update_v(
             &nodes,
             node(json!([{"key": "a", "effect": "NoExecute"}])),
             false,
@@ -515,10 +517,10 @@ fn a_selecting_watch_sees_objects_come_and_go_with_their_labels() {
     create(&mut s, pod("p"));
     let mut v = s.get(Kind::Pod, "default", "p").unwrap().value();
     v["metadata"]["labels"]["app"] = "db".into();
-    s.update(&pods(), v, false, W).unwrap();
+    s.update_v(&pods(), v, false, W).unwrap();
     let watching = |app: &str| {
         let mut sel = Selector::all(Kind::Pod);
-        sel.labels = podvisor_store::LabelSelector::parse(&format!("app={app}")).unwrap();
+        sel.labels = podvisor_client::LabelSelector::parse(&format!("app={app}")).unwrap();
         s.changes_since(start, &sel)
             .unwrap()
             .iter()
@@ -580,7 +582,7 @@ fn the_change_window_is_bounded_by_bytes_too() {
     let cms = Resource::of(Kind::ConfigMap);
     for i in 0..80 {
         let body = json!({"metadata": {"name": format!("cm{i}")}, "data": {"k": big}});
-        s.create(&cms, body, Some("default"), W).unwrap();
+        s.create_v(&cms, body, Some("default"), W).unwrap();
     }
     let r = s.changes_since(start, &Selector::all(Kind::ConfigMap));
     assert!(
@@ -599,7 +601,7 @@ fn foreground_owners_are_never_left_waiting_for_nothing() {
     let mut s = open(&d, 1000);
     let rs = Resource::of(Kind::ReplicaSet);
     let owner = |s: &mut Store, name: &str| {
-        s.create(
+        s.create_v(
             &rs,
             json!({"metadata": {"name": name}, "spec": {}}),
             Some("default"),
@@ -642,7 +644,7 @@ fn foreground_owners_are_never_left_waiting_for_nothing() {
     );
     let mut v = s.get(Kind::Pod, "default", "b-1").unwrap().value();
     v["metadata"]["ownerReferences"] = json!([]);
-    s.update(&pods(), v, false, W).unwrap();
+    s.update_v(&pods(), v, false, W).unwrap();
     assert!(
         s.get(Kind::ReplicaSet, "default", "b").is_err(),
         "nothing blocks it any more"

@@ -3,6 +3,7 @@
 
 use actix_web::HttpResponse;
 use actix_web::web::Bytes;
+use podvisor_client::AnyObject;
 use podvisor_store::{Resource, StoredObject};
 use serde_json::Value;
 
@@ -22,6 +23,18 @@ pub fn parse(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
             .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))?
     };
     Ok(v)
+}
+
+/// The object a request body carries, decoded once as its resource's type; with
+/// `strict`, fields the kind does not know are refused.
+pub fn object_of(
+    req: &actix_web::HttpRequest,
+    raw: &[u8],
+    res: &Resource,
+    strict: bool,
+) -> Result<AnyObject, ApiError> {
+    let v = parse(&content_type(req), raw)?;
+    Ok(podvisor_store::decode::object(res, v, strict)?)
 }
 
 /// One YAML document, decoded on a budget (aliases cannot expand a small body into

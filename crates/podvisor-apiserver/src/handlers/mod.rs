@@ -14,7 +14,8 @@ use actix_web::http::Method;
 use actix_web::web::{Bytes, Data, Query};
 use actix_web::{HttpRequest, HttpResponse};
 use podvisor_actors::ActorRef;
-use podvisor_store::{StoreActor, StoreError};
+use podvisor_client::Error as ClientError;
+use podvisor_store::StoreActor;
 use serde::Deserialize;
 
 use crate::status::ApiError;
@@ -36,7 +37,7 @@ impl ApiState {
     async fn ask<M, T>(&self, msg: M) -> Result<T, ApiError>
     where
         StoreActor: Handler<M>,
-        M: Message<Result = Result<T, StoreError>> + Send + 'static,
+        M: Message<Result = Result<T, ClientError>> + Send + 'static,
         T: Send,
     {
         Ok(self

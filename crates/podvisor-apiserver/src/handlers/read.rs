@@ -1,8 +1,9 @@
 //! get and list.
 
 use actix_web::{HttpRequest, HttpResponse};
+use podvisor_client::{FieldSelector, LabelSelector};
 use podvisor_store::actor::{Get, List};
-use podvisor_store::{FieldSelector, LabelSelector, Selector, StoredObject};
+use podvisor_store::{Selector, StoredObject};
 use std::sync::Arc;
 
 use super::{ApiState, Params, body};
@@ -14,9 +15,7 @@ use crate::target::Target;
 pub(super) fn selector(t: &Target, p: &Params) -> Result<Selector, ApiError> {
     let kind = t.resource.kind;
     let labels = LabelSelector::parse(p.label_selector.as_deref().unwrap_or(""))?;
-    let probe = StoredObject::probe(kind);
-    let known = |f: &str| probe.field(f).is_some();
-    let fields = FieldSelector::parse(p.field_selector.as_deref().unwrap_or(""), kind, known)?;
+    let fields = FieldSelector::parse_for(kind, p.field_selector.as_deref().unwrap_or(""))?;
     Ok(Selector {
         kind,
         namespace: t.namespace.clone(),

@@ -105,7 +105,7 @@ pub(super) async fn serve(
         .map_err(ApiError::unavailable)?
     {
         Ok(rx) => rx,
-        Err(e @ podvisor_store::StoreError::Gone { .. }) => return Ok(expired(&e.into())),
+        Err(e @ podvisor_client::Error::Gone(_)) => return Ok(expired(&e.into())),
         Err(e) => return Err(e.into()),
     };
     let format = Format {

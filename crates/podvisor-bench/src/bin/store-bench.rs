@@ -11,8 +11,9 @@ use std::time::Instant;
 use clap::Parser;
 use podvisor_bench::alloc::{Counting, live_bytes};
 use podvisor_bench::stats::{Samples, Summary};
+use podvisor_client::{LabelSelector, PostParams, Subresource};
 use podvisor_core::Kind;
-use podvisor_store::{Resource, Selector, Store, StoreConfig, WriteOptions};
+use podvisor_store::{Resource, Selector, Store, StoreConfig, decode};
 use serde_json::{Value, json};
 
 #[global_allocator]
@@ -57,8 +58,7 @@ fn list_bytes(s: &Store, sel: &Selector) -> usize {
 
 fn time_list(s: &Store, n: usize, rounds: usize) -> Summary {
     let mut sel = Selector::all(Kind::Pod);
-    sel.labels =
-        podvisor_store::LabelSelector::parse(if n <= 110 { "sample=yes" } else { "" }).unwrap();
+    sel.labels = LabelSelector::parse(if n <= 110 { "sample=yes" } else { "" }).unwrap();
     let mut t = Samples::new();
     for _ in 0..rounds {
         let t0 = Instant::now();
@@ -85,7 +85,8 @@ fn main() {
             p["metadata"]["labels"]["sample"] = "yes".into();
         }
         let t0 = Instant::now();
-        s.create(&res, p, Some("default"), WriteOptions::default())
+        let o = decode::object(&res, p, false).unwrap();
+        s.create(&res, o, Some("default"), PostParams::default())
             .unwrap();
         creates.push(t0.elapsed());
     }
@@ -98,7 +99,9 @@ fn main() {
             .value();
         v["status"] = status();
         let t0 = Instant::now();
-        s.update(&res, v, true, WriteOptions::default()).unwrap();
+        let o = decode::object(&res, v, false).unwrap();
+        s.update(&res, o, Subresource::Status, PostParams::default())
+            .unwrap();
         updates.push(t0.elapsed());
     }
     let heap_updated = live_bytes() - heap0;

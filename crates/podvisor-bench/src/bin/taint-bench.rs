@@ -16,17 +16,17 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use futures_util::StreamExt;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use podvisor_actors::supervisor::Escalation;
 use podvisor_actors::{ChildSpec, Registry, SupervisorConfig, start_root};
 use podvisor_bench::cpu::process_cpu;
 use podvisor_bench::stats::{Samples, Summary};
-use podvisor_controllers::taint_eviction::{StoreHandles, TaintEviction};
-use podvisor_core::Kind;
+use podvisor_client::{Api, ListParams, PostParams, WatchEvent};
+use podvisor_controllers::taint_eviction::TaintEviction;
 use podvisor_machinery::events::{EventRecorder, Reporter};
-use podvisor_machinery::reflector::Source;
-use podvisor_store::actor::{Create, Get, Update, Watch, WatchEvent};
-use podvisor_store::{FieldSelector, Resource, Selector, StoreActor, StoreConfig, WriteOptions};
-use serde_json::{Value, json};
+use podvisor_store::{LocalClient, StoreActor, StoreConfig};
+use serde_json::json;
 
 #[derive(Parser)]
 struct Args {
@@ -38,21 +38,24 @@ struct Args {
 
 const NODE: &str = "bench";
 
-fn pod(i: usize) -> Create {
+fn pod(i: usize) -> Pod {
     let seconds = 8 + (i % 5);
-    Create {
-        resource: Resource::of(Kind::Pod),
-        namespace: Some("default".into()),
-        body: json!({"metadata": {"name": format!("p-{i:04}")}, "spec": {"nodeName": NODE,
-            "tolerations": [{"key": "bench", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": seconds}],
-            "containers": [{"name": "c", "image": "x:1"}]}}),
-        opts: WriteOptions::default(),
-    }
+    serde_json::from_value(json!({"metadata": {"name": format!("p-{i:04}")}, "spec": {"nodeName": NODE,
+        "tolerations": [{"key": "bench", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": seconds}],
+        "containers": [{"name": "c", "image": "x:1"}]}}))
+    .expect("a pod")
 }
 
-fn wall_ms(t: &Value) -> u64 {
-    let ts: k8s_openapi::jiff::Timestamp = t.as_str().unwrap_or("").parse().unwrap();
-    ts.as_millisecond() as u64
+/// When the node's first taint was added, in milliseconds since the epoch.
+fn added_ms(n: &Node) -> u64 {
+    let taint = n
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref()?.first().cloned());
+    let at = taint
+        .and_then(|t| t.time_added)
+        .map(|t| t.0.as_millisecond());
+    u64::try_from(at.unwrap_or(0)).unwrap_or(0)
 }
 
 fn main() -> anyhow::Result<()> {
@@ -70,22 +73,19 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let (store, store_spec) = ChildSpec::of(move || StoreActor::new(cfg.clone(), 100_000))
         .capacity(1 << 14)
         .build();
-    let s = store.clone();
+    let client = LocalClient::client(&store);
     let reporter = Reporter {
         component: "taint-eviction-controller".into(),
         host: NODE.into(),
     };
+    let events_api = Api::all(client.clone());
     let (events, events_spec) =
-        ChildSpec::of(move || EventRecorder::new(reporter.clone(), s.recipient(), s.recipient()))
+        ChildSpec::of(move || EventRecorder::new(reporter.clone(), events_api.clone())).build();
+    let c = client.clone();
+    let (_, taints_spec) =
+        ChildSpec::of(move || TaintEviction::new(NODE.into(), c.clone(), events.recipient()))
+            .capacity(1 << 14)
             .build();
-    let s = store.clone();
-    let (_, taints_spec) = ChildSpec::of(move || {
-        let source = Source::of(&s);
-        let handles = StoreHandles::of(&s);
-        TaintEviction::new(NODE.into(), source, handles, events.recipient())
-    })
-    .capacity(1 << 14)
-    .build();
     start_root(
         "root",
         SupervisorConfig::default(),
@@ -94,47 +94,24 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Escalation::exit_process,
     );
 
-    let nodes = Resource::of(Kind::Node);
-    let node = json!({"metadata": {"name": NODE}, "spec": {}});
-    store
-        .send(Create {
-            resource: nodes,
-            namespace: None,
-            body: node,
-            opts: WriteOptions::default(),
-        })
-        .await??;
+    let pp = PostParams::default();
+    let nodes: Api<Node> = Api::all(client.clone());
+    let node: Node = serde_json::from_value(json!({"metadata": {"name": NODE}, "spec": {}}))?;
+    nodes.create(&pp, node).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     for i in 0..args.pods {
-        store.send(pod(i)).await??;
+        pods.create(&pp, pod(i)).await?;
     }
-    let mut sel = Selector::all(Kind::Pod);
-    sel.fields = FieldSelector::equals("spec.nodeName", NODE);
-    let mut watch = store
-        .send(Watch {
-            selector: sel,
-            from: Some(0),
-        })
-        .await??;
-    while let Ok(WatchEvent::Change(_)) = watch.try_recv() {}
+    let bound = ListParams::default().field_equals("spec.nodeName", NODE);
+    let version = pods.list(&bound).await?.resource_version;
+    let mut watch = pods.watch(&bound, &version).await?;
 
-    let mut node = store
-        .send(Get {
-            kind: Kind::Node,
-            namespace: String::new(),
-            name: NODE.into(),
-        })
-        .await??
-        .value();
-    node["spec"]["taints"] = json!([{"key": "bench", "effect": "NoExecute"}]);
-    let tainted = store
-        .send(Update {
-            resource: nodes,
-            body: node,
-            status_only: false,
-            opts: WriteOptions::default(),
-        })
-        .await??;
-    let added = wall_ms(&tainted.value()["spec"]["taints"][0]["timeAdded"]);
+    let mut node = (*nodes.get(NODE).await?).clone();
+    node.spec = Some(serde_json::from_value(
+        json!({"taints": [{"key": "bench", "effect": "NoExecute"}]}),
+    )?);
+    let tainted = nodes.replace(&pp, node).await?;
+    let added = added_ms(&tainted);
     let t_taint = Instant::now();
 
     // The quiet wait: 1,000 countdowns, the first due 8 s after the taint's second.
@@ -147,17 +124,18 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let mut marked = Samples::new();
     let mut seen = std::collections::HashSet::new();
     while seen.len() < args.pods && t_taint.elapsed() < Duration::from_secs(60) {
-        let Some(WatchEvent::Change(c)) = watch.recv().await else {
+        let Some(Ok(WatchEvent::Modified(p))) = watch.next().await else {
             continue;
         };
-        let v = c.object.value();
-        if v["metadata"]["deletionTimestamp"].is_null() || !seen.insert(c.object.name.clone()) {
+        let name = p.metadata.name.clone().unwrap_or_default();
+        if p.metadata.deletion_timestamp.is_none() || !seen.insert(name) {
             continue;
         }
         let now = podvisor_core::time::now_unix_ms();
-        let seconds = v["spec"]["tolerations"][0]["tolerationSeconds"]
-            .as_u64()
-            .unwrap_or(0);
+        let tolerations = p.spec.as_ref().and_then(|s| s.tolerations.as_ref());
+        let seconds = tolerations
+            .and_then(|t| t.first()?.toleration_seconds)
+            .map_or(0, |s| u64::try_from(s).unwrap_or(0));
         let due = added + seconds * 1000;
         marked.push(Duration::from_millis(now.saturating_sub(due)));
     }

@@ -32,15 +32,16 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::core::v1::Pod;
 use podvisor_actors::due;
 use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
-use podvisor_core::{EventType, Kind, ObjectKey, PodUid};
+use podvisor_client::{Api, Client, ListParams};
+use podvisor_core::{EventType, ObjectKey, PodUid};
 use podvisor_machinery::cache::Cache;
 use podvisor_machinery::events::RecordEvent;
-use podvisor_machinery::reflector::{Reflected, Reflector, Source};
+use podvisor_machinery::reflector::{Reflected, Reflector};
 use podvisor_machinery::workqueue::WorkQueue;
-use podvisor_store::{FieldSelector, Selector};
 use serde::Serialize;
 use tokio::time::Instant;
 use tracing::{debug, warn};
@@ -50,7 +51,7 @@ pub use plan::{BURST, Manage, Plan, batches, plan};
 pub use pods::{from_template, selector_string, selects};
 pub use rank::{DELETION_COST, compare as deletion_order, deletion_cost, to_delete};
 pub use status::{ManageError, compute as compute_status, next_availability};
-pub use sync::{Report, StoreHandles};
+pub use sync::Report;
 
 /// Syncs under way at once (kube-controller-manager runs five workers).
 pub const WORKERS: usize = 4;
@@ -68,15 +69,15 @@ fn may_be_a_replicasets(p: &Pod) -> bool {
 }
 
 pub struct ReplicaSetController {
-    sets_view: Reflector,
-    pods_view: Reflector,
+    sets_view: Reflector<ReplicaSet>,
+    pods_view: Reflector<Pod>,
     /// The node: when it changes (a taint removed, uncordoned), refused creates may pass.
-    nodes_view: Reflector,
+    nodes_view: Reflector<Node>,
     sets: Cache<ReplicaSet>,
     pods: Cache<Pod>,
     queue: WorkQueue<ObjectKey>,
     expectations: RsExpectations,
-    store: StoreHandles,
+    client: Client,
     events: Recipient<RecordEvent>,
     syncing: usize,
     syncs: u64,
@@ -103,31 +104,20 @@ pub struct ReplicaSetControllerSummary {
 }
 
 impl ReplicaSetController {
-    pub fn new(
-        node: &str,
-        source: Source,
-        store: StoreHandles,
-        events: Recipient<RecordEvent>,
-    ) -> Self {
-        let mut pods_sel = Selector::all(Kind::Pod);
-        pods_sel.fields = FieldSelector::equals("spec.nodeName", node);
-        let mut node_sel = Selector::all(Kind::Node);
-        node_sel.fields = FieldSelector::equals("metadata.name", node);
+    pub fn new(node: &str, client: Client, events: Recipient<RecordEvent>) -> Self {
+        let bound_here = ListParams::default().field_equals("spec.nodeName", node);
+        let this_node = ListParams::default().field_equals("metadata.name", node);
         Self {
-            sets_view: Reflector::new(
-                "replicasets",
-                Selector::all(Kind::ReplicaSet),
-                source.clone(),
-            ),
-            pods_view: Reflector::new("pods", pods_sel, source.clone()),
-            nodes_view: Reflector::new("nodes", node_sel, source),
-            sets: Cache::new(Kind::ReplicaSet),
-            pods: Cache::new(Kind::Pod)
+            sets_view: Reflector::new(Api::all(client.clone()), ListParams::default()),
+            pods_view: Reflector::new(Api::all(client.clone()), bound_here),
+            nodes_view: Reflector::new(Api::all(client.clone()), this_node),
+            sets: Cache::new(),
+            pods: Cache::new()
                 .with_index(controller_uid)
                 .with_filter(may_be_a_replicasets),
             queue: WorkQueue::new(),
             expectations: RsExpectations::new(),
-            store,
+            client,
             events,
             syncing: 0,
             syncs: 0,
@@ -189,7 +179,7 @@ impl ReplicaSetController {
         self.syncing += 1;
         self.syncs += 1;
         let work = sync::run(
-            self.store.clone(),
+            self.client.clone(),
             key.clone(),
             rs,
             plan,
@@ -326,35 +316,43 @@ impl SupervisedActor for ReplicaSetController {
     }
 }
 
-impl Handler<Reflected> for ReplicaSetController {
+impl Handler<Reflected<ReplicaSet>> for ReplicaSetController {
     type Result = ();
-    fn handle(&mut self, msg: Reflected, ctx: &mut Context<Self>) {
-        let keys: Vec<Enqueue> = match msg.id {
-            "replicasets" => match self.sets_view.accept(msg, ctx) {
-                Some(u) => {
-                    let deltas = self.sets.apply(u);
-                    deltas
-                        .iter()
-                        .flat_map(|d| on_replica_set(d, &mut self.expectations))
-                        .collect()
-                }
-                None => Vec::new(),
-            },
-            "nodes" => match self.nodes_view.accept(msg, ctx) {
-                Some(_) => handlers::failing(&self.sets),
-                None => Vec::new(),
-            },
-            _ => match self.pods_view.accept(msg, ctx) {
-                Some(u) => {
-                    let deltas = self.pods.apply(u);
-                    deltas
-                        .iter()
-                        .flat_map(|d| on_pod(d, &self.sets, &mut self.expectations))
-                        .collect()
-                }
-                None => Vec::new(),
-            },
+    fn handle(&mut self, msg: Reflected<ReplicaSet>, ctx: &mut Context<Self>) {
+        let Some(u) = self.sets_view.accept(msg, ctx) else {
+            return;
         };
+        let deltas = self.sets.apply(u);
+        let keys = deltas
+            .iter()
+            .flat_map(|d| on_replica_set(d, &mut self.expectations))
+            .collect();
+        self.enqueue(keys);
+        self.work(ctx);
+    }
+}
+
+impl Handler<Reflected<Node>> for ReplicaSetController {
+    type Result = ();
+    fn handle(&mut self, msg: Reflected<Node>, ctx: &mut Context<Self>) {
+        if self.nodes_view.accept(msg, ctx).is_some() {
+            self.enqueue(handlers::failing(&self.sets));
+            self.work(ctx);
+        }
+    }
+}
+
+impl Handler<Reflected<Pod>> for ReplicaSetController {
+    type Result = ();
+    fn handle(&mut self, msg: Reflected<Pod>, ctx: &mut Context<Self>) {
+        let Some(u) = self.pods_view.accept(msg, ctx) else {
+            return;
+        };
+        let deltas = self.pods.apply(u);
+        let keys = deltas
+            .iter()
+            .flat_map(|d| on_pod(d, &self.sets, &mut self.expectations))
+            .collect();
         self.enqueue(keys);
         self.work(ctx);
     }

@@ -6,9 +6,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use podvisor_core::{Phase, PodExt};
-use serde_json::{Value, json};
 
 /// Not finished and not being deleted: what counts toward the replicas.
 pub fn is_active(p: &Pod) -> bool {
@@ -63,20 +62,20 @@ pub fn labels(p: &Pod) -> BTreeMap<String, String> {
 pub use podvisor_core::labels::{selector_string, selects};
 
 /// The reference a ReplicaSet's pods carry.
-pub fn owner_reference(rs: &ReplicaSet) -> Value {
-    json!({
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "name": rs.metadata.name,
-        "uid": rs.metadata.uid,
-        "controller": true,
-        "blockOwnerDeletion": true,
-    })
+pub fn owner_reference(rs: &ReplicaSet) -> OwnerReference {
+    OwnerReference {
+        api_version: "apps/v1".into(),
+        kind: "ReplicaSet".into(),
+        name: rs.metadata.name.clone().unwrap_or_default(),
+        uid: rs.metadata.uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
 }
 
 /// The pod the ReplicaSet's template makes: `generateName` `<rs>-`, the template's labels,
 /// annotations, finalizers and spec, owned by the ReplicaSet.
-pub fn from_template(rs: &ReplicaSet) -> Value {
+pub fn from_template(rs: &ReplicaSet) -> Pod {
     let template = rs
         .spec
         .as_ref()
@@ -84,23 +83,19 @@ pub fn from_template(rs: &ReplicaSet) -> Value {
         .unwrap_or_default();
     let meta = template.metadata.unwrap_or_default();
     let name = rs.metadata.name.clone().unwrap_or_default();
-    let mut pod = json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "generateName": format!("{name}-"),
-            "namespace": rs.metadata.namespace,
-            "labels": meta.labels,
-            "ownerReferences": [owner_reference(rs)],
-        },
-        "spec": template.spec,
-    });
-    if let Some(a) = meta.annotations {
-        pod["metadata"]["annotations"] = json!(a);
-    }
-    if let Some(f) = meta.finalizers {
-        pod["metadata"]["finalizers"] = json!(f);
-    }
+    let mut pod = Pod {
+        spec: template.spec,
+        ..Pod::default()
+    };
+    pod.metadata = ObjectMeta {
+        generate_name: Some(format!("{name}-")),
+        namespace: rs.metadata.namespace.clone(),
+        labels: meta.labels,
+        annotations: meta.annotations,
+        finalizers: meta.finalizers,
+        owner_references: Some(vec![owner_reference(rs)]),
+        ..ObjectMeta::default()
+    };
     pod
 }
 
@@ -115,6 +110,8 @@ pub fn phase_rank(p: &Pod) -> u8 {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -125,7 +122,7 @@ mod tests {
                 "template": {"metadata": {"labels": {"app": "web"}, "annotations": {"a": "1"}},
                              "spec": {"containers": [{"name": "c", "image": "x:1"}]}}}}))
         .unwrap();
-        let pod = from_template(&rs);
+        let pod = serde_json::to_value(from_template(&rs)).unwrap();
         let m = &pod["metadata"];
         assert_eq!(m["generateName"], "web-");
         assert_eq!(m["namespace"], "team");

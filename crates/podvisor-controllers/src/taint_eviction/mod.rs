@@ -10,14 +10,15 @@
 //! appeared), so a restarted scheduler, after a crash or an agent restart, computes the
 //! same deadline and never restarts a countdown.
 //!
-//! When a pod's time comes the eviction (`evict.rs`) takes a last look at the store's
+//! When a pod's time comes the eviction (`evict.rs`) takes a last look at the API's
 //! current node and pod, then sets the pod's `DisruptionTarget` condition and deletes it
 //! gracefully; the node agent stops it with its grace period. An Event says so
 //! (`TaintManagerEviction`), and another when a countdown is cancelled. A failed eviction
 //! is tried again with backoff, never dropped. Static pods (their mirrors) are never
 //! evicted: the file is the truth; the scheduler says once that it would have.
 //!
-//! Messages: none of its own; it handles its reflectors' [`Reflected`] deliveries.
+//! Messages: none of its own; it handles its reflectors' [`Reflected`] deliveries (nodes
+//! and pods).
 
 mod deadline;
 mod evict;
@@ -31,23 +32,23 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use podvisor_actors::due;
 use podvisor_actors::histogram::{Histogram, LatencySummary};
 use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
-use podvisor_core::{EventType, Kind, ObjectKey, PodUid};
+use podvisor_client::{Api, Client, Error, ListParams, WatchEvent};
+use podvisor_core::{EventType, ObjectKey, PodUid};
 use podvisor_machinery::events::RecordEvent;
-use podvisor_machinery::reflector::{Reflected, Reflector, Source, Update};
-use podvisor_store::{ChangeType, FieldSelector, Selector, StoreError, StoredObject};
+use podvisor_machinery::reflector::{Reflected, Reflector, Update};
 use serde::Serialize;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
 pub use deadline::{Deadline, TimedTaint, deadline as pod_deadline};
-pub use evict::{Outcome, StoreHandles};
+pub use evict::Outcome;
 pub use scheduler::{Due, PodView, Scheduler};
 
 use crate::clock::WallClock;
 
 const RETRY_FIRST: Duration = Duration::from_secs(1);
 const RETRY_MAX: Duration = Duration::from_secs(30);
-/// Evictions under way at once; more wait their turn in order. Each is four store round
+/// Evictions under way at once; more wait their turn in order. Each is four API round
 /// trips, two of them durable writes: a thousand at once would all finish late, a few at
 /// a time finish in deadline order.
 const MAX_IN_FLIGHT: usize = 8;
@@ -55,10 +56,10 @@ const REANCHOR: Duration = Duration::from_secs(60);
 
 pub struct TaintEviction {
     node: String,
-    node_view: Reflector,
-    pods_view: Reflector,
+    node_view: Reflector<Node>,
+    pods_view: Reflector<Pod>,
     scheduler: Scheduler,
-    store: StoreHandles,
+    client: Client,
     events: Recipient<RecordEvent>,
     in_flight: HashSet<ObjectKey>,
     /// Due, waiting for a place among those in flight.
@@ -88,22 +89,15 @@ pub struct TaintEvictionSummary {
 }
 
 impl TaintEviction {
-    pub fn new(
-        node: String,
-        source: Source,
-        store: StoreHandles,
-        events: Recipient<RecordEvent>,
-    ) -> Self {
-        let mut node_sel = Selector::all(Kind::Node);
-        node_sel.fields = FieldSelector::equals("metadata.name", &node);
-        let mut pods_sel = Selector::all(Kind::Pod);
-        pods_sel.fields = FieldSelector::equals("spec.nodeName", &node);
+    pub fn new(node: String, client: Client, events: Recipient<RecordEvent>) -> Self {
+        let this_node = ListParams::default().field_equals("metadata.name", &node);
+        let bound_here = ListParams::default().field_equals("spec.nodeName", &node);
         Self {
-            node_view: Reflector::new("node", node_sel, source.clone()),
-            pods_view: Reflector::new("pods", pods_sel, source),
+            node_view: Reflector::new(Api::all(client.clone()), this_node),
+            pods_view: Reflector::new(Api::all(client.clone()), bound_here),
             node,
             scheduler: Scheduler::new(WallClock::system()),
-            store,
+            client,
             events,
             in_flight: HashSet::new(),
             backlog: VecDeque::new(),
@@ -152,30 +146,35 @@ impl TaintEviction {
         }
     }
 
-    fn on_node(&mut self, update: Update) {
-        let node: Option<Node> = match update {
-            Update::Reset(items) => items.first().and_then(|o| o.typed()),
-            Update::Change(c) if c.kind == ChangeType::Deleted => None,
-            Update::Change(c) => c.object.typed(),
+    fn on_node(&mut self, update: Update<Node>) {
+        let node = match update {
+            Update::Reset(items) => items.into_iter().next(),
+            Update::Change(WatchEvent::Deleted(_) | WatchEvent::Bookmark(_)) => None,
+            Update::Change(WatchEvent::Added(n) | WatchEvent::Modified(n)) => Some(n),
         };
-        let cancelled = self.scheduler.set_node(node.as_ref());
+        let cancelled = self.scheduler.set_node(node.as_deref());
         self.cancelled(cancelled);
     }
 
-    fn on_pods(&mut self, update: Update) {
-        let view = |o: &StoredObject| o.typed::<Pod>().as_ref().and_then(PodView::of);
+    fn on_pods(&mut self, update: Update<Pod>) {
         let cancelled = match update {
             Update::Reset(items) => self
                 .scheduler
-                .reset_pods(items.iter().filter_map(|o| view(o)).collect()),
-            Update::Change(c) if c.kind == ChangeType::Deleted => {
-                let key = ObjectKey::pod(&c.object.namespace, &c.object.name);
+                .reset_pods(items.iter().filter_map(|p| PodView::of(p)).collect()),
+            Update::Change(WatchEvent::Deleted(p)) => {
+                let m = &p.metadata;
+                let key = ObjectKey::pod(
+                    m.namespace.as_deref().unwrap_or_default(),
+                    m.name.as_deref().unwrap_or_default(),
+                );
                 self.scheduler.remove_pod(&key);
                 self.retry_after.remove(&key);
                 self.evicted_uids.remove(&key);
                 Vec::new()
             }
-            Update::Change(c) => match view(&c.object) {
+            Update::Change(WatchEvent::Bookmark(_)) => Vec::new(),
+            Update::Change(WatchEvent::Added(p) | WatchEvent::Modified(p)) => match PodView::of(&p)
+            {
                 Some((key, v)) => {
                     if v.deleting || self.evicted_uids.get(&key).is_some_and(|u| *u != v.uid) {
                         self.evicted_uids.remove(&key);
@@ -228,7 +227,7 @@ impl TaintEviction {
         }
         self.in_flight.insert(key.clone());
         let work = evict::evict(
-            self.store.clone(),
+            self.client.clone(),
             self.node.clone(),
             key.clone(),
             uid.clone(),
@@ -248,7 +247,7 @@ impl TaintEviction {
         key: ObjectKey,
         uid: PodUid,
         cause: String,
-        r: Result<Outcome, StoreError>,
+        r: Result<Outcome, Error>,
     ) {
         match r {
             Ok(Outcome::Evicted) => {
@@ -293,7 +292,7 @@ impl SupervisedActor for TaintEviction {
     const KIND: &'static str = "taint-eviction";
     type Summary = TaintEvictionSummary;
 
-    /// Nothing survives a restart but the store: list the node and the pods again and
+    /// Nothing survives a restart but the API: list the node and the pods again and
     /// recompute every deadline from the taints' `timeAdded`.
     fn rebuild(&mut self, ctx: &mut Context<Self>, start: &StartInfo<Self>) {
         self.scheduler = Scheduler::new(WallClock::system());
@@ -323,20 +322,20 @@ impl SupervisedActor for TaintEviction {
     }
 }
 
-impl Handler<Reflected> for TaintEviction {
+impl Handler<Reflected<Node>> for TaintEviction {
     type Result = ();
-    fn handle(&mut self, msg: Reflected, ctx: &mut Context<Self>) {
-        match msg.id {
-            "node" => {
-                if let Some(u) = self.node_view.accept(msg, ctx) {
-                    self.on_node(u);
-                }
-            }
-            _ => {
-                if let Some(u) = self.pods_view.accept(msg, ctx) {
-                    self.on_pods(u);
-                }
-            }
+    fn handle(&mut self, msg: Reflected<Node>, ctx: &mut Context<Self>) {
+        if let Some(u) = self.node_view.accept(msg, ctx) {
+            self.on_node(u);
+        }
+    }
+}
+
+impl Handler<Reflected<Pod>> for TaintEviction {
+    type Result = ();
+    fn handle(&mut self, msg: Reflected<Pod>, ctx: &mut Context<Self>) {
+        if let Some(u) = self.pods_view.accept(msg, ctx) {
+            self.on_pods(u);
         }
     }
 }

@@ -1,5 +1,5 @@
-//! The status manager's inputs (what syncs saw and did, admission's refusals, events) and
-//! what its readers (the API, the sync loop) ask of it.
+//! The status manager's inputs (what syncs saw and did, admission's refusals, events), what
+//! it starts from (the statuses the API holds), and what the sync loop asks of it.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -74,7 +74,7 @@ pub enum PublishedStatus {
 #[rtype(result = "()")]
 pub struct RepublishStatuses;
 
-/// The pod is gone for good: forget it and its file.
+/// The pod is gone for good: forget its status.
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct ForgetPod {
@@ -88,16 +88,19 @@ pub struct ForgetPod {
 #[rtype(result = "()")]
 pub struct RetainPods(pub HashSet<PodUid>);
 
-/// Every pod the status manager knows, with its status and events (for tests and tools).
-#[derive(Message)]
-#[rtype(result = "Vec<PodRecord>")]
-pub struct ListPods;
-
-/// Of these pods, the ones whose last known phase is terminal (Succeeded or Failed), with
-/// that phase: a pod that completed before an agent restart must not run again.
+/// Every pod whose last known phase is terminal (Succeeded or Failed), with that phase: a
+/// pod that completed before an agent restart must not run again. The sync loop asks once
+/// as it starts.
 #[derive(Message)]
 #[rtype(result = "HashMap<PodUid, Phase>")]
-pub struct TerminalPhases(pub Vec<PodUid>);
+pub struct FinishedPods;
+
+/// Every status the node's API holds for its pods, as the pods the kubelet runs: an API
+/// pod as it is, a static pod's mirror under the static pod's UID. What the status manager
+/// starts from; the API is the one durable copy of every status.
+#[derive(Message)]
+#[rtype(result = "Vec<Arc<Pod>>")]
+pub struct PriorStatuses;
 
 /// Why a container is not running, as the kubelet says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

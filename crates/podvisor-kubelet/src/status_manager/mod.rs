@@ -1,13 +1,14 @@
 //! The status manager actor: every pod's Kubernetes status and its recent events. It
 //! follows the status cache (every runtime status the PLEG stores), so a pod shows Running
 //! as soon as the runtime says so; the syncs add why containers wait, and terminations the
-//! final adjustments. Statuses are persisted in the state directory off the actor thread,
-//! so they survive agent restarts. The API reads them.
+//! final adjustments. Every change goes to its sink (the status writer, which writes it to
+//! the API). It keeps no copy of its own on disk: the API is the one durable copy, and a
+//! (re)started status manager starts from the statuses the API holds (`PriorStatuses`),
+//! as the kubelet's starts from its API pods' and mirror pods' statuses.
 
 mod conditions;
 pub mod convert;
 mod inputs;
-mod persist;
 mod phase;
 mod probes;
 mod queries;
@@ -15,8 +16,8 @@ mod record;
 mod starts;
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix::prelude::*;
 use k8s_openapi::api::core::v1::{Pod, PodStatus as ApiPodStatus};
@@ -25,10 +26,9 @@ use podvisor_core::{Phase, PodExt, PodUid, SharedPod};
 use podvisor_cri::PodStatus;
 use serde::Serialize;
 use tokio::time::Instant;
-use tracing::info;
+use tracing::{info, warn};
 
 use inputs::Inputs;
-use persist::Disk;
 use probes::{ProbeResults, ProbeView};
 use record::{keep_times, phase_and_ready, terminal};
 
@@ -36,20 +36,24 @@ use crate::protocol::cache::StatusChanged;
 use crate::protocol::probes::{ProbeChanged, ResendProbeResults};
 use crate::protocol::status::{
     EventType, ForgetPod, PodEvent, PodRecord, PodRejected, PodSynced, PodTerminated,
-    PublishedStatus, RecordEvent, RetainPods,
+    PriorStatuses, PublishedStatus, RecordEvent, RetainPods,
 };
 use podvisor_actors::Recipient;
 
+/// How long a (re)started status manager waits for the API's statuses before it starts
+/// without them (each pod's next sync computes its status anyway).
+const PRIOR_WAIT: Duration = Duration::from_secs(5);
+
 pub struct StatusManager {
-    disk: Disk,
     records: BTreeMap<PodUid, PodRecord>,
     /// What each pod's status is computed from (pods this instance has seen a sync of).
     inputs: HashMap<PodUid, Inputs>,
     /// The newest runtime status of every pod the cache has reported, and as of when.
     runtime: HashMap<PodUid, (Arc<PodStatus>, Option<Instant>)>,
-    dirty: persist::Dirty,
-    /// Told of every status change (the node's store writes them back to the API).
+    /// Told of every status change (the status writer writes them to the API).
     sink: Option<Recipient<PublishedStatus>>,
+    /// Where the statuses of before this start are (the API's, through the status writer).
+    prior: Option<Recipient<PriorStatuses>>,
     /// What readiness and startup probes decided, per pod.
     probes: HashMap<PodUid, ProbeResults>,
     /// Asked to tell every verdict again when this actor (re)starts.
@@ -66,19 +70,22 @@ pub struct StatusManager {
 pub struct StatusManagerSummary {
     pub pods: usize,
     pub by_phase: BTreeMap<String, usize>,
-    /// Pods whose status is waiting to be written.
-    pub unwritten: usize,
+}
+
+impl Default for StatusManager {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl StatusManager {
-    pub fn new(dir: PathBuf) -> Self {
+    pub fn new() -> Self {
         Self {
-            disk: Disk::new(dir),
             records: BTreeMap::new(),
             inputs: HashMap::new(),
             runtime: HashMap::new(),
-            dirty: persist::Dirty::default(),
             sink: None,
+            prior: None,
             probes: HashMap::new(),
             prober: None,
             starts: starts::Starts::default(),
@@ -104,6 +111,12 @@ impl StatusManager {
         self
     }
 
+    /// Starts, every time, from the statuses `prior` answers.
+    pub fn with_prior(mut self, prior: Option<Recipient<PriorStatuses>>) -> Self {
+        self.prior = prior;
+        self
+    }
+
     fn publish(&self, uid: &PodUid, terminated: bool) {
         if let (Some(sink), Some(r)) = (&self.sink, self.records.get(uid)) {
             sink.do_send(PublishedStatus::Changed {
@@ -114,7 +127,7 @@ impl StatusManager {
     }
 
     /// Recomputes the pod's status from its inputs.
-    fn refresh(&mut self, uid: &PodUid, ctx: &mut Context<Self>) {
+    fn refresh(&mut self, uid: &PodUid) {
         let Some(inputs) = self.inputs.get(uid) else {
             return;
         };
@@ -123,15 +136,15 @@ impl StatusManager {
         let view = ProbeView::new(self.probes.get(uid), previous);
         let status = inputs.status(runtime, view);
         let (pod, terminated) = (inputs.pod.clone(), inputs.terminated);
-        if self.set(&pod, status, ctx) {
+        if self.set(&pod, status) {
             self.publish(&uid.clone(), terminated);
         }
     }
 
     /// Stores the pod with `status`, keeping what must not move: its start time, and the
-    /// transition time of every condition whose value did not change. Writes the file only
-    /// if something changed, and says whether it did.
-    fn set(&mut self, pod: &SharedPod, mut status: ApiPodStatus, ctx: &mut Context<Self>) -> bool {
+    /// transition time of every condition whose value did not change. Says whether
+    /// something changed.
+    fn set(&mut self, pod: &SharedPod, mut status: ApiPodStatus) -> bool {
         let uid = pod.uid().clone();
         let previous = self.records.get(&uid).and_then(|r| r.pod.status.as_ref());
         if let Some(done) = previous.filter(|p| terminal(p) && !terminal(&status)) {
@@ -158,42 +171,29 @@ impl StatusManager {
             return false;
         }
         record.pod = Arc::new(new_pod);
-        self.changed(&uid, ctx);
+        self.changed();
         true
     }
 
-    /// The pod's record changed: write it (soon, off this thread).
-    fn changed(&mut self, uid: &PodUid, ctx: &mut Context<Self>) {
+    /// A record changed: the phase counts are counted again when next read.
+    fn changed(&mut self) {
         self.by_phase.replace(None);
-        self.dirty.mark(uid);
-        self.write(ctx);
     }
 
-    fn write(&mut self, ctx: &mut Context<Self>) {
-        let Some(batch) = self.dirty.take(&self.records) else {
-            return;
-        };
-        let disk = self.disk.clone();
-        ctx.spawn(
-            async move {
-                let _ = tokio::task::spawn_blocking(move || disk.write(batch)).await;
-            }
-            .into_actor(self)
-            .map(|(), act, ctx| {
-                act.dirty.written();
-                act.write(ctx);
-            }),
-        );
+    /// The records a start begins with: the API's statuses.
+    fn seed(&mut self, prior: Vec<Arc<Pod>>) {
+        for pod in prior {
+            let Some(uid) = pod.metadata.uid.as_deref().map(PodUid::from) else {
+                continue;
+            };
+            self.records
+                .entry(uid)
+                .or_insert_with(|| PodRecord::new(pod));
+        }
+        self.changed();
     }
 
-    fn event(
-        &mut self,
-        pod: &SharedPod,
-        kind: EventType,
-        reason: &str,
-        message: String,
-        ctx: &mut Context<Self>,
-    ) {
+    fn event(&mut self, pod: &SharedPod, kind: EventType, reason: &str, message: String) {
         let r = self
             .records
             .entry(pod.uid().clone())
@@ -212,17 +212,17 @@ impl StatusManager {
             });
         }
         r.record_event(event);
-        self.changed(pod.uid(), ctx);
+        self.changed();
     }
 
-    fn forget(&mut self, uid: &PodUid, ctx: &mut Context<Self>) {
+    fn forget(&mut self, uid: &PodUid) {
         self.starts.forget(uid);
         self.inputs.remove(uid);
         self.probes.remove(uid);
         self.runtime.remove(uid);
         let record = self.records.remove(uid);
         if record.is_some() {
-            self.changed(uid, ctx);
+            self.changed();
         }
         if let Some(sink) = &self.sink {
             sink.do_send(PublishedStatus::Gone {
@@ -241,26 +241,30 @@ impl SupervisedActor for StatusManager {
     const KIND: &'static str = "status-manager";
     type Summary = StatusManagerSummary;
 
-    /// Reloads every persisted status (on the blocking pool, before any message): after a
-    /// restart (of the actor or of the agent) `get pods` answers at once, and the next sync
-    /// of each pod refreshes it.
+    /// Starts from the statuses the API holds (before any message): a pod that finished
+    /// before a restart stays finished, start and transition times are kept, and the next
+    /// sync of each pod refreshes the rest.
     fn rebuild(&mut self, ctx: &mut Context<Self>, _: &StartInfo<Self>) {
         if let Some(prober) = &self.prober {
             prober.do_send(ResendProbeResults);
         }
-        let disk = self.disk.clone();
-        ctx.wait(
-            async move {
-                tokio::task::spawn_blocking(move || disk.load())
-                    .await
-                    .unwrap_or_default()
+        let Some(prior) = self.prior.clone() else {
+            return;
+        };
+        let load = async move {
+            match tokio::time::timeout(PRIOR_WAIT, prior.send(PriorStatuses)).await {
+                Ok(Ok(pods)) => pods,
+                Ok(Err(e)) => {
+                    warn!(error = %e, "the API's statuses could not be read; starting without them");
+                    Vec::new()
+                }
+                Err(_) => {
+                    warn!("the API's statuses did not come in time; starting without them");
+                    Vec::new()
+                }
             }
-            .into_actor(self)
-            .map(|records, act, _| {
-                act.records = records;
-                act.by_phase.replace(None);
-            }),
-        );
+        };
+        ctx.wait(load.into_actor(self).map(|pods, act, _| act.seed(pods)));
     }
 
     fn summary(&self) -> StatusManagerSummary {
@@ -279,14 +283,13 @@ impl SupervisedActor for StatusManager {
         StatusManagerSummary {
             pods: self.records.len(),
             by_phase,
-            unwritten: self.dirty.len(),
         }
     }
 }
 
 impl Handler<StatusChanged> for StatusManager {
     type Result = ();
-    fn handle(&mut self, msg: StatusChanged, ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: StatusChanged, _: &mut Context<Self>) {
         // An inspection that failed says nothing about the pod: keep what was known.
         if msg.data.error.is_some() {
             return;
@@ -298,45 +301,45 @@ impl Handler<StatusChanged> for StatusManager {
         if newer {
             self.runtime
                 .insert(msg.uid.clone(), (msg.data.status, msg.data.modified));
-            self.refresh(&msg.uid, ctx);
+            self.refresh(&msg.uid);
         }
     }
 }
 
 impl Handler<ProbeChanged> for StatusManager {
     type Result = ();
-    fn handle(&mut self, ProbeChanged(r): ProbeChanged, ctx: &mut Context<Self>) {
+    fn handle(&mut self, ProbeChanged(r): ProbeChanged, _: &mut Context<Self>) {
         self.probes.entry(r.uid.clone()).or_default().set(&r);
-        self.refresh(&r.uid, ctx);
+        self.refresh(&r.uid);
     }
 }
 
 impl Handler<PodSynced> for StatusManager {
     type Result = ();
-    fn handle(&mut self, msg: PodSynced, ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: PodSynced, _: &mut Context<Self>) {
         let uid = msg.pod.uid().clone();
         let mut inputs = Inputs::new(msg.pod);
         inputs.waiting = msg.waiting;
         self.inputs.insert(uid.clone(), inputs);
-        self.refresh(&uid, ctx);
+        self.refresh(&uid);
     }
 }
 
 impl Handler<PodTerminated> for StatusManager {
     type Result = ();
-    fn handle(&mut self, msg: PodTerminated, ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: PodTerminated, _: &mut Context<Self>) {
         let uid = msg.pod.uid().clone();
         let mut inputs = Inputs::new(msg.pod);
         inputs.terminated = true;
         inputs.status_fns = msg.status_fns;
         self.inputs.insert(uid.clone(), inputs);
-        self.refresh(&uid, ctx);
+        self.refresh(&uid);
     }
 }
 
 impl Handler<PodRejected> for StatusManager {
     type Result = ();
-    fn handle(&mut self, msg: PodRejected, ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: PodRejected, _: &mut Context<Self>) {
         // A rejected pod runs nothing: its status is the refusal, whatever else is reported.
         self.inputs.remove(msg.pod.uid());
         let status = ApiPodStatus {
@@ -345,30 +348,30 @@ impl Handler<PodRejected> for StatusManager {
             message: Some(msg.message.clone()),
             ..Default::default()
         };
-        if self.set(&msg.pod, status, ctx) {
+        if self.set(&msg.pod, status) {
             self.publish(msg.pod.uid(), true);
         }
-        self.event(&msg.pod, EventType::Warning, msg.reason, msg.message, ctx);
+        self.event(&msg.pod, EventType::Warning, msg.reason, msg.message);
     }
 }
 
 impl Handler<RecordEvent> for StatusManager {
     type Result = ();
-    fn handle(&mut self, msg: RecordEvent, ctx: &mut Context<Self>) {
-        self.event(&msg.pod, msg.kind, msg.reason, msg.message, ctx);
+    fn handle(&mut self, msg: RecordEvent, _: &mut Context<Self>) {
+        self.event(&msg.pod, msg.kind, msg.reason, msg.message);
     }
 }
 
 impl Handler<ForgetPod> for StatusManager {
     type Result = ();
-    fn handle(&mut self, msg: ForgetPod, ctx: &mut Context<Self>) {
-        self.forget(&msg.uid, ctx);
+    fn handle(&mut self, msg: ForgetPod, _: &mut Context<Self>) {
+        self.forget(&msg.uid);
     }
 }
 
 impl Handler<RetainPods> for StatusManager {
     type Result = ();
-    fn handle(&mut self, RetainPods(keep): RetainPods, ctx: &mut Context<Self>) {
+    fn handle(&mut self, RetainPods(keep): RetainPods, _: &mut Context<Self>) {
         let stale: Vec<PodUid> = self
             .records
             .keys()
@@ -380,7 +383,7 @@ impl Handler<RetainPods> for StatusManager {
             if self.records.contains_key(&uid) {
                 info!(pod_uid = %uid, "forgetting the status of a pod nobody knows any more");
             }
-            self.forget(&uid, ctx);
+            self.forget(&uid);
         }
     }
 }

@@ -1,5 +1,5 @@
-//! What others ask of the status manager: every pod's record, the terminal phases of
-//! some, every status published again.
+//! What others ask of the status manager: the pods that finished, every status published
+//! again.
 
 use std::collections::HashMap;
 
@@ -7,16 +7,7 @@ use actix::prelude::*;
 use podvisor_core::PodExt;
 
 use super::StatusManager;
-use crate::protocol::status::{ListPods, PodRecord, RepublishStatuses, TerminalPhases};
-
-impl Handler<ListPods> for StatusManager {
-    type Result = MessageResult<ListPods>;
-    fn handle(&mut self, _: ListPods, _: &mut Context<Self>) -> Self::Result {
-        let mut pods: Vec<PodRecord> = self.records.values().cloned().collect();
-        pods.sort_by_key(|r| r.pod.key());
-        MessageResult(pods)
-    }
-}
+use crate::protocol::status::{FinishedPods, RepublishStatuses};
 
 impl Handler<RepublishStatuses> for StatusManager {
     type Result = ();
@@ -28,18 +19,15 @@ impl Handler<RepublishStatuses> for StatusManager {
     }
 }
 
-impl Handler<TerminalPhases> for StatusManager {
-    type Result = MessageResult<TerminalPhases>;
-    fn handle(
-        &mut self,
-        TerminalPhases(uids): TerminalPhases,
-        _: &mut Context<Self>,
-    ) -> Self::Result {
-        let phases = uids
-            .into_iter()
-            .filter_map(|uid| {
-                let phase = self.records.get(&uid)?.pod.phase()?;
-                phase.is_terminal().then_some((uid, phase))
+impl Handler<FinishedPods> for StatusManager {
+    type Result = MessageResult<FinishedPods>;
+    fn handle(&mut self, _: FinishedPods, _: &mut Context<Self>) -> Self::Result {
+        let phases = self
+            .records
+            .iter()
+            .filter_map(|(uid, r)| {
+                let phase = r.pod.phase()?;
+                phase.is_terminal().then(|| (uid.clone(), phase))
             })
             .collect::<HashMap<_, _>>();
         MessageResult(phases)

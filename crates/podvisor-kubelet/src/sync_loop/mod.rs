@@ -13,13 +13,14 @@ mod housekeeping;
 mod pods;
 mod tasks;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use actix::prelude::*;
 use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
-use podvisor_core::{PodExt, SharedPod};
+use podvisor_core::{Phase, PodExt, PodUid, SharedPod};
 use podvisor_cri::Runtime;
 use serde::Serialize;
 use tracing::{info, warn};
@@ -32,7 +33,7 @@ use crate::protocol::cache::DeleteStatus;
 use crate::protocol::lifecycle::{PlegEventKind, PodLifecycleEvent};
 use crate::protocol::probes::{ProbeSync, RetainProbes};
 use crate::protocol::sources::{DesiredPods, GetDesiredPods, Rescan, SourcePods};
-use crate::protocol::status::{ForgetPod, PodRejected, RetainPods, TerminalPhases};
+use crate::protocol::status::{FinishedPods, ForgetPod, PodRejected, RetainPods};
 use crate::protocol::updates::{
     KillPodOptions, SyncKnownPods, UpdatePod, UpdatePodOptions, UpdateType,
 };
@@ -73,8 +74,9 @@ pub struct SyncLoopDeps {
     pub rejected: Recipient<PodRejected>,
     pub forget: Recipient<ForgetPod>,
     pub retain: Recipient<RetainPods>,
-    /// Last known phases, so a pod that completed before a restart is not run again.
-    pub phases: Recipient<TerminalPhases>,
+    /// The pods that finished, asked once at each start, so a pod that completed before a
+    /// restart is not run again.
+    pub phases: Recipient<FinishedPods>,
     pub cache_delete: Recipient<DeleteStatus>,
     /// Readiness, readable by `/readyz`: every source has been heard from.
     pub sources_ready: Arc<AtomicBool>,
@@ -92,6 +94,8 @@ pub struct SyncLoop {
     config: SyncLoopConfig,
     pods: PodManager,
     housekeeping_running: bool,
+    /// Pods that had finished when this instance started, until their source adds them.
+    finished: HashMap<PodUid, Phase>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -109,7 +113,23 @@ impl SyncLoop {
             config,
             pods,
             housekeeping_running: false,
+            finished: HashMap::new(),
         }
+    }
+
+    /// A pod that had finished when the loop started gets its phase back (a manifest's pod
+    /// has no status of its own): the pod workers see it is done instead of running it
+    /// again.
+    fn finished_phase(&mut self, p: SharedPod) -> SharedPod {
+        let Some(phase) = self.finished.remove(p.uid()) else {
+            return p;
+        };
+        if p.phase().is_some_and(Phase::is_terminal) {
+            return p;
+        }
+        p.edited(|p| {
+            p.status.get_or_insert_with(Default::default).phase = Some(phase.as_str().to_string());
+        })
     }
 
     fn send(&self, opts: UpdatePodOptions) {
@@ -180,6 +200,12 @@ impl SupervisedActor for SyncLoop {
 
     fn rebuild(&mut self, ctx: &mut Context<Self>, _: &StartInfo<Self>) {
         self.deps.sources_ready.store(false, Ordering::Relaxed);
+        let phases = self.deps.phases.clone();
+        let ask = async move { phases.send(FinishedPods).await.unwrap_or_default() };
+        ctx.wait(
+            ask.into_actor(self)
+                .map(|finished, act, _| act.finished = finished),
+        );
         for source in &self.deps.sources {
             source.do_send(Rescan);
         }
@@ -200,42 +226,16 @@ impl SupervisedActor for SyncLoop {
 
 impl Handler<SourcePods> for SyncLoop {
     type Result = ();
-    fn handle(&mut self, msg: SourcePods, ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: SourcePods, _: &mut Context<Self>) {
         let changes = self.pods.set_source(msg.source, msg.pods);
-        let added: Vec<_> = changes
-            .iter()
-            .filter_map(|c| match c {
-                Change::Add(p) => Some(p.uid().clone()),
-                _ => None,
+        let changes = changes
+            .into_iter()
+            .map(|c| match c {
+                Change::Add(p) => Change::Add(self.finished_phase(p)),
+                other => other,
             })
             .collect();
-        if added.is_empty() {
-            return self.apply_all(changes);
-        }
-        // A manifest's pod has no status of its own: a pod that completed before the agent
-        // restarted gets its last phase back, so the pod workers see it is done instead of
-        // running it again. Waited for, so changes stay in order.
-        let phases = self.deps.phases.clone();
-        ctx.wait(
-            async move { phases.send(TerminalPhases(added)).await.unwrap_or_default() }
-                .into_actor(self)
-                .map(move |terminal, act, _| {
-                    let changes = changes
-                        .into_iter()
-                        .map(|c| match c {
-                            Change::Add(p) => match terminal.get(p.uid()) {
-                                Some(phase) => Change::Add(p.edited(|p| {
-                                    p.status.get_or_insert_with(Default::default).phase =
-                                        Some(phase.as_str().to_string());
-                                })),
-                                None => Change::Add(p),
-                            },
-                            other => other,
-                        })
-                        .collect();
-                    act.apply_all(changes);
-                }),
-        );
+        self.apply_all(changes);
     }
 }
 

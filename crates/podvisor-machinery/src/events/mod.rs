@@ -1,11 +1,10 @@
-//! The event recorder actor: what components have to say about objects, written to the
-//! store as `v1` Events, deduplicated and rate-limited by the [`Correlator`].
+//! The event recorder actor: what components have to say about objects, written through
+//! the client as `v1` Events, deduplicated and rate-limited by the [`Correlator`].
 //!
-//! Writes go one at a time (the store serialises them anyway) from a bounded queue: when
-//! the store is slow and more than [`MAX_QUEUED`] writes wait, the oldest are dropped, so a
-//! storm of events costs bounded memory. A repeat updates its Event (count, last time);
-//! one whose Event has expired from the store (the store deletes Events after their TTL)
-//! is created again.
+//! Writes go one at a time from a bounded queue: when the API is slow and more than
+//! [`MAX_QUEUED`] writes wait, the oldest are dropped, so a storm of events costs bounded
+//! memory. A repeat updates its Event (count, last time); one whose Event has expired (the
+//! API deletes Events after their TTL) is created again.
 //!
 //! Restart: nothing to rebuild. A restarted recorder has forgotten which events it wrote,
 //! so a repeat after a crash starts a new Event; nothing is lost but a count.
@@ -15,12 +14,12 @@ mod correlator;
 use std::collections::VecDeque;
 
 use actix::prelude::*;
-use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
+use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use podvisor_actors::{StartInfo, SupervisedActor};
+use podvisor_client::{Api, Error, PostParams};
 use podvisor_core::{EventType, Kind, ObjectKey};
-use podvisor_store::actor::{Create, Update};
-use podvisor_store::{Resource, StoreError, WriteOptions};
 use serde::Serialize;
-use serde_json::{Value, json};
 use tracing::debug;
 
 pub use correlator::{Correlator, Occurrence};
@@ -49,10 +48,9 @@ pub struct Reporter {
 
 pub struct EventRecorder {
     reporter: Reporter,
-    create: Recipient<Create>,
-    update: Recipient<Update>,
+    api: Api<Event>,
     correlator: Correlator,
-    queue: VecDeque<(Value, bool)>,
+    queue: VecDeque<(Event, bool)>,
     busy: bool,
     written: u64,
     failed: u64,
@@ -69,89 +67,75 @@ pub struct EventRecorderSummary {
     pub dropped: u64,
 }
 
-fn rfc3339(ms: u64) -> Value {
+fn time(ms: u64) -> Option<Time> {
     let nanos = i64::try_from(ms)
         .unwrap_or(i64::MAX)
         .saturating_mul(1_000_000);
     podvisor_core::time::from_nanos(nanos)
-        .and_then(|t| serde_json::to_value(t).ok())
-        .unwrap_or(Value::Null)
+}
+
+/// The API version objects of `kind` are served at.
+fn api_version(kind: Kind) -> &'static str {
+    match kind {
+        Kind::ReplicaSet => "apps/v1",
+        _ => "v1",
+    }
 }
 
 /// The Event object for one occurrence.
-pub fn event_body(reporter: &Reporter, e: &RecordEvent, o: &Occurrence) -> Value {
+pub fn event_body(reporter: &Reporter, e: &RecordEvent, o: &Occurrence) -> Event {
     let object = &e.object;
-    let namespace = object.namespace.clone().unwrap_or_else(|| "default".into());
-    let api_version = Resource::of(object.kind).api_version();
-    let mut involved =
-        json!({"kind": object.kind.as_str(), "name": object.name, "apiVersion": api_version});
-    if let Some(ns) = &object.namespace {
-        involved["namespace"] = ns.clone().into();
-    }
-    if let Some(uid) = &object.uid {
-        involved["uid"] = uid.as_str().into();
-    }
-    json!({
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"name": o.name, "namespace": namespace},
-        "involvedObject": involved,
-        "type": e.type_.as_str(),
-        "reason": e.reason,
-        "message": e.message,
-        "source": {"component": reporter.component, "host": reporter.host},
-        "reportingComponent": reporter.component,
-        "reportingInstance": reporter.host,
-        "firstTimestamp": rfc3339(o.first_ms),
-        "lastTimestamp": rfc3339(o.last_ms),
-        "count": o.count,
-    })
+    let mut ev = Event {
+        involved_object: ObjectReference {
+            kind: Some(object.kind.as_str().to_string()),
+            name: Some(object.name.clone()),
+            api_version: Some(api_version(object.kind).to_string()),
+            namespace: object.namespace.clone(),
+            uid: object.uid.as_ref().map(|u| u.as_str().to_string()),
+            ..ObjectReference::default()
+        },
+        type_: Some(e.type_.as_str().to_string()),
+        reason: Some(e.reason.clone()),
+        message: Some(e.message.clone()),
+        source: Some(EventSource {
+            component: Some(reporter.component.clone()),
+            host: Some(reporter.host.clone()),
+        }),
+        reporting_component: Some(reporter.component.clone()),
+        reporting_instance: Some(reporter.host.clone()),
+        first_timestamp: time(o.first_ms),
+        last_timestamp: time(o.last_ms),
+        count: i32::try_from(o.count).ok(),
+        ..Event::default()
+    };
+    ev.metadata.name = Some(o.name.clone());
+    ev.metadata.namespace = Some(object.namespace.clone().unwrap_or_else(|| "default".into()));
+    ev
 }
 
 /// The write for one event: create it, or (a repeat) replace it; each falls back to the
-/// other when the store disagrees (expired, or already there).
-async fn write(
-    create: Recipient<Create>,
-    update: Recipient<Update>,
-    body: Value,
-    new: bool,
-) -> Result<(), StoreError> {
-    let res = Resource::of(Kind::Event);
-    let ns = body["metadata"]["namespace"].as_str().map(str::to_string);
-    let make = |body: Value| Create {
-        resource: res,
-        namespace: ns.clone(),
-        body,
-        opts: WriteOptions::default(),
-    };
-    let replace = |body: Value| Update {
-        resource: res,
-        body,
-        status_only: false,
-        opts: WriteOptions::default(),
-    };
-    let closed = |e: podvisor_actors::MailboxError| StoreError::Db(e.to_string());
+/// other when the API disagrees (expired, or already there).
+async fn write(api: Api<Event>, ev: Event, new: bool) -> Result<(), Error> {
+    let api = api.within(ev.metadata.namespace.as_deref().unwrap_or("default"));
+    let pp = PostParams::default();
     let first = if new {
-        create.send(make(body.clone())).await.map_err(closed)?
+        api.create(&pp, ev.clone()).await
     } else {
-        update.send(replace(body.clone())).await.map_err(closed)?
+        api.replace(&pp, ev.clone()).await
     };
     match first {
-        Err(StoreError::AlreadyExists { .. }) => {
-            update.send(replace(body)).await.map_err(closed)?
-        }
-        Err(StoreError::NotFound { .. }) => create.send(make(body)).await.map_err(closed)?,
+        Err(Error::AlreadyExists { .. }) => api.replace(&pp, ev).await,
+        Err(Error::NotFound { .. }) => api.create(&pp, ev).await,
         other => other,
     }
     .map(|_| ())
 }
 
 impl EventRecorder {
-    pub fn new(reporter: Reporter, create: Recipient<Create>, update: Recipient<Update>) -> Self {
+    pub fn new(reporter: Reporter, api: Api<Event>) -> Self {
         Self {
             reporter,
-            create,
-            update,
+            api,
             correlator: Correlator::default(),
             queue: VecDeque::new(),
             busy: false,
@@ -169,7 +153,7 @@ impl EventRecorder {
             return;
         };
         self.busy = true;
-        let work = write(self.create.clone(), self.update.clone(), body, new);
+        let work = write(self.api.clone(), body, new);
         ctx.spawn(work.into_actor(self).map(|r, act, ctx| {
             act.busy = false;
             match r {

@@ -1,6 +1,11 @@
 //! What the Node object says of the machine: capacity, addresses, `nodeInfo`.
 
-use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    DaemonEndpoint, Node, NodeAddress, NodeDaemonEndpoints, NodeSpec, NodeStatus, NodeSystemInfo,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 #[derive(Debug, Clone)]
 pub struct NodeFacts {
@@ -36,50 +41,74 @@ fn hostname() -> String {
     read("/proc/sys/kernel/hostname")
 }
 
-fn resources(cpu_milli: i64, memory: i64, pods: usize) -> Value {
+fn resources(cpu_milli: i64, memory: i64, pods: usize) -> BTreeMap<String, Quantity> {
     let cpu = if cpu_milli % 1000 == 0 {
         (cpu_milli / 1000).to_string()
     } else {
         format!("{cpu_milli}m")
     };
-    json!({"cpu": cpu, "memory": format!("{}Ki", memory / 1024), "pods": pods.to_string()})
+    BTreeMap::from([
+        ("cpu".into(), Quantity(cpu)),
+        ("memory".into(), Quantity(format!("{}Ki", memory / 1024))),
+        ("pods".into(), Quantity(pods.to_string())),
+    ])
+}
+
+fn address(type_: &str, address: String) -> NodeAddress {
+    NodeAddress {
+        type_: type_.into(),
+        address,
+    }
 }
 
 impl NodeFacts {
     /// The Node as first created: its name and the well-known labels.
-    pub fn object(&self) -> Value {
-        json!({
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": self.name, "labels": {
-                "kubernetes.io/hostname": self.name,
-                "kubernetes.io/os": std::env::consts::OS,
-                "kubernetes.io/arch": arch(),
-            }},
-            "spec": {"taints": self.taints},
-        })
+    pub fn object(&self) -> Node {
+        let mut n = Node::default();
+        n.metadata.name = Some(self.name.clone());
+        n.metadata.labels = Some(BTreeMap::from([
+            ("kubernetes.io/hostname".into(), self.name.clone()),
+            ("kubernetes.io/os".into(), std::env::consts::OS.into()),
+            ("kubernetes.io/arch".into(), arch().into()),
+        ]));
+        n.spec = Some(NodeSpec {
+            taints: Some(self.taints.clone()),
+            ..NodeSpec::default()
+        });
+        n
     }
 
     /// Everything of the status but the conditions.
-    pub fn status(&self) -> Value {
-        json!({
-            "capacity": resources(self.cpu_milli, self.memory_bytes, self.pods),
-            "allocatable": resources(self.allocatable_cpu_milli, self.allocatable_memory_bytes, self.pods),
-            "addresses": [{"type": "Hostname", "address": hostname()}, {"type": "InternalIP", "address": "127.0.0.1"}],
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
-            "nodeInfo": {
-                "machineID": read("/etc/machine-id"),
-                "systemUUID": read("/sys/class/dmi/id/product_uuid"),
-                "bootID": read("/proc/sys/kernel/random/boot_id"),
-                "kernelVersion": read("/proc/sys/kernel/osrelease"),
-                "osImage": os_image(),
-                "containerRuntimeVersion": self.runtime_version,
-                "kubeletVersion": self.agent_version,
-                "kubeProxyVersion": "",
-                "operatingSystem": std::env::consts::OS,
-                "architecture": arch(),
-            },
-        })
+    pub fn status(&self) -> NodeStatus {
+        NodeStatus {
+            capacity: Some(resources(self.cpu_milli, self.memory_bytes, self.pods)),
+            allocatable: Some(resources(
+                self.allocatable_cpu_milli,
+                self.allocatable_memory_bytes,
+                self.pods,
+            )),
+            addresses: Some(vec![
+                address("Hostname", hostname()),
+                address("InternalIP", "127.0.0.1".into()),
+            ]),
+            daemon_endpoints: Some(NodeDaemonEndpoints {
+                kubelet_endpoint: Some(DaemonEndpoint { port: 0 }),
+            }),
+            node_info: Some(NodeSystemInfo {
+                machine_id: read("/etc/machine-id"),
+                system_uuid: read("/sys/class/dmi/id/product_uuid"),
+                boot_id: read("/proc/sys/kernel/random/boot_id"),
+                kernel_version: read("/proc/sys/kernel/osrelease"),
+                os_image: os_image(),
+                container_runtime_version: self.runtime_version.clone(),
+                kubelet_version: self.agent_version.clone(),
+                kube_proxy_version: String::new(),
+                operating_system: std::env::consts::OS.into(),
+                architecture: arch().into(),
+                ..NodeSystemInfo::default()
+            }),
+            ..NodeStatus::default()
+        }
     }
 }
 

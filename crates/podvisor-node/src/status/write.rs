@@ -2,93 +2,51 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Node, Pod, PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use podvisor_actors::Recipient;
-use podvisor_core::{Kind, PodExt, Uid};
-use podvisor_store::actor::{Create, Delete, Get, Update};
-use podvisor_store::{DeleteOptions, Resource, StoreError, StoredObject, WriteOptions};
-use serde_json::{Value, json};
+use podvisor_client::{Api, Client, DeleteParams, Error, PostParams};
+use podvisor_core::{PodExt, Uid};
 use tracing::{debug, info, warn};
 
 use crate::MIRROR_ANNOTATION;
 
-#[derive(Clone)]
-pub struct StoreHandles {
-    pub(super) get: Recipient<Get>,
-    pub(super) create: Recipient<Create>,
-    pub(super) update: Recipient<Update>,
-    pub(super) delete: Recipient<Delete>,
-}
-
 const ATTEMPTS: usize = 3;
 
-fn pods() -> Resource {
-    Resource::of(Kind::Pod)
+fn pods(client: &Client, ns: &str) -> Api<Pod> {
+    Api::namespaced(client.clone(), ns)
 }
 
-async fn get(store: &StoreHandles, ns: &str, name: &str) -> Result<Arc<StoredObject>, StoreError> {
-    get_kind(store, Kind::Pod, ns, name).await
-}
-
-async fn get_kind(
-    store: &StoreHandles,
-    kind: Kind,
-    ns: &str,
-    name: &str,
-) -> Result<Arc<StoredObject>, StoreError> {
-    let msg = Get {
-        kind,
-        namespace: ns.into(),
-        name: name.into(),
-    };
-    store
-        .get
-        .send(msg)
-        .await
-        .map_err(|e| StoreError::Db(e.to_string()))?
-}
-
-/// Writes `status` on the stored pod if it is still `uid`; retries on conflicts.
+/// Writes the status of `pod` on the API's pod `name` if it is still `uid`; retries on
+/// conflicts. The pod as it is after the write (or as it was, when nothing changed), or
+/// `None` when it is gone or another incarnation.
 async fn write_status(
-    store: &StoreHandles,
+    client: &Client,
     pod: &Pod,
     uid: &str,
-    name_ns: (&str, &str),
-) -> Result<Option<Arc<StoredObject>>, StoreError> {
+    name: &str,
+) -> Result<Option<Arc<Pod>>, Error> {
+    let api = pods(client, pod.namespace());
     for _ in 0..ATTEMPTS {
-        let current = match get(store, name_ns.1, name_ns.0).await {
-            Ok(c) => c,
-            Err(StoreError::NotFound { .. }) => return Ok(None),
-            Err(e) => return Err(e),
+        let Some(current) = api.get_opt(name).await? else {
+            return Ok(None);
         };
-        if &*current.uid != uid {
+        if current.metadata.uid.as_deref() != Some(uid) {
             return Ok(None);
         }
-        let mut body = current.value();
-        let status = merged(&pod.status, &body["status"]);
-        if body["status"] == status {
+        let status = merged(pod.status.as_ref(), current.status.as_ref());
+        if current.status.as_ref() == Some(&status) {
             return Ok(Some(current));
         }
-        body["status"] = status;
-        let msg = Update {
-            resource: pods(),
-            body,
-            status_only: true,
-            opts: WriteOptions::default(),
-        };
-        match store
-            .update
-            .send(msg)
-            .await
-            .map_err(|e| StoreError::Db(e.to_string()))?
-        {
+        let mut next = (*current).clone();
+        next.status = Some(status);
+        match api.replace_status(&PostParams::default(), next).await {
             Ok(o) => return Ok(Some(o)),
-            Err(StoreError::Conflict { .. }) => continue,
+            Err(Error::Conflict { .. }) => continue,
+            Err(Error::NotFound { .. }) => return Ok(None),
             Err(e) => return Err(e),
         }
     }
-    Err(StoreError::Db("the pod kept changing".into()))
+    Err(Error::conflict("pods", name, "the pod kept changing"))
 }
 
 /// The conditions the kubelet computes; the others (`DisruptionTarget` from the taint
@@ -103,89 +61,75 @@ const KUBELET_CONDITIONS: [&str; 5] = [
 ];
 
 /// The node's status for the pod, with the stored conditions it does not own.
-fn merged(ours: &Option<k8s_openapi::api::core::v1::PodStatus>, stored: &Value) -> Value {
-    let mut status = serde_json::to_value(ours).unwrap_or(Value::Null);
-    let theirs: Vec<Value> = stored["conditions"]
-        .as_array()
+fn merged(ours: Option<&PodStatus>, stored: Option<&PodStatus>) -> PodStatus {
+    let mut status = ours.cloned().unwrap_or_default();
+    let theirs: Vec<PodCondition> = stored
+        .and_then(|s| s.conditions.as_ref())
         .into_iter()
         .flatten()
-        .filter(|c| {
-            let t = c["type"].as_str().unwrap_or_default();
-            !KUBELET_CONDITIONS.contains(&t)
-        })
+        .filter(|c| !KUBELET_CONDITIONS.contains(&c.type_.as_str()))
         .cloned()
         .collect();
-    if theirs.is_empty() || !status.is_object() {
-        return status;
-    }
-    let conditions = status["conditions"].as_array_mut();
-    match conditions {
-        Some(c) => c.extend(theirs),
-        None => status["conditions"] = Value::Array(theirs),
+    if !theirs.is_empty() {
+        status
+            .conditions
+            .get_or_insert_with(Vec::new)
+            .extend(theirs);
     }
     status
 }
 
-async fn delete(store: &StoreHandles, ns: &str, name: &str, uid: &str) -> Result<(), StoreError> {
-    let msg = Delete {
-        resource: pods(),
-        namespace: ns.into(),
-        name: name.into(),
-        opts: DeleteOptions::now_if_uid(uid),
-    };
-    match store
-        .delete
-        .send(msg)
+async fn delete(client: &Client, ns: &str, name: &str, uid: &str) -> Result<(), Error> {
+    match pods(client, ns)
+        .delete(name, &DeleteParams::now_if_uid(uid))
         .await
-        .map_err(|e| StoreError::Db(e.to_string()))?
     {
-        Ok(_) | Err(StoreError::NotFound { .. } | StoreError::Conflict { .. }) => Ok(()),
+        Ok(_) | Err(Error::NotFound { .. } | Error::Conflict { .. }) => Ok(()),
         Err(e) => Err(e),
     }
 }
 
-/// A static pod's mirror, once its status is written: its UID and the revision that
-/// holds the status.
-pub(super) type Mirror = Option<(Uid, u64)>;
+/// A static pod's mirror, once its status is written: its UID and the version that holds
+/// the status.
+pub(super) type Mirror = Option<(Uid, String)>;
 
-/// What one published status leads to: for a static pod, its mirror. `Err` when the
-/// store refused or failed (logged here).
-pub(super) async fn write(store: &StoreHandles, pod: &Pod, terminated: bool) -> Result<Mirror, ()> {
+/// What one published status leads to: for a static pod, its mirror. `Err` when the API
+/// refused or failed (logged here).
+pub(super) async fn write(client: &Client, pod: &Pod, terminated: bool) -> Result<Mirror, ()> {
     let r = if pod.is_static() {
-        mirror(store, pod).await
+        mirror(client, pod).await
     } else {
-        api_pod(store, pod, terminated).await.map(|()| None)
+        api_pod(client, pod, terminated).await.map(|()| None)
     };
-    r.map_err(|e| warn!(pod = pod.name(), error = %e, "status not written to the store"))
+    r.map_err(|e| warn!(pod = pod.name(), error = %e, "status not written to the API"))
 }
 
-async fn api_pod(store: &StoreHandles, pod: &Pod, terminated: bool) -> Result<(), StoreError> {
+async fn api_pod(client: &Client, pod: &Pod, terminated: bool) -> Result<(), Error> {
     let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-    let Some(stored) = write_status(store, pod, uid, (pod.name(), pod.namespace())).await? else {
+    let Some(stored) = write_status(client, pod, uid, pod.name()).await? else {
         return Ok(());
     };
-    let deleting = stored.value()["metadata"]["deletionTimestamp"].is_string();
-    if terminated && deleting {
+    if terminated && stored.metadata.deletion_timestamp.is_some() {
         info!(
             pod = pod.name(),
             pod_uid = uid,
-            "pod terminated; removing it from the store"
+            "pod terminated; removing it from the API"
         );
-        delete(store, pod.namespace(), pod.name(), uid).await?;
+        delete(client, pod.namespace(), pod.name(), uid).await?;
     }
     Ok(())
 }
 
-fn mirror_of(o: &StoredObject) -> Option<String> {
-    o.value()["metadata"]["annotations"][MIRROR_ANNOTATION]
-        .as_str()
-        .map(str::to_string)
+/// The static pod's UID a mirror names.
+pub(crate) fn mirror_of(p: &Pod) -> Option<&str> {
+    let annotations = p.metadata.annotations.as_ref()?;
+    annotations.get(MIRROR_ANNOTATION).map(String::as_str)
 }
 
 /// The mirror pod's body: the static pod's spec and labels, marked as a mirror, and
-/// controlled by its node (`node`: the Node object), as the kubelet makes it: no
-/// controller can adopt it, and it goes with its Node.
-fn mirror_body(pod: &Pod, node: &StoredObject) -> Value {
+/// controlled by its node, as the kubelet makes it: no controller can adopt it, and it
+/// goes with its Node.
+fn mirror_body(pod: &Pod, node: &Node) -> Pod {
     let mut m = pod.clone();
     m.status = None;
     let meta = &mut m.metadata;
@@ -198,118 +142,119 @@ fn mirror_body(pod: &Pod, node: &StoredObject) -> Value {
     meta.owner_references = Some(vec![OwnerReference {
         api_version: "v1".into(),
         kind: "Node".into(),
-        name: node.name.clone(),
-        uid: node.uid.to_string(),
+        name: node.metadata.name.clone().unwrap_or_default(),
+        uid: node.metadata.uid.clone().unwrap_or_default(),
         controller: Some(true),
         block_owner_deletion: None,
     }]);
-    serde_json::to_value(m).unwrap_or(json!({}))
+    m
 }
 
 /// Makes the mirror; the node must be registered first (its UID is the owner's).
-async fn create_mirror(store: &StoreHandles, pod: &Pod) -> Result<Option<Uid>, StoreError> {
+async fn create_mirror(client: &Client, pod: &Pod) -> Result<Option<Uid>, Error> {
     let node_name = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
-    let node = get_kind(store, Kind::Node, "", node_name.unwrap_or_default()).await?;
-    let msg = Create {
-        resource: pods(),
-        namespace: Some(pod.namespace().into()),
-        body: mirror_body(pod, &node),
-        opts: WriteOptions::default(),
-    };
-    match store
-        .create
-        .send(msg)
+    let nodes: Api<Node> = Api::all(client.clone());
+    let node = nodes.get(node_name.unwrap_or_default()).await?;
+    let body = mirror_body(pod, &node);
+    match pods(client, pod.namespace())
+        .create(&PostParams::default(), body)
         .await
-        .map_err(|e| StoreError::Db(e.to_string()))?
     {
         Ok(o) => {
-            debug!(pod = pod.name(), mirror_uid = &*o.uid, "mirror pod created");
-            Ok(Some(o.uid.clone()))
+            let uid = o.metadata.uid.clone().unwrap_or_default();
+            debug!(pod = pod.name(), mirror_uid = %uid, "mirror pod created");
+            Ok(Some(Uid::from(uid.as_str())))
         }
-        Err(StoreError::AlreadyExists { .. }) => Ok(None),
+        Err(Error::AlreadyExists { .. }) => Ok(None),
         Err(e) => Err(e),
     }
 }
 
+/// Whether the API's pod must be made again as `pod`'s mirror: deleted through the API,
+/// a mirror of another static pod, or made before mirrors had their node as owner.
+fn outdated(current: &Pod, static_uid: &str) -> bool {
+    mirror_of(current) != Some(static_uid)
+        || current.metadata.deletion_timestamp.is_some()
+        || current.metadata.owner_references.is_none()
+}
+
 /// Makes the mirror exist, current, and not marked for deletion; writes its status (a
 /// mirror just made gets it at once: waiting for the pod's next change could leave it
-/// bare for as long as the pod does not change). Answers the mirror's UID and revision.
-async fn mirror(store: &StoreHandles, pod: &Pod) -> Result<Mirror, StoreError> {
+/// bare for as long as the pod does not change). Answers the mirror's UID and version.
+async fn mirror(client: &Client, pod: &Pod) -> Result<Mirror, Error> {
     let static_uid = pod.metadata.uid.as_deref().unwrap_or_default();
-    let made = match get(store, pod.namespace(), pod.name()).await {
-        Err(StoreError::NotFound { .. }) => create_mirror(store, pod).await?,
-        Err(e) => return Err(e),
-        Ok(current) => match mirror_of(&current) {
-            // An API pod of the same name: not ours to touch.
-            None => return Ok(None),
-            Some(of)
-                if of != static_uid || {
-                    let meta = &current.value()["metadata"];
-                    // Deleted through the API, or made before mirrors had their node as
-                    // owner.
-                    meta["deletionTimestamp"].is_string() || meta["ownerReferences"].is_null()
-                } =>
-            {
-                info!(
-                    pod = pod.name(),
-                    "mirror pod outdated or deleted through the API; making it again"
-                );
-                delete(store, pod.namespace(), pod.name(), &current.uid).await?;
-                create_mirror(store, pod).await?
-            }
-            Some(_) => Some(current.uid.clone()),
-        },
+    let made = match pods(client, pod.namespace()).get_opt(pod.name()).await? {
+        None => create_mirror(client, pod).await?,
+        // An API pod of the same name: not ours to touch.
+        Some(current) if mirror_of(&current).is_none() => return Ok(None),
+        Some(current) if outdated(&current, static_uid) => {
+            info!(
+                pod = pod.name(),
+                "mirror pod outdated or deleted through the API; making it again"
+            );
+            let uid = current.metadata.uid.as_deref().unwrap_or_default();
+            delete(client, pod.namespace(), pod.name(), uid).await?;
+            create_mirror(client, pod).await?
+        }
+        Some(current) => Some(Uid::from(
+            current.metadata.uid.as_deref().unwrap_or_default(),
+        )),
     };
     let Some(mirror_uid) = made else {
         return Ok(None);
     };
-    let written = write_status(store, pod, &mirror_uid, (pod.name(), pod.namespace())).await?;
-    Ok(written.map(|o| (mirror_uid, o.revision)))
+    let written = write_status(client, pod, &mirror_uid, pod.name()).await?;
+    let version = written.and_then(|o| o.metadata.resource_version.clone());
+    Ok(version.map(|v| (mirror_uid, v)))
 }
 
-/// Whether pod `name`'s mirror is still the object at `revision` (nobody deleted or
-/// changed it since its status was written): a lookup, without parsing anything.
-pub(super) async fn mirror_unchanged(
-    store: &StoreHandles,
-    ns: &str,
-    name: &str,
-    revision: u64,
-) -> bool {
-    get(store, ns, name)
+/// Whether pod `name`'s mirror is still the object at `version` (nobody deleted or
+/// changed it since its status was written).
+pub(super) async fn mirror_unchanged(client: &Client, ns: &str, name: &str, version: &str) -> bool {
+    pods(client, ns)
+        .get(name)
         .await
-        .is_ok_and(|o| o.revision == revision)
+        .is_ok_and(|o| o.metadata.resource_version.as_deref() == Some(version))
 }
 
 /// The static pod is gone for good: so is its mirror.
-pub(super) async fn remove_mirror(store: &StoreHandles, pod: &Pod) {
+pub(super) async fn remove_mirror(client: &Client, pod: &Pod) {
     let static_uid = pod.metadata.uid.as_deref().unwrap_or_default();
-    if let Ok(current) = get(store, pod.namespace(), pod.name()).await
-        && mirror_of(&current).as_deref() == Some(static_uid)
-        && let Err(e) = delete(store, pod.namespace(), pod.name(), &current.uid).await
-    {
+    let Ok(Some(current)) = pods(client, pod.namespace()).get_opt(pod.name()).await else {
+        return;
+    };
+    if mirror_of(&current) != Some(static_uid) {
+        return;
+    }
+    let uid = current.metadata.uid.as_deref().unwrap_or_default();
+    if let Err(e) = delete(client, pod.namespace(), pod.name(), uid).await {
         warn!(pod = pod.name(), error = %e, "mirror pod not removed");
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
     fn conditions_the_kubelet_does_not_own_survive_its_writes() {
-        let ours: k8s_openapi::api::core::v1::PodStatus = serde_json::from_value(json!({
+        let ours: PodStatus = serde_json::from_value(json!({
             "phase": "Running",
             "conditions": [{"type": "Ready", "status": "True"}]}))
         .unwrap();
-        let stored = json!({"phase": "Running", "conditions": [
+        let stored: PodStatus = serde_json::from_value(json!({"phase": "Running", "conditions": [
             {"type": "Ready", "status": "False"},
-            {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager"}]});
-        let v = merged(&Some(ours), &stored);
-        let types: Vec<(&str, &str)> = v["conditions"]
-            .as_array()
+            {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager"}]}))
+        .unwrap();
+        let v = merged(Some(&ours), Some(&stored));
+        let types: Vec<(&str, &str)> = v
+            .conditions
+            .as_ref()
             .unwrap()
             .iter()
-            .map(|c| (c["type"].as_str().unwrap(), c["status"].as_str().unwrap()))
+            .map(|c| (c.type_.as_str(), c.status.as_str()))
             .collect();
         assert_eq!(types, [("Ready", "True"), ("DisruptionTarget", "True")]);
     }

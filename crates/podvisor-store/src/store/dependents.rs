@@ -14,11 +14,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use bytes::Bytes;
+use podvisor_client::{AnyObject, DeleteParams};
 use podvisor_core::Kind;
-use serde_json::{Value, json};
 
 use super::{Store, Write, key};
-use crate::delete::{self, DeleteOptions, DeleteStep};
+use crate::delete::{self, DeleteStep};
 use crate::object::{ChangeType, OwnerRef, Resource, StoredObject};
 
 pub(crate) const FOREGROUND: &str = "foregroundDeletion";
@@ -34,9 +35,9 @@ struct Overlay<'a> {
     written: HashMap<String, Option<Arc<StoredObject>>>,
 }
 
-fn object_of(v: &Value) -> Option<StoredObject> {
-    let kind = kind_named(v["kind"].as_str()?)?;
-    Some(StoredObject::from_value(kind, v))
+/// What the overlay needs of a written object: its identity, owners and finalizers.
+fn object_of(o: &AnyObject) -> StoredObject {
+    StoredObject::new(o.clone(), Bytes::new())
 }
 
 impl<'a> Overlay<'a> {
@@ -50,9 +51,9 @@ impl<'a> Overlay<'a> {
     fn apply(&mut self, w: &Write) -> Option<Arc<StoredObject>> {
         let (v, removed) = match w {
             Write::Put(_, v) => (v, false),
-            Write::Remove(_, v) => (v, true),
+            Write::Remove(v) => (v, true),
         };
-        let o = Arc::new(object_of(v)?);
+        let o = Arc::new(object_of(v));
         let k = key(o.kind, &o.namespace, &o.name);
         let before = self.get(&k);
         self.written.insert(k, (!removed).then(|| o.clone()));
@@ -115,12 +116,12 @@ impl Store {
                     .clone()
                     .any(|r| overlay.owner(r, &o.namespace).is_some())
                 {
-                    let v = delete::orphaned(&o.value(), &owner.uid)?;
+                    let v = delete::orphaned(&o.object().ok()?, &owner.uid)?;
                     return Some(Write::Put(ChangeType::Modified, v));
                 }
-                match delete::plan(&Resource::of(o.kind), o, &DeleteOptions::default()) {
+                match delete::plan(&Resource::of(o.kind), o, &DeleteParams::default()) {
                     Ok(DeleteStep::Mark(v)) => Some(Write::Put(ChangeType::Modified, v)),
-                    Ok(DeleteStep::Remove(v)) => Some(Write::Remove(o.kind, v)),
+                    Ok(DeleteStep::Remove(v)) => Some(Write::Remove(v)),
                     _ => None,
                 }
             })
@@ -130,7 +131,7 @@ impl Store {
     /// Takes `owner` out of its dependents' `ownerReferences`.
     pub(super) fn orphan_dependents(&self, owner: &StoredObject) -> Vec<Write> {
         self.dependents_of(&owner.uid)
-            .filter_map(|o| delete::orphaned(&o.value(), &owner.uid))
+            .filter_map(|o| delete::orphaned(&o.object().ok()?, &owner.uid))
             .map(|v| Write::Put(ChangeType::Modified, v))
             .collect()
     }
@@ -138,52 +139,44 @@ impl Store {
     /// Whether `writes` can concern an owner in foreground deletion at all: the cheap test
     /// that keeps every other write (a pod's status, say) from paying for the full one.
     fn may_release(&self, writes: &[Write]) -> bool {
+        let held = |o: &StoredObject| o.finalizers.iter().any(|f| f == FOREGROUND);
         writes.iter().any(|w| {
-            let (Write::Put(_, v) | Write::Remove(_, v)) = w;
-            let held = |o: &StoredObject| o.finalizers.iter().any(|f| f == FOREGROUND);
-            let ns = v["metadata"]["namespace"].as_str().unwrap_or_default();
-            let name = v["metadata"]["name"].as_str().unwrap_or_default();
-            let kind = v["kind"].as_str().and_then(kind_named);
-            let before = kind.and_then(|k| self.objects.get(&key(k, ns, name)));
-            let marks = v["metadata"]["finalizers"]
-                .as_array()
-                .is_some_and(|f| f.iter().any(|x| x == FOREGROUND));
-            let refs = v["metadata"]["ownerReferences"]
-                .as_array()
-                .into_iter()
-                .flatten();
-            let named = refs.filter_map(|r| {
-                let k = kind_named(r["kind"].as_str()?)?;
-                let ns = if k.namespaced() { ns } else { "" };
-                self.objects.get(&key(k, ns, r["name"].as_str()?))
-            });
+            let (Write::Put(_, v) | Write::Remove(v)) = w;
+            let meta = v.meta();
+            let ns = v.namespace();
+            let before = self.objects.get(&key(v.kind(), ns, v.name()));
+            let marks = meta.finalizers.iter().flatten().any(|f| f == FOREGROUND);
+            let refs = meta.owner_references.iter().flatten();
+            let named = refs.filter_map(|r| self.owner_named(&r.kind, &r.name, ns));
             let old_owners = before
                 .into_iter()
                 .flat_map(|b| b.owners.iter())
-                .filter_map(|r| {
-                    let k = kind_named(&r.kind)?;
-                    let ns = if k.namespaced() { ns } else { "" };
-                    self.objects.get(&key(k, ns, &r.name))
-                });
+                .filter_map(|r| self.owner_named(&r.kind, &r.name, ns));
             marks || named.chain(old_owners).any(|o| held(o))
         })
     }
 
+    /// The object an owner reference from namespace `ns` names, if one exists.
+    fn owner_named(&self, kind: &str, name: &str, ns: &str) -> Option<&Arc<StoredObject>> {
+        let k = kind_named(kind)?;
+        let ns = if k.namespaced() { ns } else { "" };
+        self.objects.get(&key(k, ns, name))
+    }
+
     /// `owner` marked for foreground deletion: held by the finalizer until its dependents
     /// are gone.
-    pub(super) fn foreground_mark(owner: &StoredObject) -> Write {
-        let mut v = owner.value();
-        let meta = &mut v["metadata"];
-        if !meta["deletionTimestamp"].is_string() {
-            meta["deletionTimestamp"] = crate::meta::now();
+    pub(super) fn foreground_mark(owner: &StoredObject) -> Option<Write> {
+        let mut v = owner.object().ok()?;
+        let meta = v.meta_mut();
+        if meta.deletion_timestamp.is_none() {
+            meta.deletion_timestamp = Some(podvisor_core::time::now());
         }
-        meta["deletionGracePeriodSeconds"] = 0.into();
-        let mut finalizers = owner.finalizers.clone();
+        meta.deletion_grace_period_seconds = Some(0);
+        let finalizers = meta.finalizers.get_or_insert_with(Vec::new);
         if !finalizers.iter().any(|f| f == FOREGROUND) {
             finalizers.push(FOREGROUND.into());
         }
-        meta["finalizers"] = json!(finalizers);
-        Write::Put(ChangeType::Modified, v)
+        Some(Write::Put(ChangeType::Modified, v))
     }
 
     /// The owners in foreground deletion that `writes` leave with nothing blocking them:
@@ -202,11 +195,8 @@ impl Store {
             if let Some(before) = overlay.apply(w) {
                 note(&before, &mut candidates);
             }
-            if let Write::Put(_, v) | Write::Remove(_, v) = w
-                && let Some(o) = object_of(v)
-            {
-                note(&o, &mut candidates);
-            }
+            let (Write::Put(_, v) | Write::Remove(v)) = w;
+            note(&object_of(v), &mut candidates);
         }
         let mut out = Vec::new();
         while let Some((r, ns)) = candidates.pop() {
@@ -216,16 +206,20 @@ impl Store {
             if !owner.finalizers.iter().any(|f| f == FOREGROUND) || overlay.blocked(&owner) {
                 continue;
             }
-            let mut released = owner.value();
-            let kept: Vec<&String> = owner
+            let Ok(mut released) = owner.object() else {
+                continue;
+            };
+            let kept: Vec<String> = owner
                 .finalizers
                 .iter()
                 .filter(|f| *f != FOREGROUND)
+                .cloned()
                 .collect();
-            released["metadata"]["finalizers"] = json!(kept);
-            let w = if kept.is_empty() && owner.deleting {
+            let empty = kept.is_empty();
+            released.meta_mut().finalizers = (!empty).then_some(kept);
+            let w = if empty && owner.deleting {
                 note(&owner, &mut candidates);
-                Write::Remove(owner.kind, released)
+                Write::Remove(released)
             } else {
                 Write::Put(ChangeType::Modified, released)
             };

@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use super::Store;
 use super::key;
-use crate::error::StoreError;
 use crate::object::{Change, StoredObject};
 use crate::page::{ListPage, decode_token, encode_token};
 use crate::selector::Selector;
+use podvisor_client::Error;
 
 impl Store {
     pub fn list(
@@ -15,7 +15,7 @@ impl Store {
         sel: &Selector,
         limit: Option<usize>,
         continue_token: Option<&str>,
-    ) -> Result<ListPage, StoreError> {
+    ) -> Result<ListPage, Error> {
         let prefix = match &sel.namespace {
             Some(ns) => format!("{}/{ns}/", sel.kind.as_str()),
             None => format!("{}/", sel.kind.as_str()),
@@ -55,13 +55,10 @@ impl Store {
 
     /// Every change after `revision` that `sel` matches, in order; `Gone` when the window
     /// no longer reaches back that far.
-    pub fn changes_since(&self, revision: u64, sel: &Selector) -> Result<Vec<Change>, StoreError> {
+    pub fn changes_since(&self, revision: u64, sel: &Selector) -> Result<Vec<Change>, Error> {
         let oldest = self.oldest_resumable();
         if revision < oldest {
-            return Err(StoreError::Gone {
-                asked: revision,
-                oldest,
-            });
+            return Err(Error::Gone(format!("{revision} ({oldest})")));
         }
         Ok(self
             .window

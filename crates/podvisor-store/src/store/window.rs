@@ -28,7 +28,7 @@ impl Store {
             };
         }
         self.window_bytes += changes.iter().map(|c| c.object.json.len()).sum::<usize>();
-        self.window.extend(changes.iter().cloned());
+        self.window.extend(changes.iter().map(Change::cold));
         let gone: usize = self.window.drain(..drop).map(|c| c.object.json.len()).sum();
         self.window_bytes -= gone;
     }

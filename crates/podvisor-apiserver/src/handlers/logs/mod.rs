@@ -107,10 +107,7 @@ pub(super) async fn serve(
     p: &Params,
     t: Target,
 ) -> Result<HttpResponse, ApiError> {
-    let pod: Pod = read::fetch(state, &t)
-        .await?
-        .typed()
-        .ok_or_else(|| ApiError::new(500, "InternalError", "the stored pod cannot be read"))?;
+    let pod = read::fetch(state, &t).await?.typed::<Pod>()?;
     let target = log_target(state, &pod, p)?;
     let offset = match p.tail_lines {
         Some(n) => file::tail_offset(&target.path, n).await,
@@ -168,7 +165,10 @@ const QUIET: Duration = Duration::from_secs(1);
 
 /// Whether the followed instance of the container still runs.
 async fn still_running(state: &ApiState, t: &Target, target: &LogTarget) -> bool {
-    let pod: Option<Pod> = read::fetch(state, t).await.ok().and_then(|o| o.typed());
+    let pod = read::fetch(state, t)
+        .await
+        .ok()
+        .and_then(|o| o.typed::<Pod>().ok());
     pod.and_then(|p| restarts(&p, &target.container))
         .is_some_and(|(n, r)| n == target.attempt && r)
 }

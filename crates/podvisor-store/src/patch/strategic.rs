@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::status::ApiError;
+use podvisor_client::Error;
 
 /// The merge key of a list field, by its name, as the served kinds' Go types declare it.
 fn merge_key(field: &str) -> Option<&'static str> {
@@ -35,10 +35,10 @@ fn merges_as_set(field: &str) -> bool {
 }
 
 /// Applies `patch` to `target`.
-pub fn apply(target: &mut Value, patch: &Value) -> Result<(), ApiError> {
+pub(crate) fn apply(target: &mut Value, patch: &Value) -> Result<(), Error> {
     let patch = patch
         .as_object()
-        .ok_or_else(|| ApiError::bad_request("a strategic merge patch must be a JSON object"))?;
+        .ok_or_else(|| Error::BadRequest("a strategic merge patch must be a JSON object".into()))?;
     if !target.is_object() {
         *target = Value::Object(Map::new());
     }
@@ -68,7 +68,7 @@ fn strip(v: &Value) -> Value {
     }
 }
 
-fn merge_map(t: &mut Map<String, Value>, p: &Map<String, Value>) -> Result<(), ApiError> {
+fn merge_map(t: &mut Map<String, Value>, p: &Map<String, Value>) -> Result<(), Error> {
     match directive(p) {
         Some("replace") => {
             *t = without_directives(p);
@@ -80,7 +80,7 @@ fn merge_map(t: &mut Map<String, Value>, p: &Map<String, Value>) -> Result<(), A
         }
         Some("merge") | None => {}
         Some(other) => {
-            return Err(ApiError::bad_request(format!(
+            return Err(Error::BadRequest(format!(
                 "unknown patch directive {other:?}"
             )));
         }
@@ -115,7 +115,7 @@ fn merge_map(t: &mut Map<String, Value>, p: &Map<String, Value>) -> Result<(), A
     Ok(())
 }
 
-fn merge_field(t: &mut Map<String, Value>, k: &str, pv: &Value) -> Result<(), ApiError> {
+fn merge_field(t: &mut Map<String, Value>, k: &str, pv: &Value) -> Result<(), Error> {
     match (t.get_mut(k), pv) {
         (Some(Value::Object(tm)), Value::Object(pm)) => {
             if directive(pm) == Some("delete") {
@@ -145,7 +145,7 @@ fn merge_field(t: &mut Map<String, Value>, k: &str, pv: &Value) -> Result<(), Ap
     }
 }
 
-fn merge_list(t: &mut Vec<Value>, p: &[Value], key: &str) -> Result<(), ApiError> {
+fn merge_list(t: &mut Vec<Value>, p: &[Value], key: &str) -> Result<(), Error> {
     if p.iter()
         .any(|e| e.get("$patch").and_then(Value::as_str) == Some("replace"))
     {
