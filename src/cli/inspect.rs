@@ -73,55 +73,43 @@ fn fmt_us(us: f64) -> String {
     }
 }
 
-/// The table, as text. Pure, so tests check it without a server.
-pub fn render(tree: &Value, sort: Option<SortKey>) -> String {
-    let mut actors: Vec<&Value> = tree["actors"]
-        .as_array()
-        .map(|a| a.iter().collect())
-        .unwrap_or_default();
-    if let Some(key) = sort {
-        let field = match key {
-            SortKey::Queued => "queued",
-            SortKey::Handled => "handled",
-            SortKey::Restarts => "restarts",
-        };
-        actors.sort_by(|a, b| num(&b["mailbox"][field]).total_cmp(&num(&a["mailbox"][field])));
+/// One actor's row.
+fn row(a: &Value, indented: bool) -> [String; 9] {
+    let m = &a["mailbox"];
+    let indent = if indented {
+        a["depth"].as_u64().unwrap_or(0) as usize * 2
+    } else {
+        0
+    };
+    let mut state = m["lifecycle"].as_str().unwrap_or("?").to_string();
+    if let Some(s) = a.get("state").filter(|s| !s.is_null()) {
+        let mut s = s.to_string();
+        if s.chars().count() > 60 {
+            s = s.chars().take(59).collect::<String>() + "…";
+        }
+        state = format!("{state} {s}");
     }
-    let rows: Vec<[String; 9]> = actors
-        .iter()
-        .map(|a| {
-            let m = &a["mailbox"];
-            let indent = if sort.is_none() {
-                a["depth"].as_u64().unwrap_or(0) as usize * 2
-            } else {
-                0
-            };
-            let mut state = m["lifecycle"].as_str().unwrap_or("?").to_string();
-            if let Some(s) = a.get("state").filter(|s| !s.is_null()) {
-                let mut s = s.to_string();
-                if s.chars().count() > 60 {
-                    s = s.chars().take(59).collect::<String>() + "…";
-                }
-                state = format!("{state} {s}");
-            }
-            [
-                format!("{}{}", " ".repeat(indent), a["id"].as_str().unwrap_or("?")),
-                a["kind"].as_str().unwrap_or("?").to_string(),
-                a["key"].as_str().unwrap_or("-").to_string(),
-                format!("{}/{}", m["queued"], m["capacity"]),
-                fmt_ms(num(&m["oldest_queued_ms"])),
-                m["handled"].to_string(),
-                fmt_us(num(&m["handle_time"]["p99_us"])),
-                m["restarts"].to_string(),
-                state,
-            ]
-        })
-        .collect();
-    let header = [
-        "ACTOR", "KIND", "ID", "QUEUED", "OLDEST", "HANDLED", "P99", "RESTARTS", "STATE",
-    ];
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for r in &rows {
+    [
+        format!("{}{}", " ".repeat(indent), a["id"].as_str().unwrap_or("?")),
+        a["kind"].as_str().unwrap_or("?").to_string(),
+        a["key"].as_str().unwrap_or("-").to_string(),
+        format!("{}/{}", m["queued"], m["capacity"]),
+        fmt_ms(num(&m["oldest_queued_ms"])),
+        m["handled"].to_string(),
+        fmt_us(num(&m["handle_time"]["p99_us"])),
+        m["restarts"].to_string(),
+        state,
+    ]
+}
+
+const HEADER: [&str; 9] = [
+    "ACTOR", "KIND", "ID", "QUEUED", "OLDEST", "HANDLED", "P99", "RESTARTS", "STATE",
+];
+
+/// The rows under the header, each column as wide as its widest cell.
+fn aligned(rows: &[[String; 9]]) -> String {
+    let mut widths: Vec<usize> = HEADER.iter().map(|h| h.len()).collect();
+    for r in rows {
         for (w, c) in widths.iter_mut().zip(r) {
             *w = (*w).max(c.chars().count());
         }
@@ -137,10 +125,29 @@ pub fn render(tree: &Value, sort: Option<SortKey>) -> String {
         }
         out.trim_end().to_string() + "\n"
     };
-    let mut out = line(&header.map(String::from));
-    for r in &rows {
+    let mut out = line(&HEADER.map(String::from));
+    for r in rows {
         out.push_str(&line(r));
     }
+    out
+}
+
+/// The table, as text. Pure, so tests check it without a server.
+pub fn render(tree: &Value, sort: Option<SortKey>) -> String {
+    let mut actors: Vec<&Value> = tree["actors"]
+        .as_array()
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
+    if let Some(key) = sort {
+        let field = match key {
+            SortKey::Queued => "queued",
+            SortKey::Handled => "handled",
+            SortKey::Restarts => "restarts",
+        };
+        actors.sort_by(|a, b| num(&b["mailbox"][field]).total_cmp(&num(&a["mailbox"][field])));
+    }
+    let rows: Vec<[String; 9]> = actors.iter().map(|a| row(a, sort.is_none())).collect();
+    let mut out = aligned(&rows);
     if tree["truncated"].as_bool() == Some(true) {
         out.push_str(&format!(
             "… {} actors in all; showing {}\n",

@@ -25,6 +25,6 @@ pub use mailbox::{ActorRef, Lifecycle, MailboxError, MailboxSnapshot, Recipient,
 pub use pump::{ChildExit, ExitReason};
 pub use registry::{ActorSnapshot, Registry, TreeSnapshot};
 pub use supervisor::{
-    ChildSpec, Restart, Scope, Shutdown, StartChild, StopChild, Strategy, Supervisor,
+    ChildSpec, Reserved, Restart, Scope, Shutdown, StartChild, StopChild, Strategy, Supervisor,
     SupervisorConfig, start_root,
 };

@@ -490,3 +490,27 @@ fn injected_panics_crash_the_named_actor() {
         assert!(panic.starts_with("injected fault: chaos test"), "{panic}");
     });
 }
+
+/// A reserved child has an address before it has a factory: what is sent to it then waits
+/// in its mailbox, and the child bound later, under its key, handles it first once started.
+#[test]
+fn a_reserved_child_is_addressable_before_it_is_made() {
+    paused_system().block_on(async {
+        let journal = Journal::default();
+        let (early, reserved) = ChildSpec::reserve::<Worker>().key("early").open();
+        let queued = early.send(Ping);
+        let j = journal.clone();
+        let spec = reserved.with(move || Worker::new("early", &j));
+        assert_eq!(spec.id().to_string(), "worker/early");
+        let registry = Registry::new();
+        let escalations = root(&registry, SupervisorConfig::default(), vec![spec]);
+        assert_eq!(
+            queued.await.unwrap(),
+            1,
+            "the message sent before it was made"
+        );
+        assert_eq!(early.send(Ping).await.unwrap(), 2);
+        assert_eq!(journal.starts("early"), 1);
+        assert!(escalations.lock().unwrap().is_empty());
+    });
+}

@@ -64,23 +64,32 @@ pub fn describe(t: &Taint) -> String {
     }
 }
 
+/// Why a taint's text was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TaintError {
+    #[error("taint {0:?} has no effect (key=value:Effect)")]
+    NoEffect(String),
+    #[error("taint {0:?}: effect {1:?} is not NoSchedule, PreferNoSchedule or NoExecute")]
+    Effect(String, String),
+    #[error("taint {0:?} has no key")]
+    NoKey(String),
+}
+
 /// Parses `key=value:Effect` or `key:Effect` (the config's `[node] taints`, kubectl's
 /// syntax).
-pub fn parse(s: &str) -> Result<Taint, String> {
+pub fn parse(s: &str) -> Result<Taint, TaintError> {
     let (kv, effect) = s
         .rsplit_once(':')
-        .ok_or_else(|| format!("taint {s:?} has no effect (key=value:Effect)"))?;
+        .ok_or_else(|| TaintError::NoEffect(s.into()))?;
     if !["NoSchedule", "PreferNoSchedule", "NoExecute"].contains(&effect) {
-        return Err(format!(
-            "taint {s:?}: effect {effect:?} is not NoSchedule, PreferNoSchedule or NoExecute"
-        ));
+        return Err(TaintError::Effect(s.into(), effect.into()));
     }
     let (key, value) = match kv.split_once('=') {
         Some((k, v)) => (k, Some(v.to_string())),
         None => (kv, None),
     };
     if key.is_empty() {
-        return Err(format!("taint {s:?} has no key"));
+        return Err(TaintError::NoKey(s.into()));
     }
     Ok(Taint {
         key: key.to_string(),

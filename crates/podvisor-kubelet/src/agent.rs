@@ -1,13 +1,16 @@
-//! The whole node agent as one actor tree: every kubelet actor, wired to the others, as
-//! supervised children for the root supervisor. The binary adds configuration, the HTTP
-//! endpoint and signals; tests build the same tree on the fake runtime.
+//! The whole kubelet as one actor tree: every kubelet actor, wired to the others, as
+//! supervised children for the root supervisor. Every address is known before any child
+//! is made: the actors that name each other are reserved first (`ChildSpec::reserve`),
+//! and the ones outside the kubelet name ([`KubeletAddresses`]) are reserved by whoever
+//! assembles the agent, before it builds its own side. The binary adds configuration, the
+//! node's API side, the HTTP endpoints and signals.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use podvisor_actors::{ActorRef, ChildSpec, Recipient, Registry, SupervisorConfig};
+use podvisor_actors::{ActorRef, ChildSpec, Recipient, Registry, Reserved, SupervisorConfig};
 use podvisor_cri::Runtime;
 
 use crate::groups::{
@@ -74,24 +77,40 @@ const SYNC_LOOP_CAPACITY: usize = 1 << 16;
 /// manager.
 const STATUS_MANAGER_CAPACITY: usize = 1 << 16;
 
-/// The sync loop's handle exists as soon as its spec is built; what it needs is filled in
-/// once everything else is built, before anything starts (it and the pod workers name
-/// each other).
-type LateDeps = Arc<OnceLock<Arc<SyncLoopDeps>>>;
+/// The kubelet's actors that actors outside it name (the node's API pod source sends the
+/// sync loop its snapshots; the status writer asks the status manager to publish again):
+/// their addresses, reserved before either side is built.
+pub struct KubeletAddresses {
+    pub sync_loop: ActorRef<SyncLoop>,
+    pub status_manager: ActorRef<StatusManager>,
+    sync_loop_slot: Reserved<SyncLoop>,
+    status_slot: Reserved<StatusManager>,
+}
 
-fn sync_loop_spec(p: &AgentParams, deps: LateDeps) -> (ActorRef<SyncLoop>, ChildSpec) {
+impl KubeletAddresses {
+    pub fn reserve() -> Self {
+        let (sync_loop, sync_loop_slot) = ChildSpec::reserve::<SyncLoop>()
+            .capacity(SYNC_LOOP_CAPACITY)
+            .open();
+        let (status_manager, status_slot) = ChildSpec::reserve::<StatusManager>()
+            .capacity(STATUS_MANAGER_CAPACITY)
+            .open();
+        Self {
+            sync_loop,
+            status_manager,
+            sync_loop_slot,
+            status_slot,
+        }
+    }
+}
+
+fn sync_loop_spec(p: &AgentParams, slot: Reserved<SyncLoop>, deps: SyncLoopDeps) -> ChildSpec {
     let config = SyncLoopConfig {
         node_name: p.node.node_name.clone(),
         ..p.sync_loop.clone()
     };
-    ChildSpec::of(move || {
-        SyncLoop::new(
-            deps.get().expect("wired before start").clone(),
-            config.clone(),
-        )
-    })
-    .capacity(SYNC_LOOP_CAPACITY)
-    .build()
+    let deps = Arc::new(deps);
+    slot.with(move || SyncLoop::new(deps.clone(), config.clone()))
 }
 
 /// The handles the pod workers' syncs report to.
@@ -105,7 +124,7 @@ fn pod_workers(
     p: &AgentParams,
     registry: &Arc<Registry>,
     status: &StatusGroup,
-    to: SyncTargets<'_>,
+    to: &SyncTargets<'_>,
     desired: Recipient<GetDesiredPods>,
 ) -> PodWorkerGroup {
     let syncer = Arc::new(
@@ -161,37 +180,24 @@ fn manifest_source(
     .build()
 }
 
-/// The prober's handle exists before what it talks to is built (the status cache); its
-/// deps are filled in before anything starts, like the sync loop's.
-type LateProber = Arc<OnceLock<Arc<ProberDeps>>>;
-
-fn prober_spec() -> (ActorRef<Prober>, ChildSpec, LateProber) {
-    let deps: LateProber = Arc::default();
-    let late = deps.clone();
-    let (prober, spec) =
-        ChildSpec::of(move || Prober::new(late.get().expect("wired before start").clone())).build();
-    (prober, spec, deps)
-}
-
 fn status_manager_spec(
     p: &AgentParams,
+    slot: Reserved<StatusManager>,
     prober: &ActorRef<Prober>,
-) -> (ActorRef<StatusManager>, ChildSpec) {
+) -> ChildSpec {
     let (prior, sink, resend) = (
         p.prior_statuses.clone(),
         p.status_sink.clone(),
         prober.recipient(),
     );
     let metrics = p.metrics.clone();
-    ChildSpec::of(move || {
+    slot.with(move || {
         StatusManager::new()
             .with_prior(prior.clone())
             .with_sink(sink.clone())
             .with_prober(Some(resend.clone()))
             .with_metrics(metrics.clone())
     })
-    .capacity(STATUS_MANAGER_CAPACITY)
-    .build()
 }
 
 fn prober_deps_of(
@@ -230,15 +236,41 @@ fn stats_spec(p: &AgentParams) -> (ActorRef<StatsCollector>, ChildSpec) {
     ChildSpec::of(move || StatsCollector::new(runtime.clone(), node.clone())).build()
 }
 
-pub fn build(registry: &Arc<Registry>, p: AgentParams) -> Agent {
+fn sync_loop_deps(
+    p: &AgentParams,
+    to: &SyncTargets<'_>,
+    status: &StatusGroup,
+    workers: &PodWorkerGroup,
+    manifests: &ActorRef<ManifestSource>,
+) -> SyncLoopDeps {
+    SyncLoopDeps {
+        runtime: p.runtime.clone(),
+        update: workers.dispatcher.recipient(),
+        known: workers.dispatcher.recipient(),
+        rejected: to.statuses.recipient(),
+        forget: to.statuses.recipient(),
+        retain: to.statuses.recipient(),
+        phases: to.statuses.recipient(),
+        cache_delete: status.cache.recipient(),
+        sources_ready: Arc::new(AtomicBool::new(false)),
+        node: p.node.clone(),
+        sources: sources(p, manifests),
+        probes: Some(to.prober.recipient()),
+    }
+}
+
+/// The kubelet's tree, with `addresses` (reserved by the caller) bound to their actors.
+pub fn build(registry: &Arc<Registry>, p: AgentParams, addresses: KubeletAddresses) -> Agent {
+    let KubeletAddresses {
+        sync_loop,
+        status_manager,
+        sync_loop_slot,
+        status_slot,
+    } = addresses;
+    let (prober, prober_slot) = ChildSpec::reserve::<Prober>().open();
     let runtime = p.runtime.clone();
     let (images, images_spec) = ChildSpec::of(move || ImageManager::new(runtime.clone())).build();
-    let rotation_spec = log_rotation_spec(&p);
     let (stats, stats_spec) = stats_spec(&p);
-    let (prober, prober_spec, prober_deps) = prober_spec();
-    let (status_manager, status_spec) = status_manager_spec(&p, &prober);
-    let deps: LateDeps = Arc::default();
-    let (sync_loop, sync_spec) = sync_loop_spec(&p, deps.clone());
     let wiring = StatusWiring {
         runtime: p.runtime.clone(),
         events: vec![sync_loop.recipient()],
@@ -246,42 +278,29 @@ pub fn build(registry: &Arc<Registry>, p: AgentParams) -> Agent {
         pleg: p.pleg.clone(),
     };
     let status = status_group(registry, wiring, p.supervision);
-    let sources_ready = Arc::new(AtomicBool::new(false));
-    let _ = prober_deps.set(prober_deps_of(&p, &status_manager, &sync_loop, &status));
     let targets = SyncTargets {
         images: &images,
         statuses: &status_manager,
         prober: &prober,
     };
-    let workers = pod_workers(&p, registry, &status, targets, sync_loop.recipient());
+    let workers = pod_workers(&p, registry, &status, &targets, sync_loop.recipient());
     let (manifest_source, manifest_spec) =
         manifest_source(&p, sync_loop.recipient(), sync_loop.recipient());
-    let _ = deps.set(Arc::new(SyncLoopDeps {
-        runtime: p.runtime.clone(),
-        update: workers.dispatcher.recipient(),
-        known: workers.dispatcher.recipient(),
-        rejected: status_manager.recipient(),
-        forget: status_manager.recipient(),
-        retain: status_manager.recipient(),
-        phases: status_manager.recipient(),
-        cache_delete: status.cache.recipient(),
-        sources_ready: sources_ready.clone(),
-        node: p.node.clone(),
-        sources: sources(&p, &manifest_source),
-        probes: Some(prober.recipient()),
-    }));
+    let deps = sync_loop_deps(&p, &targets, &status, &workers, &manifest_source);
+    let sources_ready = deps.sources_ready.clone();
+    let prober_deps = prober_deps_of(&p, &status_manager, &sync_loop, &status);
     Agent {
         // Start order: what others send to first, the sources last, so the first snapshot
         // finds everything running.
         children: vec![
             images_spec,
-            status_spec,
+            status_manager_spec(&p, status_slot, &prober),
             status.spec,
-            prober_spec,
+            prober_slot.with(move || Prober::new(prober_deps.clone())),
             workers.spec,
-            sync_spec,
+            sync_loop_spec(&p, sync_loop_slot, deps),
             manifest_spec,
-            rotation_spec,
+            log_rotation_spec(&p),
             stats_spec,
         ],
         status_manager,

@@ -1,6 +1,11 @@
 //! Child specifications: how a supervisor makes, starts and stops one child, whatever its
 //! actor type. The spec owns the child's mailbox, so the `ActorRef` handed out when the
 //! spec is built stays valid across every restart.
+//!
+//! A child's address can exist before its factory ([`ChildSpec::reserve`]): actors that
+//! name each other (the sync loop and the pod workers, the status manager and the status
+//! writer) each get the other's address first, and the factories are bound once every
+//! address is known, before anything starts.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -45,7 +50,7 @@ pub(crate) trait ChildCell: Send + Sync {
 
 struct Cell<A: SupervisedActor> {
     mailbox: Arc<Mailbox<A>>,
-    make: Arc<dyn Fn() -> A + Send + Sync>,
+    make: Make<A>,
     instance: AtomicU64,
 }
 
@@ -116,13 +121,13 @@ impl ChildSpec {
     /// Starts describing a child made by `make` (called for every start, so every
     /// instance begins from a clean state).
     pub fn of<A: SupervisedActor>(make: impl Fn() -> A + Send + Sync + 'static) -> ChildBuilder<A> {
-        ChildBuilder {
-            key: None,
-            capacity: DEFAULT_CAPACITY,
-            restart: Restart::Permanent,
-            arbiter: None,
-            make: Arc::new(make),
-        }
+        ChildBuilder::new(Arc::new(make))
+    }
+
+    /// Starts describing a child whose factory comes later: [`ChildBuilder::open`] gives
+    /// its address at once and a [`Reserved`] to bind the factory to.
+    pub fn reserve<A: SupervisedActor>() -> ChildBuilder<A, ()> {
+        ChildBuilder::new(())
     }
 
     pub fn id(&self) -> &ActorId {
@@ -130,15 +135,63 @@ impl ChildSpec {
     }
 }
 
-pub struct ChildBuilder<A: SupervisedActor> {
+/// How a child is made.
+type Make<A> = Arc<dyn Fn() -> A + Send + Sync>;
+
+/// A child being described: `M` is its factory, or `()` until it has one.
+pub struct ChildBuilder<A: SupervisedActor, M = Make<A>> {
     key: Option<String>,
     capacity: usize,
     restart: Restart,
     arbiter: Option<ArbiterHandle>,
-    make: Arc<dyn Fn() -> A + Send + Sync>,
+    make: M,
+    kind: std::marker::PhantomData<fn() -> A>,
 }
 
-impl<A: SupervisedActor> ChildBuilder<A> {
+/// A child's mailbox, addressable, waiting for its factory.
+pub struct Reserved<A: SupervisedActor> {
+    mailbox: Arc<Mailbox<A>>,
+    restart: Restart,
+    arbiter: Option<ArbiterHandle>,
+}
+
+impl<A: SupervisedActor> Reserved<A> {
+    /// The child, made by `make` at each start.
+    pub fn with(self, make: impl Fn() -> A + Send + Sync + 'static) -> ChildSpec {
+        spec(self.mailbox, Arc::new(make), self.restart, self.arbiter)
+    }
+}
+
+fn spec<A: SupervisedActor>(
+    mailbox: Arc<Mailbox<A>>,
+    make: Make<A>,
+    restart: Restart,
+    arbiter: Option<ArbiterHandle>,
+) -> ChildSpec {
+    let cell = Cell {
+        mailbox,
+        make,
+        instance: AtomicU64::new(0),
+    };
+    ChildSpec {
+        cell: Arc::new(cell),
+        restart,
+        arbiter,
+    }
+}
+
+impl<A: SupervisedActor, M> ChildBuilder<A, M> {
+    fn new(make: M) -> Self {
+        Self {
+            key: None,
+            capacity: DEFAULT_CAPACITY,
+            restart: Restart::Permanent,
+            arbiter: None,
+            make,
+            kind: std::marker::PhantomData,
+        }
+    }
+
     /// Distinguishes actors of one kind (a pod UID); the id becomes `kind/key`.
     pub fn key(mut self, key: impl Into<String>) -> Self {
         self.key = Some(key.into());
@@ -161,22 +214,30 @@ impl<A: SupervisedActor> ChildBuilder<A> {
         self
     }
 
-    pub fn build(self) -> (ActorRef<A>, ChildSpec) {
+    fn mailbox(&self) -> Arc<Mailbox<A>> {
         let id = ActorId::new(A::KIND, self.key.as_deref());
-        let mailbox = Arc::new(Mailbox::new(id, A::KIND, self.capacity));
-        let cell = Cell {
+        Arc::new(Mailbox::new(id, A::KIND, self.capacity))
+    }
+}
+
+impl<A: SupervisedActor> ChildBuilder<A, ()> {
+    /// The child's address now; its factory later ([`Reserved::with`]).
+    pub fn open(self) -> (ActorRef<A>, Reserved<A>) {
+        let mailbox = self.mailbox();
+        let reserved = Reserved {
             mailbox: mailbox.clone(),
-            make: self.make,
-            instance: AtomicU64::new(0),
+            restart: self.restart,
+            arbiter: self.arbiter,
         };
-        (
-            ActorRef::new(mailbox),
-            ChildSpec {
-                cell: Arc::new(cell),
-                restart: self.restart,
-                arbiter: self.arbiter,
-            },
-        )
+        (ActorRef::new(mailbox), reserved)
+    }
+}
+
+impl<A: SupervisedActor> ChildBuilder<A> {
+    pub fn build(self) -> (ActorRef<A>, ChildSpec) {
+        let mailbox = self.mailbox();
+        let me = ActorRef::new(mailbox.clone());
+        (me, spec(mailbox, self.make, self.restart, self.arbiter))
     }
 
     /// Starts the actor on the current arbiter with no supervisor: if it crashes it stays

@@ -19,7 +19,7 @@ use tokio::sync::mpsc::{self, UnboundedSender};
 use tokio::time::Instant;
 use tracing::{error, info, warn};
 
-pub use child::{ChildBuilder, ChildSpec, Restart};
+pub use child::{ChildBuilder, ChildSpec, Reserved, Restart};
 pub use policy::{Backoff, Decision, Intensity, RestartTracker, Scope};
 pub use root::{Escalation, start_root};
 

@@ -1,0 +1,258 @@
+//! The configuration's sections (`[pleg]`, `[probes]`, `[logs]`, ...), each with the
+//! libraries' own defaults, so the documented file and the code cannot drift apart.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use podvisor_actors::supervisor::{Backoff, Intensity};
+use podvisor_apiserver::pod_security::Level;
+use podvisor_kubelet::pleg::{PlegConfig, PlegMode};
+use serde::Deserialize;
+
+use super::duration::duration;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Pleg {
+    /// `evented` (also `auto`) consumes the runtime's container events where the runtime
+    /// streams them and relists where it cannot (containerd 1.6 cannot); `relist` never
+    /// asks for the stream.
+    pub mode: PlegMode,
+    /// Failed attempts at the event stream in a row before falling back to relisting.
+    pub stream_retries: u32,
+    /// The relist that runs beside the event stream (the normal relist period while the
+    /// stream is seen losing events).
+    #[serde(deserialize_with = "duration")]
+    pub safety_relist: Duration,
+    /// How long one pod's inspection may hold up the PLEG before that pod is inspected
+    /// aside (a pod that hangs the runtime must not hold up every other pod's status).
+    #[serde(deserialize_with = "duration")]
+    pub inspect_timeout: Duration,
+}
+
+/// `[probes]`: how many probes run at once (the rest wait their turn, and show as late in
+/// the debug endpoint's `prober` actor).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Probes {
+    pub max_in_flight: usize,
+    /// Of those, exec probes: each is a process the runtime starts in a container.
+    pub max_exec_in_flight: usize,
+}
+
+impl Default for Probes {
+    fn default() -> Self {
+        let d = podvisor_kubelet::prober::DEFAULT_LIMITS;
+        Self {
+            max_in_flight: d.total,
+            max_exec_in_flight: d.exec,
+        }
+    }
+}
+
+/// `[logs]`: containers' log rotation (the kubelet's `containerLogMaxSize`,
+/// `containerLogMaxFiles` and `containerLogMonitorInterval`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Logs {
+    /// A quantity, like "10Mi".
+    pub max_size: String,
+    pub max_files: usize,
+    #[serde(deserialize_with = "duration")]
+    pub monitor_interval: Duration,
+}
+
+impl Default for Logs {
+    fn default() -> Self {
+        let d = podvisor_kubelet::log_rotation::LogRotationConfig::default();
+        Self {
+            max_size: format!("{}Mi", d.max_size >> 20),
+            max_files: d.max_files,
+            monitor_interval: d.monitor_interval,
+        }
+    }
+}
+
+impl Logs {
+    /// The size in bytes (validated first).
+    pub fn max_size_bytes(&self) -> u64 {
+        podvisor_core::quantity::parse_units(&self.max_size)
+            .ok()
+            .and_then(|b| u64::try_from(b).ok())
+            .unwrap_or(10 << 20)
+    }
+}
+
+/// Restart policy of every supervisor in the tree.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Supervisor {
+    /// Delay before the first restart of a crashed actor; doubles per consecutive crash.
+    #[serde(deserialize_with = "duration")]
+    pub restart_backoff: Duration,
+    #[serde(deserialize_with = "duration")]
+    pub restart_backoff_max: Duration,
+    /// More restarts than this within `restart_window` and a supervisor gives up and
+    /// escalates (at the root: the process exits non-zero for its service manager).
+    pub max_restarts: u32,
+    #[serde(deserialize_with = "duration")]
+    pub restart_window: Duration,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Allocatable {
+    pub pods: usize,
+    /// A quantity ("2", "1500m"); default: the host's CPUs.
+    pub cpu: Option<String>,
+    /// A quantity ("4Gi"); default: the host's memory.
+    pub memory: Option<String>,
+}
+
+/// `[runtime]`: how podvisor talks to the container runtime.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RuntimeSection {
+    /// How long one CRI call may take before podvisor gives up on it (the kubelet's
+    /// `runtimeRequestTimeout`); a stop or an exec gets its grace or timeout on top.
+    #[serde(deserialize_with = "duration")]
+    pub request_timeout: Duration,
+    /// Calls that change the runtime (creating, starting and removing sandboxes and
+    /// containers, stopping sandboxes) in flight at once; the rest wait their turn.
+    pub max_mutations_in_flight: usize,
+}
+
+impl Default for RuntimeSection {
+    fn default() -> Self {
+        Self {
+            request_timeout: podvisor_cri::Timeouts::default().call,
+            max_mutations_in_flight: podvisor_cri::client::DEFAULT_MUTATIONS,
+        }
+    }
+}
+
+impl RuntimeSection {
+    pub fn timeouts(&self) -> podvisor_cri::Timeouts {
+        podvisor_cri::Timeouts {
+            call: self.request_timeout,
+            ..podvisor_cri::Timeouts::default()
+        }
+    }
+}
+
+/// `[node]`: what the Node object starts with.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NodeSection {
+    /// Taints the node registers with (`key=value:Effect`), like the kubelet's
+    /// `--register-with-taints`: applied when the Node object is created, never re-added
+    /// after `kubectl taint ... key-` removed them.
+    pub taints: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Debug {
+    pub address: SocketAddr,
+    pub token: Option<String>,
+    /// Serve `POST /debug/fault/panic/{id}` (crash any live actor), in builds with the
+    /// `fault-injection` feature: for chaos tests, never in production.
+    pub fault_injection: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Human,
+    Json,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Log {
+    pub format: LogFormat,
+    /// A tracing filter ("info", "podvisor_kubelet=debug").
+    pub filter: String,
+}
+
+impl Default for Allocatable {
+    fn default() -> Self {
+        Self {
+            pods: 110,
+            cpu: None,
+            memory: None,
+        }
+    }
+}
+
+impl Default for Pleg {
+    fn default() -> Self {
+        let d = PlegConfig::default();
+        Self {
+            mode: d.mode,
+            stream_retries: d.max_stream_retries,
+            safety_relist: d.safety_relist_period,
+            inspect_timeout: d.inspect_timeout,
+        }
+    }
+}
+
+impl Default for Supervisor {
+    fn default() -> Self {
+        let (backoff, intensity) = (Backoff::default(), Intensity::default());
+        Self {
+            restart_backoff: backoff.initial,
+            restart_backoff_max: backoff.max,
+            max_restarts: intensity.max_restarts,
+            restart_window: intensity.within,
+        }
+    }
+}
+
+impl Default for Debug {
+    fn default() -> Self {
+        Self {
+            address: podvisor_debug::DEFAULT_ADDRESS
+                .parse()
+                .expect("valid default"),
+            token: None,
+            fault_injection: false,
+        }
+    }
+}
+
+/// The Kubernetes API (`[api]`): kubectl and client libraries manage the node through it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Api {
+    /// HTTPS, with a certificate of the agent's own CA; every route but the health
+    /// checks needs the token in `<state_dir>/kubeconfig`.
+    pub address: SocketAddr,
+    /// How many changes a watch can resume across, restarts included.
+    pub watch_window: usize,
+    /// How far a watcher may fall behind before it is cut off (it then resumes).
+    pub watcher_queue: usize,
+    /// The Pod Security Standards level of namespaces without the
+    /// `pod-security.kubernetes.io/enforce` label.
+    pub pod_security: Level,
+}
+
+impl Default for Api {
+    fn default() -> Self {
+        Self {
+            address: SocketAddr::from(([127, 0, 0, 1], 6443)),
+            watch_window: 10_000,
+            watcher_queue: 1_000,
+            pod_security: Level::Baseline,
+        }
+    }
+}
+
+impl Default for Log {
+    fn default() -> Self {
+        Self {
+            format: LogFormat::Human,
+            filter: "info".into(),
+        }
+    }
+}

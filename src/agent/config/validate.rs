@@ -1,0 +1,147 @@
+//! What serde cannot check: values that parse but make no sense, each refused with its key.
+
+use podvisor_core::quantity;
+
+use super::{AgentConfig, ConfigError};
+
+fn refuse(key: &'static str, message: impl Into<String>) -> ConfigError {
+    ConfigError::Value {
+        key,
+        message: message.into(),
+    }
+}
+
+/// A quantity, when set: in thousandths (`milli`, for CPU) or in units.
+fn quantity(key: &'static str, v: Option<&String>, milli: bool) -> Result<(), ConfigError> {
+    let Some(q) = v else { return Ok(()) };
+    let parsed = if milli {
+        quantity::parse_milli(q)
+    } else {
+        quantity::parse_units(q)
+    };
+    parsed.map(|_| ()).map_err(|e| refuse(key, e.to_string()))
+}
+
+fn at_least_one(pairs: &[(&'static str, usize)]) -> Result<(), ConfigError> {
+    match pairs.iter().find(|(_, n)| *n == 0) {
+        Some((key, _)) => Err(refuse(key, "must be at least 1")),
+        None => Ok(()),
+    }
+}
+
+impl AgentConfig {
+    /// Checks what serde cannot: values that parse but make no sense.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.check_node()?;
+        self.check_paths()?;
+        self.check_limits()?;
+        self.check_logs()?;
+        self.check_supervisor()?;
+        self.check_debug()?;
+        tracing_subscriber::EnvFilter::try_new(&self.log.filter)
+            .map(|_| ())
+            .map_err(|e| refuse("log.filter", e.to_string()))
+    }
+
+    fn check_node(&self) -> Result<(), ConfigError> {
+        for t in &self.node.taints {
+            podvisor_core::taints::parse(t).map_err(|e| refuse("node.taints", e.to_string()))?;
+        }
+        quantity("allocatable.cpu", self.allocatable.cpu.as_ref(), true)?;
+        quantity(
+            "allocatable.memory",
+            self.allocatable.memory.as_ref(),
+            false,
+        )?;
+        if !self.node_name.is_empty() {
+            podvisor_core::validation::names::node_name(&self.node_name)
+                .map_err(|e| refuse("node_name", e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    fn check_paths(&self) -> Result<(), ConfigError> {
+        podvisor_cri::Endpoint::parse(&self.runtime_endpoint)
+            .map_err(|e| refuse("runtime_endpoint", e.to_string()))?;
+        for (key, p) in [
+            ("manifest_dir", &self.manifest_dir),
+            ("state_dir", &self.state_dir),
+            ("pod_log_dir", &self.pod_log_dir),
+        ] {
+            if !p.is_absolute() {
+                return Err(refuse(
+                    key,
+                    format!("{} must be an absolute path", p.display()),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_limits(&self) -> Result<(), ConfigError> {
+        at_least_one(&[
+            (
+                "runtime.max_mutations_in_flight",
+                self.runtime.max_mutations_in_flight,
+            ),
+            ("allocatable.pods", self.allocatable.pods),
+            ("probes.max_in_flight", self.probes.max_in_flight),
+            ("probes.max_exec_in_flight", self.probes.max_exec_in_flight),
+        ])
+    }
+
+    fn check_logs(&self) -> Result<(), ConfigError> {
+        let size = quantity::parse_units(&self.logs.max_size);
+        if !size.as_ref().is_ok_and(|b| *b > 0) {
+            let message = format!(
+                "{:?} is not a positive quantity like \"10Mi\"",
+                self.logs.max_size
+            );
+            return Err(refuse("logs.max_size", message));
+        }
+        if self.logs.max_files < 2 {
+            return Err(refuse(
+                "logs.max_files",
+                "must be at least 2 (the live log and one rotated)",
+            ));
+        }
+        Ok(())
+    }
+
+    fn check_supervisor(&self) -> Result<(), ConfigError> {
+        let s = &self.supervisor;
+        if s.restart_backoff > s.restart_backoff_max {
+            return Err(refuse(
+                "supervisor.restart_backoff",
+                "must not exceed supervisor.restart_backoff_max",
+            ));
+        }
+        if s.max_restarts == 0 {
+            return Err(refuse("supervisor.max_restarts", "must be at least 1"));
+        }
+        Ok(())
+    }
+
+    fn check_debug(&self) -> Result<(), ConfigError> {
+        let d = &self.debug;
+        if d.fault_injection && !cfg!(feature = "fault-injection") {
+            return Err(refuse(
+                "debug.fault_injection",
+                "this build has no fault injection (build with --features fault-injection)",
+            ));
+        }
+        if d.fault_injection && !d.address.ip().is_loopback() && d.token.is_none() {
+            return Err(refuse(
+                "debug.fault_injection",
+                "crashing actors from off the loopback needs debug.token",
+            ));
+        }
+        if d.token.as_deref() == Some("") {
+            return Err(refuse(
+                "debug.token",
+                "must not be empty (leave it out instead)",
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,70 @@
+//! What the machine is: its CPUs and memory, what pods may take of them, and the facts the
+//! Node object reports.
+
+use anyhow::Context as _;
+use podvisor_core::quantity;
+use podvisor_kubelet::sync_loop::Allocatable;
+use podvisor_node::node::NodeFacts;
+
+use super::AgentConfig;
+
+fn cpu_milli() -> i64 {
+    std::thread::available_parallelism().map_or(1, |n| n.get()) as i64 * 1000
+}
+
+fn memory_bytes() -> i64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<i64>().ok())
+        })
+        .map_or(i64::MAX, |kb| kb * 1024)
+}
+
+/// What pods may take: the configured quantities, else the whole machine.
+pub(crate) fn allocatable(c: &AgentConfig) -> anyhow::Result<Allocatable> {
+    let cpu = c.allocatable.cpu.as_deref();
+    let memory = c.allocatable.memory.as_deref();
+    Ok(Allocatable {
+        pods: c.allocatable.pods,
+        cpu_milli: cpu
+            .map(quantity::parse_milli)
+            .transpose()
+            .context("allocatable.cpu")?
+            .unwrap_or_else(cpu_milli),
+        memory_bytes: memory
+            .map(quantity::parse_units)
+            .transpose()
+            .context("allocatable.memory")?
+            .unwrap_or_else(memory_bytes),
+    })
+}
+
+/// What the Node object says of this machine.
+pub(crate) fn facts(
+    cfg: &AgentConfig,
+    node_name: &str,
+    alloc: &Allocatable,
+    runtime_version: String,
+) -> NodeFacts {
+    NodeFacts {
+        name: node_name.to_string(),
+        cpu_milli: cpu_milli(),
+        memory_bytes: memory_bytes(),
+        pods: cfg.allocatable.pods,
+        allocatable_cpu_milli: alloc.cpu_milli,
+        allocatable_memory_bytes: alloc.memory_bytes,
+        runtime_version,
+        agent_version: podvisor_core::version::GIT_VERSION.to_string(),
+        // Validated with the config.
+        taints: cfg
+            .node
+            .taints
+            .iter()
+            .filter_map(|t| podvisor_core::taints::parse(t).ok())
+            .collect(),
+    }
+}

@@ -1,0 +1,119 @@
+//! One place assembles the agent: the whole supervision tree, from the typed config. The
+//! actors that the kubelet's side and the node's API side name across the boundary are
+//! reserved first (their addresses exist before any child is made), then each side is
+//! built, then the children are put in start order: what others write to first, the
+//! sources and controllers last.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use podvisor_actors::{ActorRef, ChildSpec, Registry};
+use podvisor_cri::Runtime;
+use podvisor_kubelet::agent::{Agent, AgentParams, KubeletAddresses};
+use podvisor_kubelet::kuberuntime::config::{NodeConfig, read_dns};
+use podvisor_kubelet::log_rotation::LogRotationConfig;
+use podvisor_kubelet::metrics::Metrics;
+use podvisor_kubelet::pleg::PlegConfig;
+use podvisor_kubelet::pod_workers::Timings;
+use podvisor_kubelet::sync_loop::{Allocatable, SyncLoopConfig};
+use podvisor_store::StoreActor;
+
+use super::node::{self, NodeAddresses};
+use super::{AgentConfig, host};
+
+/// What the tree is built on: the machine and the runtime as found at start.
+pub(crate) struct Ground {
+    pub node_name: String,
+    pub allocatable: Allocatable,
+    pub runtime: Arc<dyn Runtime>,
+    /// `containerd://1.7.24`, or empty while the runtime cannot be reached.
+    pub runtime_version: String,
+    pub metrics: Metrics,
+}
+
+/// The assembled tree: its children in start order, and the handles the servers read.
+pub(crate) struct Tree {
+    pub children: Vec<ChildSpec>,
+    pub kubelet: Agent,
+    pub store: ActorRef<StoreActor>,
+}
+
+fn pleg(cfg: &AgentConfig, g: &Ground) -> PlegConfig {
+    PlegConfig {
+        relist_period: cfg.relist_period,
+        mode: cfg.pleg.mode,
+        max_stream_retries: cfg.pleg.stream_retries,
+        safety_relist_period: cfg.pleg.safety_relist,
+        inspect_timeout: cfg.pleg.inspect_timeout,
+        node: Some(g.node_name.clone()),
+        metrics: g.metrics.clone(),
+        ..PlegConfig::default()
+    }
+}
+
+fn node_config(cfg: &AgentConfig, g: &Ground) -> NodeConfig {
+    NodeConfig {
+        node_name: g.node_name.clone(),
+        pod_log_dir: cfg.pod_log_dir.clone(),
+        pod_dir: cfg.state_dir.join("pods"),
+        dns: read_dns(std::path::Path::new("/etc/resolv.conf")),
+    }
+}
+
+fn kubelet_params(cfg: &AgentConfig, g: &Ground, node_side: &NodeAddresses) -> AgentParams {
+    AgentParams {
+        runtime: g.runtime.clone(),
+        node: node_config(cfg, g),
+        manifest_dir: cfg.manifest_dir.clone(),
+        manifest_rescan_period: cfg.manifest_rescan_period,
+        prior_statuses: Some(node_side.writer.recipient()),
+        pleg: pleg(cfg, g),
+        timings: Timings {
+            resync_interval: cfg.resync_interval,
+            backoff: cfg.sync_backoff,
+        },
+        sync_loop: SyncLoopConfig {
+            allocatable: g.allocatable,
+            housekeeping_period: cfg.housekeeping_period,
+            sources: vec![
+                podvisor_kubelet::manifest_source::SOURCE,
+                podvisor_node::SOURCE,
+            ],
+            ..SyncLoopConfig::default()
+        },
+        supervision: super::supervision(&cfg.supervisor),
+        status_wait: Duration::from_secs(2),
+        extra_sources: vec![node_side.source.recipient()],
+        status_sink: Some(node_side.writer.recipient()),
+        log_rotation: LogRotationConfig {
+            max_size: cfg.logs.max_size_bytes(),
+            max_files: cfg.logs.max_files,
+            monitor_interval: cfg.logs.monitor_interval,
+        },
+        probe_limits: podvisor_probe::Limits {
+            total: cfg.probes.max_in_flight,
+            exec: cfg.probes.max_exec_in_flight,
+        },
+        metrics: g.metrics.clone(),
+    }
+}
+
+/// The whole tree.
+pub(crate) fn assemble(cfg: &AgentConfig, g: Ground, registry: &Arc<Registry>) -> Tree {
+    let node_side = NodeAddresses::reserve();
+    let params = kubelet_params(cfg, &g, &node_side);
+    let mut kubelet = podvisor_kubelet::agent::build(registry, params, KubeletAddresses::reserve());
+    let facts = host::facts(cfg, &g.node_name, &g.allocatable, g.runtime_version);
+    let api = node::build(cfg, &g.node_name, node_side, &kubelet, facts);
+    let children = api
+        .first
+        .into_iter()
+        .chain(std::mem::take(&mut kubelet.children))
+        .chain(api.last)
+        .collect();
+    Tree {
+        children,
+        kubelet,
+        store: api.store,
+    }
+}
