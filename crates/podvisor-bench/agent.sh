@@ -1,5 +1,6 @@
 # Sourced by api-bench and rs-bench: `start_agent NODE DEBUG_PORT API_PORT [DELETE_KINDS]`
-# starts a release podvisor of its own (a fresh state directory with its store, PKI and
+# starts a release podvisor of its own (`$PODVISOR_BIN`, default target/release/podvisor;
+# another build, for a side-by-side run) (a fresh state directory with its store, PKI and
 # kubeconfig, a manifest directory, its own ports) against the development containerd, sets
 # `dir`, `node`, `pid` and the test tools' variables, and cleans everything up on exit.
 
@@ -22,7 +23,7 @@ address = "127.0.0.1:$debug_port"
 [api]
 address = "127.0.0.1:$api_port"
 EOT
-    target/release/podvisor run --config "$dir/podvisor.toml" >"$dir/agent.log" 2>&1 &
+    "${PODVISOR_BIN:-target/release/podvisor}" run --config "$dir/podvisor.toml" >"$dir/agent.log" 2>&1 &
     pid=$!
     trap stop_agent EXIT
     for _ in $(seq 100); do [[ -f $dir/state/kubeconfig ]] && break; sleep 0.1; done

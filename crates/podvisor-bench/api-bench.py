@@ -3,7 +3,12 @@ package, keep-alive HTTPS), side by side in one run:
   - create / get / list latency with 1,000 stored pods (bound to another node, so nothing
     runs), RSS of the agent before and after storing them;
   - 50 concurrent watchers: time from a create request to each watcher's event;
+  - a status write (the status subresource, as the node's status writer writes) → the
+    event a watcher of that pod sees;
   - create → Running through the API against the manifest directory path (10 pods each).
+
+API_BENCH_SCALE (default 1) divides every count: 100 gives the smoke run CI makes so the
+program never rots (figures not judged).
 
 Run it with crates/podvisor-bench/api-bench, which starts an agent of its own; by hand
 (an agent running with its own state dir and manifest dir):
@@ -21,6 +26,11 @@ state_dir, manifest_dir, pid, node = sys.argv[1], sys.argv[2], int(sys.argv[3]),
 config.load_kube_config(config_file=os.path.join(state_dir, "kubeconfig"))
 core = client.CoreV1Api()
 IMAGE = "localhost/podvisor/busybox:test"
+SCALE = max(1, int(os.environ.get("API_BENCH_SCALE", "1")))
+
+
+def n(count):
+    return max(2, count // SCALE)
 
 
 def rss():
@@ -57,19 +67,19 @@ def store_figures():
     time.sleep(2)
     r0 = rss()
     creates = []
-    for i in range(1000):
-        body = pod(f"p-{i:05d}", "elsewhere", i < 110)
+    for i in range(n(1000)):
+        body = pod(f"p-{i:05d}", "elsewhere", i < n(110))
         creates.append(timed(lambda: core.create_namespaced_pod("default", body), 1)[0])
     time.sleep(2)
     r1 = rss()
     row("create pod (durable)", creates)
-    row("get pod", timed(lambda: core.read_namespaced_pod("p-00500", "default", _preload_content=False).data, 200))
-    row("list 110 pods (label selector)", timed(lambda: core.list_namespaced_pod("default", label_selector="sample=yes", _preload_content=False).data, 50))
-    row("list 1,000 pods", timed(lambda: core.list_namespaced_pod("default", _preload_content=False).data, 50))
+    row("get pod", timed(lambda: core.read_namespaced_pod("p-00001", "default", _preload_content=False).data, n(200)))
+    row(f"list {n(110)} pods (label selector)", timed(lambda: core.list_namespaced_pod("default", label_selector="sample=yes", _preload_content=False).data, n(50)))
+    row(f"list {n(1000)} pods", timed(lambda: core.list_namespaced_pod("default", _preload_content=False).data, n(50)))
     return r0, r1
 
 
-def watchers(n=50, creates=20):
+def watchers(n=n(50), creates=n(20)):
     rv = core.list_namespaced_config_map("default").metadata.resource_version
     acked, lat, ready = {}, [], threading.Barrier(n + 1)
     lock = threading.Lock()
@@ -114,7 +124,28 @@ def running(name, timeout=60):
             return
 
 
-def start_paths(n=10):
+def status_writes(count=n(50)):
+    """A status written through the status subresource → the watcher of that pod sees it."""
+    name = "p-00000"
+    lat = []
+    for i in range(count):
+        current = core.read_namespaced_pod(name, "default")
+        rv = current.metadata.resource_version
+        w = watch.Watch()
+        stream = w.stream(core.list_namespaced_pod, "default", field_selector=f"metadata.name={name}",
+                          resource_version=rv, timeout_seconds=10)
+        current.status = client.V1PodStatus(phase="Pending", message=f"write {i}")
+        t0 = time.perf_counter()
+        core.replace_namespaced_pod_status(name, "default", current)
+        for ev in stream:
+            if ev["object"].status and ev["object"].status.message == f"write {i}":
+                lat.append(time.perf_counter() - t0)
+                w.stop()
+                break
+    row("status write → watch event", lat)
+
+
+def start_paths(n=n(10)):
     api, files = [], []
     for i in range(n):
         name = f"run-api-{i}"
@@ -139,5 +170,6 @@ def start_paths(n=10):
 print("| what | n | p50 ms | p99 ms |\n|---|---:|---:|---:|")
 r0, r1 = store_figures()
 watchers()
+status_writes()
 start_paths()
-print(f"\nagent RSS: {r0:.1f} MiB before, {r1:.1f} MiB with 1,000 more pods stored (+{r1 - r0:.1f} MiB)")
+print(f"\nagent RSS: {r0:.1f} MiB before, {r1:.1f} MiB with {n(1000)} more pods stored (+{r1 - r0:.1f} MiB)")

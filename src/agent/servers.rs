@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use podvisor_actors::{ActorRef, Recipient, Registry};
 use podvisor_apiserver::{ApiConfig, ApiServer, ApiState};
 use podvisor_debug::history::{Extra, Extras};
-use podvisor_debug::{DebugConfig, DebugServer, Health, MoreMetrics};
+use podvisor_debug::{CheckError, DebugConfig, DebugServer, Health, MoreMetrics};
 use podvisor_kubelet::agent::Agent;
 use podvisor_kubelet::metrics::Metrics;
 use podvisor_kubelet::stats::GetSummary;
@@ -49,7 +49,8 @@ fn exposition(registry: prometheus::Registry) -> MoreMetrics {
 fn health(kubelet: &Agent) -> Health {
     let health = Health::new();
     let liveness = kubelet.pleg_health.clone();
-    health.liveness("pleg", Arc::new(move || Ok(liveness.check()?)));
+    let pleg = move || liveness.check().map_err(CheckError::of);
+    health.liveness("pleg", Arc::new(pleg));
     let ready = kubelet.sources_ready.clone();
     health.readiness(
         "sources",
@@ -105,7 +106,7 @@ pub(crate) fn kubernetes(
         pki_dir: cfg.state_dir.join("pki"),
         kubeconfig: cfg.state_dir.join("kubeconfig"),
     };
-    let usage: podvisor_apiserver::resource_metrics::UsageSource = Arc::new(move || {
+    let usage: podvisor_apiserver::UsageSource = Arc::new(move || {
         let stats = stats.clone();
         Box::pin(async move { stats.send(GetSummary).await.ok().flatten() })
     });

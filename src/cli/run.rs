@@ -22,7 +22,7 @@ pub struct RunArgs {
     /// State directory (overrides `state_dir`).
     #[arg(long)]
     pub state_dir: Option<PathBuf>,
-    /// Debug endpoint and API address (overrides `debug.address`).
+    /// Debug endpoint address (overrides `debug.address`).
     #[arg(long)]
     pub debug_address: Option<std::net::SocketAddr>,
     /// Node name (overrides `node_name`).

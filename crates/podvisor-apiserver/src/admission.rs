@@ -14,7 +14,7 @@ use podvisor_client::{AnyObject, Error};
 use podvisor_core::Kind;
 use podvisor_core::pod::MIRROR_ANNOTATION;
 use podvisor_core::validation::{FieldError, FieldErrors, FieldPath, names, validate_pod};
-use podvisor_store::{Admission, Resource, Store, StoredObject};
+use podvisor_store::{Admission, Objects, Resource, StoredObject};
 
 use crate::defaults;
 
@@ -156,7 +156,7 @@ impl ObjectAdmission {
 impl Admission for ObjectAdmission {
     fn admit(
         &self,
-        _: &Store,
+        _: &dyn Objects,
         res: &Resource,
         object: &mut AnyObject,
         old: Option<&StoredObject>,

@@ -30,5 +30,5 @@ pub mod tls;
 mod validate;
 
 pub use admission::{NodeInfo, ObjectAdmission};
-pub use handlers::ApiState;
+pub use handlers::{ApiState, UsageSource};
 pub use server::{ApiConfig, ApiServer, ApiServerError, MAX_BODY_BYTES};

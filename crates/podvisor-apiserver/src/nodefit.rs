@@ -24,7 +24,7 @@ use podvisor_core::fit::{self, Allocatable, Requests};
 use podvisor_core::pod::MIRROR_ANNOTATION;
 use podvisor_core::taints::{self, NO_EXECUTE, NO_SCHEDULE, UNSCHEDULABLE_KEY};
 use podvisor_core::{Kind, Phase, quantity};
-use podvisor_store::{Admission, Resource, Selector, Store, StoredObject};
+use podvisor_store::{Admission, Objects, Resource, Selector, StoredObject};
 
 pub struct NodeFit {
     node: String,
@@ -100,16 +100,13 @@ impl NodeFit {
     }
 
     /// The requests of the pods bound to this node that still hold resources.
-    fn bound(&self, store: &Store) -> Vec<Requests> {
+    fn bound(&self, store: &dyn Objects) -> Vec<Requests> {
         let mut sel = Selector::all(Kind::Pod);
         sel.fields = FieldSelector::equals("spec.nodeName", &self.node);
-        let Ok(page) = store.list(&sel, None, None) else {
-            return Vec::new();
-        };
+        let items = store.select(&sel);
         let mut cache = self.requests.lock().unwrap_or_else(|e| e.into_inner());
-        let mut seen = HashMap::with_capacity(page.items.len());
-        let out = page
-            .items
+        let mut seen = HashMap::with_capacity(items.len());
+        let out = items
             .iter()
             .filter(|o| !finished(o))
             .map(|o| {
@@ -128,7 +125,7 @@ impl NodeFit {
 
     fn check_resources(
         &self,
-        store: &Store,
+        store: &dyn Objects,
         node: &Node,
         pod: &Pod,
         name: &str,
@@ -144,7 +141,7 @@ impl NodeFit {
 impl Admission for NodeFit {
     fn admit(
         &self,
-        store: &Store,
+        store: &dyn Objects,
         _: &Resource,
         object: &mut AnyObject,
         old: Option<&StoredObject>,
@@ -161,9 +158,9 @@ impl Admission for NodeFit {
         if old.is_some() || bound != Some(self.node.as_str()) || mirror {
             return Ok(());
         }
-        let Ok(node) = store
+        let Some(node) = store
             .get(Kind::Node, "", &self.node)
-            .and_then(|n| n.typed::<Node>())
+            .and_then(|n| n.typed::<Node>().ok())
         else {
             return Ok(());
         };

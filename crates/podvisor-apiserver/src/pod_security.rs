@@ -16,7 +16,7 @@ use podvisor_client::{AnyObject, Error};
 use podvisor_core::Kind;
 use podvisor_core::pod::MIRROR_ANNOTATION;
 use podvisor_core::validation::security::{SAFE_SYSCTLS, dotted_sysctl};
-use podvisor_store::{Admission, Resource, Store, StoredObject};
+use podvisor_store::{Admission, Objects, Resource, StoredObject};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -270,10 +270,9 @@ impl PodSecurity {
         Self { default }
     }
 
-    fn level(&self, store: &Store, ns: &str) -> Level {
+    fn level(&self, store: &dyn Objects, ns: &str) -> Level {
         let label = store
             .get(Kind::Namespace, "", ns)
-            .ok()
             .and_then(|o| o.typed::<Namespace>().ok())
             .and_then(|n| n.metadata.labels.as_ref()?.get(ENFORCE_LABEL).cloned());
         label.map_or(self.default, |v| Level::of_label(&v))
@@ -283,7 +282,7 @@ impl PodSecurity {
 impl Admission for PodSecurity {
     fn admit(
         &self,
-        store: &Store,
+        store: &dyn Objects,
         _: &Resource,
         object: &mut AnyObject,
         old: Option<&StoredObject>,

@@ -1,26 +1,20 @@
 //! `metrics.k8s.io/v1beta1`, what `kubectl top` reads (metrics-server serves it in a
 //! cluster): `NodeMetrics` and `PodMetrics` made from the node agent's usage summary (the
-//! kubelet's `/stats/summary`), which the API is handed as a [`UsageSource`] so it knows
+//! kubelet's `/stats/summary`), which the API is handed as a [`crate::UsageSource`] so it knows
 //! nothing of the kubelet. CPU is the rate over the agent's last sampling window, in
 //! nanocores; memory the working set. A pod is shown once every container of it has both
 //! (metrics-server drops a pod with any container missing), so the first answers after a
 //! pod starts, or after the agent starts sampling, can be empty: kubectl then says
 //! "metrics not available yet", as it does with metrics-server.
 
-use std::sync::Arc;
-
 use actix_web::web::{Data, Path, Query};
 use actix_web::{HttpResponse, web};
-use futures_util::future::BoxFuture;
 use podvisor_core::stats::{ContainerStats, PodStats, Summary};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::handlers::ApiState;
 use crate::status::ApiError;
-
-/// The node's and its pods' use, when the agent can say.
-pub type UsageSource = Arc<dyn Fn() -> BoxFuture<'static, Option<Summary>> + Send + Sync>;
 
 pub const GROUP_VERSION: &str = "metrics.k8s.io/v1beta1";
 /// How long each CPU figure is averaged over, at most: the agent's sampling period.

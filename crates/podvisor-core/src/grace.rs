@@ -18,7 +18,7 @@ impl GracePeriod {
     pub const MIN: GracePeriod = GracePeriod(1);
     /// A year: beyond it, the runtime's conversion to nanoseconds overflows and a stop
     /// would become an immediate kill (validation refuses more).
-    pub const MAX_SECONDS: i64 = 365 * 24 * 3600;
+    pub(crate) const MAX_SECONDS: i64 = 365 * 24 * 3600;
 
     /// `seconds`, raised to one second and capped at a year.
     pub fn from_seconds(seconds: i64) -> Self {

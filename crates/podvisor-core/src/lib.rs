@@ -1,5 +1,5 @@
 //! podvisor's shared vocabulary, below every other crate that speaks of Kubernetes objects
-//! (the kubelet's actors now; the store, the API and the controllers next): typed UIDs and
+//! (the kubelet's actors, the client, the store, the API and the controllers): typed UIDs and
 //! object keys instead of bare strings, the pod phase and restart policy as enums, one
 //! extension trait with the pod accessors everyone needs, a grace period that cannot be
 //! zero, resource quantities, and the one validation path for pods, with Kubernetes'

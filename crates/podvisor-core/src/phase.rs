@@ -66,7 +66,7 @@ pub enum RestartPolicy {
 }
 
 impl RestartPolicy {
-    pub const NAMES: [&'static str; 3] = ["Always", "OnFailure", "Never"];
+    pub(crate) const NAMES: [&'static str; 3] = ["Always", "OnFailure", "Never"];
 
     /// The policy a field names; `None` for a value the API does not accept.
     pub fn parse(s: &str) -> Option<Self> {

@@ -20,7 +20,7 @@ pub const CONFIG_SOURCE_ANNOTATION: &str = "kubernetes.io/config.source";
 /// value is the static pod's UID.
 pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 /// The namespace of a pod that does not name one.
-pub const DEFAULT_NAMESPACE: &str = "default";
+pub(crate) const DEFAULT_NAMESPACE: &str = "default";
 
 /// The pod accessors of the node agent (and, next, the store and the controllers).
 pub trait PodExt {
@@ -159,7 +159,7 @@ impl SharedPod {
         Self::from_arc(Arc::new(pod))
     }
 
-    pub fn from_arc(pod: Arc<Pod>) -> Result<Self, MissingUid> {
+    pub(crate) fn from_arc(pod: Arc<Pod>) -> Result<Self, MissingUid> {
         match pod.metadata.uid.as_deref().filter(|u| !u.is_empty()) {
             Some(uid) => Ok(Self {
                 uid: PodUid::from(uid),

@@ -9,12 +9,12 @@ use k8s_openapi::api::core::v1::{Container, ContainerRestartRule};
 use crate::phase::RestartPolicy;
 
 /// The only action a restart rule may name.
-pub const RULE_ACTION_RESTART: &str = "Restart";
+pub(crate) const RULE_ACTION_RESTART: &str = "Restart";
 /// The operators a rule's `exitCodes` may use.
-pub const RULE_OPERATORS: [&str; 2] = ["In", "NotIn"];
+pub(crate) const RULE_OPERATORS: [&str; 2] = ["In", "NotIn"];
 /// At most this many rules per container, and exit codes per rule (the API's limits).
-pub const MAX_RULES: usize = 20;
-pub const MAX_RULE_VALUES: usize = 255;
+pub(crate) const MAX_RULES: usize = 20;
+pub(crate) const MAX_RULE_VALUES: usize = 255;
 
 /// The container's own `restartPolicy`, when it has a valid one.
 pub fn container_policy(c: &Container) -> Option<RestartPolicy> {

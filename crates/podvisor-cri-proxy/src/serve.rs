@@ -24,8 +24,9 @@ use crate::record::{Call, Outcome, Record};
 use crate::rules::{Action, Rules};
 use crate::upstream::Upstream;
 
-pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
-type Body = UnsyncBoxBody<Bytes, BoxError>;
+/// Every body the proxy answers with: the runtime's (whose frames can fail as hyper's do)
+/// or its own (which cannot fail).
+type Body = UnsyncBoxBody<Bytes, hyper::Error>;
 
 /// What the server and the test's handle share. Plain mutexes: each is held for a push,
 /// a lookup or a send, never across an await.
@@ -127,17 +128,14 @@ async fn forward(shared: &Shared, parts: Parts, body: Bytes) -> (Response<Body>,
         .build()
         .expect("a path from a valid URI");
     match shared.upstream.send(req).await {
-        Ok(resp) => (
-            resp.map(|b| b.map_err(BoxError::from).boxed_unsync()),
-            Outcome::Forwarded,
-        ),
+        Ok(resp) => (resp.map(BodyExt::boxed_unsync), Outcome::Forwarded),
         Err(e) => (status(14, &e.to_string()), Outcome::Unreachable),
     }
 }
 
 fn served_events(shared: &Shared) -> Response<Body> {
     let rx = lock(&shared.events).subscribe();
-    let frames = UnboundedReceiverStream::new(rx).map(|b| Ok::<_, BoxError>(Frame::data(b)));
+    let frames = UnboundedReceiverStream::new(rx).map(|b| Ok::<_, hyper::Error>(Frame::data(b)));
     Response::builder()
         .header("content-type", "application/grpc")
         .body(StreamBody::new(frames).boxed_unsync())
@@ -150,7 +148,7 @@ fn status(code: i32, message: &str) -> Response<Body> {
         .header("content-type", "application/grpc")
         .header("grpc-status", code.to_string())
         .header("grpc-message", encode_message(message))
-        .body(Empty::new().map_err(BoxError::from).boxed_unsync())
+        .body(Empty::new().map_err(|never| match never {}).boxed_unsync())
         .expect("header values are printable ASCII")
 }
 

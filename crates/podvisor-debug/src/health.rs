@@ -3,8 +3,23 @@
 
 use std::sync::{Arc, RwLock};
 
-/// Why a check fails: the component's own typed error.
-pub type CheckError = Box<dyn std::error::Error + Send + Sync>;
+/// Why a check fails, as `/healthz` and `/readyz` report it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CheckError(pub String);
+
+impl CheckError {
+    /// A component's own error, reported in its words.
+    pub fn of(e: impl std::fmt::Display) -> Self {
+        Self(e.to_string())
+    }
+}
+
+impl From<&str> for CheckError {
+    fn from(s: &str) -> Self {
+        Self(s.to_string())
+    }
+}
 
 /// A check answers `Ok` or the reason it is not.
 pub type Check = Arc<dyn Fn() -> Result<(), CheckError> + Send + Sync>;

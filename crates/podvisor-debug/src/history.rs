@@ -153,6 +153,13 @@ impl History {
     }
 }
 
+/// The wall clock, in milliseconds since the epoch (what samples are stamped with).
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -102,7 +102,7 @@ async fn page(req: HttpRequest, state: web::Data<State>, page: web::Query<Page>)
 
 fn charts(state: &State) -> String {
     let h = state.history.lock().unwrap_or_else(|e| e.into_inner());
-    crate::charts::all(&h, &state.extras, crate::server::now_ms())
+    crate::charts::all(&h, &state.extras, crate::history::now_ms())
 }
 
 async fn prometheus(req: HttpRequest, state: web::Data<State>) -> HttpResponse {

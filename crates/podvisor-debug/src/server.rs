@@ -152,15 +152,9 @@ fn sample_history(state: Arc<State>) {
         loop {
             tick.tick().await;
             let totals = state.registry.totals_by_kind();
-            let now = now_ms();
+            let now = crate::history::now_ms();
             let mut h = state.history.lock().unwrap_or_else(|e| e.into_inner());
             h.push(now, &totals, &state.extras);
         }
     });
-}
-
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }

@@ -86,9 +86,9 @@ pub fn status_group(
     }
 }
 
-/// The pod-workers dispatcher and the supervisor of its workers, rest-for-one: when the
-/// dispatcher restarts, its workers restart with it and it recreates them from desired
-/// state plus the runtime; a crashing worker is restarted alone.
+/// The pod-workers dispatcher and the supervisor of its workers, one-for-all: when either
+/// restarts, both do, and the dispatcher recreates every worker from desired state plus
+/// the runtime; a crashing worker is restarted alone, under the workers' supervisor.
 pub struct PodWorkerGroup {
     pub dispatcher: ActorRef<PodWorkers>,
     pub spec: ChildSpec,
@@ -108,10 +108,6 @@ pub struct PodWorkerWiring {
     pub node_name: String,
     pub metrics: crate::metrics::Metrics,
 }
-
-/// How long a pod worker that crashes too often (more than the intensity allows, counted
-/// for it alone) may be held back between restarts: the kubelet's crash-loop cap.
-pub const POD_WORKER_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// Enough room for a burst of pod creations (one `StartChild` each).
 const WORKERS_SUPERVISOR_CAPACITY: usize = 1 << 16;
@@ -133,7 +129,7 @@ pub fn pod_worker_group(
                 SupervisorConfig {
                     strategy: Strategy::OneForOne,
                     scope: Scope::EachChild {
-                        max: POD_WORKER_BACKOFF_MAX,
+                        max: crate::pod_workers::POD_WORKER_BACKOFF_MAX,
                     },
                     ..supervision
                 },
@@ -164,10 +160,9 @@ pub fn pod_worker_group(
         .capacity(DISPATCHER_CAPACITY)
         .build();
     // One for all: the dispatcher holds every worker's handle and its pod's state, and the
-    // workers' supervisor takes every worker with it when it goes. With rest-for-one a
-    // crashed workers' supervisor came back with no workers at all while the dispatcher
-    // went on handing work to the dead ones; now the dispatcher restarts too and starts a
-    // worker for every pod it rebuilds from the desired pods and the runtime.
+    // workers' supervisor takes every worker with it when it goes: the dispatcher restarts
+    // too and starts a worker for every pod it rebuilds from the desired pods and the
+    // runtime (never handing work to workers that are gone).
     let (_, spec) = Supervisor::spec(
         "pod-worker-group",
         SupervisorConfig {

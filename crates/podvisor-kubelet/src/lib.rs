@@ -9,6 +9,7 @@
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 pub mod agent;
+mod api_status;
 pub mod groups;
 pub mod kuberuntime;
 pub mod log_rotation;

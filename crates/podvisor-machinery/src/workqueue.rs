@@ -22,7 +22,7 @@ use tokio::time::Instant;
 pub const BASE: Duration = Duration::from_millis(5);
 pub const MAX: Duration = Duration::from_secs(1000);
 /// The overall bucket: tokens per second, and the burst.
-pub const QPS: f64 = 10.0;
+pub(crate) const QPS: f64 = 10.0;
 pub const BURST: f64 = 100.0;
 
 /// client-go's token bucket, taking reservations: a key that finds no token is due when
@@ -137,7 +137,8 @@ impl<K: Clone + Eq + Hash> WorkQueue<K> {
     }
 
     /// How many times in a row `key` has been retried.
-    pub fn requeues(&self, key: &K) -> u32 {
+    #[cfg(test)]
+    pub(crate) fn requeues(&self, key: &K) -> u32 {
         self.failures.get(key).copied().unwrap_or(0)
     }
 

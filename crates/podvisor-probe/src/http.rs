@@ -100,6 +100,39 @@ struct Answer {
     body: Vec<u8>,
 }
 
+/// Why one request got no answer.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Failure {
+    #[error("dial tcp {addr}: {source}")]
+    Dial {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("tls: {0}")]
+    TlsName(#[from] rustls::pki_types::InvalidDnsNameError),
+    #[error("tls: {0}")]
+    Tls(std::io::Error),
+    #[error("{0}")]
+    Request(#[from] http::Error),
+    #[error("invalid header name: {0}")]
+    HeaderName(#[from] header::InvalidHeaderName),
+    #[error("invalid header value: {0}")]
+    HeaderValue(#[from] header::InvalidHeaderValue),
+    #[error("{0}")]
+    Exchange(#[from] hyper::Error),
+}
+
+/// Why a probe's or hook's request failed, as the kubelet words it.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HttpError {
+    #[error("Get {url:?}: {failure}")]
+    Request { url: String, failure: Failure },
+    #[error("Get {url:?}: stopped after {MAX_REDIRECTS} redirects")]
+    Redirects { url: String },
+    #[error("Get {url:?}: no answer within {timeout:?}")]
+    Timeout { url: String, timeout: Duration },
+}
+
 /// Runs `get` against `default_host` (the pod's IP) unless it names a host: a probe, whose
 /// status code decides (2xx success, 3xx a warning, anything else a failure).
 pub(crate) async fn probe(get: &HttpGet, default_host: &str, timeout: Duration) -> Outcome {
@@ -109,7 +142,7 @@ pub(crate) async fn probe(get: &HttpGet, default_host: &str, timeout: Duration) 
             "Get {:?}: context deadline exceeded (Client.Timeout exceeded while awaiting headers)",
             url.to_string()
         )),
-        Ok(Err(e)) => Outcome::Failure(e),
+        Ok(Err(e)) => Outcome::Failure(e.to_string()),
         Ok(Ok(a)) if a.status.is_success() => Outcome::Success,
         Ok(Ok(a)) if a.status.is_redirection() => Outcome::Warning(format!(
             "Probe terminated redirects, Response body: {}",
@@ -128,13 +161,13 @@ pub(crate) async fn hook(
     get: &HttpGet,
     default_host: &str,
     timeout: Duration,
-) -> Result<(), String> {
+) -> Result<(), HttpError> {
     let url = start(get, default_host);
     match tokio::time::timeout(timeout, exchange(get, url.clone())).await {
-        Err(_) => Err(format!(
-            "Get {:?}: no answer within {timeout:?}",
-            url.to_string()
-        )),
+        Err(_) => Err(HttpError::Timeout {
+            url: url.to_string(),
+            timeout,
+        }),
         Ok(r) => r.map(|_| ()),
     }
 }
@@ -149,12 +182,15 @@ fn start(get: &HttpGet, default_host: &str) -> Url {
 }
 
 /// The request and the redirects it leads to on its own host.
-async fn exchange(get: &HttpGet, first: Url) -> Result<Answer, String> {
+async fn exchange(get: &HttpGet, first: Url) -> Result<Answer, HttpError> {
     let mut url = first.clone();
     for _ in 0..=MAX_REDIRECTS {
         let answer = request(get, &url)
             .await
-            .map_err(|e| format!("Get {:?}: {e}", url.to_string()))?;
+            .map_err(|failure| HttpError::Request {
+                url: url.to_string(),
+                failure,
+            })?;
         let followable = matches!(answer.status.as_u16(), 301 | 302 | 303 | 307 | 308);
         let next = answer
             .location
@@ -166,25 +202,20 @@ async fn exchange(get: &HttpGet, first: Url) -> Result<Answer, String> {
             _ => return Ok(answer),
         }
     }
-    Err(format!(
-        "Get {:?}: stopped after {MAX_REDIRECTS} redirects",
-        url.to_string()
-    ))
+    Err(HttpError::Redirects {
+        url: url.to_string(),
+    })
 }
 
-fn build(get: &HttpGet, url: &Url) -> Result<Request<Empty<Bytes>>, String> {
-    let mut req = Request::get(url.path.as_str())
-        .body(Empty::new())
-        .map_err(|e| e.to_string())?;
+fn build(get: &HttpGet, url: &Url) -> Result<Request<Empty<Bytes>>, Failure> {
+    let mut req = Request::get(url.path.as_str()).body(Empty::new())?;
     let headers = req.headers_mut();
     for (name, value) in &get.headers {
-        let name = header::HeaderName::from_bytes(name.as_bytes()).map_err(|e| e.to_string())?;
-        let value = HeaderValue::from_str(value).map_err(|e| e.to_string())?;
-        headers.append(name, value);
+        let name = header::HeaderName::from_bytes(name.as_bytes())?;
+        headers.append(name, HeaderValue::from_str(value)?);
     }
     if !headers.contains_key(header::HOST) {
-        let host = HeaderValue::from_str(&url.authority()).map_err(|e| e.to_string())?;
-        headers.insert(header::HOST, host);
+        headers.insert(header::HOST, HeaderValue::from_str(&url.authority())?);
     }
     if !headers.contains_key(header::USER_AGENT) {
         let agent = HeaderValue::from_static(podvisor_core::version::PROBE_USER_AGENT);
@@ -204,35 +235,32 @@ fn build(get: &HttpGet, url: &Url) -> Result<Request<Empty<Bytes>>, String> {
 }
 
 /// One request over a new connection.
-async fn request(get: &HttpGet, url: &Url) -> Result<Answer, String> {
+async fn request(get: &HttpGet, url: &Url) -> Result<Answer, Failure> {
     let req = build(get, url)?;
     let addr = url.authority();
     let tcp = TcpStream::connect(&addr)
         .await
-        .map_err(|e| format!("dial tcp {addr}: {e}"))?;
+        .map_err(|source| Failure::Dial { addr, source })?;
     match url.scheme {
         Scheme::Http => send(tcp, req).await,
         Scheme::Https => {
-            let name = rustls::pki_types::ServerName::try_from(url.host.clone())
-                .map_err(|e| format!("tls: {e}"))?;
+            let name = rustls::pki_types::ServerName::try_from(url.host.clone())?;
             let tls = tokio_rustls::TlsConnector::from(tls_config())
                 .connect(name, tcp)
                 .await
-                .map_err(|e| format!("tls: {e}"))?;
+                .map_err(Failure::Tls)?;
             send(tls, req).await
         }
     }
 }
 
-async fn send<S>(io: S, req: Request<Empty<Bytes>>) -> Result<Answer, String>
+async fn send<S>(io: S, req: Request<Empty<Bytes>>) -> Result<Answer, Failure>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
-        .await
-        .map_err(|e| e.to_string())?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io)).await?;
     let exchange = async {
-        let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
+        let resp = sender.send_request(req).await?;
         let status = resp.status();
         let location = resp
             .headers()
@@ -255,7 +283,7 @@ where
         answer = &mut exchange => answer,
         r = &mut conn => match r {
             Ok(()) => exchange.await,
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e.into()),
         },
     }
 }

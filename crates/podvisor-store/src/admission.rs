@@ -7,17 +7,28 @@
 //! decoded once. Status writes and the store's own bookkeeping (deletion marks,
 //! dependents, expiry) are not admitted.
 
+use std::sync::Arc;
+
 use podvisor_client::{AnyObject, Error};
+use podvisor_core::Kind;
 
 use crate::object::{Resource, StoredObject};
-use crate::store::Store;
+use crate::selector::Selector;
+
+/// What a check may read of the store, as it stands inside the write.
+pub trait Objects {
+    fn get(&self, kind: Kind, namespace: &str, name: &str) -> Option<Arc<StoredObject>>;
+
+    /// Every object `sel` selects.
+    fn select(&self, sel: &Selector) -> Vec<Arc<StoredObject>>;
+}
 
 pub trait Admission: Send + Sync {
     /// Admits `object`, about to be created (`old` is `None`) or to replace `old`: changes
     /// it, or refuses it with the reason.
     fn admit(
         &self,
-        store: &Store,
+        store: &dyn Objects,
         res: &Resource,
         object: &mut AnyObject,
         old: Option<&StoredObject>,

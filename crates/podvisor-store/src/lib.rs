@@ -39,7 +39,7 @@ mod store;
 pub mod testing;
 
 pub use actor::StoreActor;
-pub use admission::Admission;
+pub use admission::{Admission, Objects};
 pub use client::LocalClient;
 pub use meta::MAX_OBJECT_BYTES;
 pub use object::{Change, ChangeType, OwnerRef, Resource, StoredObject};

@@ -12,10 +12,11 @@ use podvisor_client::{
 use podvisor_core::Kind;
 use tracing::warn;
 
-use crate::admission::Admission;
+use crate::admission::{Admission, Objects};
 use crate::db::{Batch, Db};
 use crate::delete::{self, DeleteStep};
 use crate::object::{Change, ChangeType, Resource, StoredObject};
+use crate::selector::Selector;
 use crate::{decode, meta, patch};
 
 mod dependents;
@@ -357,5 +358,17 @@ impl Store {
         self.revision = revision;
         self.publish(&changes, drop);
         Ok(changes)
+    }
+}
+
+impl Objects for Store {
+    fn get(&self, kind: Kind, namespace: &str, name: &str) -> Option<Arc<StoredObject>> {
+        self.objects.get(&key(kind, namespace, name)).cloned()
+    }
+
+    fn select(&self, sel: &Selector) -> Vec<Arc<StoredObject>> {
+        self.list(sel, None, None)
+            .map(|page| page.items)
+            .unwrap_or_default()
     }
 }

@@ -11,7 +11,7 @@ use actix::{Actor, Context, Handler, Message};
 use tracing::debug;
 
 use super::{Counters, Mailbox, MessageEnvelope};
-use crate::actor::SupervisedActor;
+
 use crate::id::ActorId;
 
 /// A refused `try_send`: the message comes back.
@@ -68,7 +68,7 @@ impl<A: Actor<Context = Context<A>>> std::fmt::Debug for ActorRef<A> {
     }
 }
 
-impl<A: SupervisedActor> ActorRef<A> {
+impl<A: Actor<Context = Context<A>>> ActorRef<A> {
     pub(crate) fn new(mailbox: Arc<Mailbox<A>>) -> Self {
         Self { mailbox }
     }
@@ -191,7 +191,7 @@ trait Sender<M: Message>: Send + Sync {
 
 impl<A, M> Sender<M> for ActorRef<A>
 where
-    A: SupervisedActor + Handler<M>,
+    A: Actor<Context = Context<A>> + Handler<M>,
     M: Message + Send + 'static,
     M::Result: Send,
 {

@@ -4,7 +4,7 @@
 //! actors do not receive through actix's mailbox at all. Each has a [`Mailbox`]: a bounded
 //! queue with its own counters, shared by every [`ActorRef`] to the actor and by its
 //! supervisor. The running instance pulls from it through a pump spawned in its context
-//! (`crate::pump`). When the instance crashes, the queue and counters stay; the next
+//! (the pump). When the instance crashes, the queue and counters stay; the next
 //! instance continues with the messages that were waiting. Only the message being handled
 //! at the crash is lost (its asker gets an error).
 //!

@@ -15,11 +15,17 @@ use actix_web::web::{Bytes, Data, Query};
 use actix_web::{HttpRequest, HttpResponse};
 use podvisor_actors::ActorRef;
 use podvisor_client::Error as ClientError;
+use podvisor_core::stats::Summary;
 use podvisor_store::StoreActor;
 use serde::Deserialize;
 
 use crate::status::ApiError;
 use crate::target::{self, Target};
+
+/// The node's and its pods' use, when the agent can say (`metrics.k8s.io`).
+pub type UsageSource = std::sync::Arc<
+    dyn Fn() -> futures_util::future::BoxFuture<'static, Option<Summary>> + Send + Sync,
+>;
 
 /// What the handlers share.
 #[derive(Clone)]
@@ -28,7 +34,7 @@ pub struct ApiState {
     /// Where container logs are (`<ns>_<name>_<uid>/<container>/<attempt>.log`).
     pub pod_log_dir: PathBuf,
     /// What the node and its pods use, for `metrics.k8s.io` (not served without it).
-    pub usage: Option<crate::resource_metrics::UsageSource>,
+    pub usage: Option<UsageSource>,
 }
 
 impl ApiState {

@@ -55,7 +55,11 @@ struct Args {
 /// A `podvisor run` of our own; killed (pods left to the cleanup) if the bench fails.
 struct AgentProcess {
     child: Child,
-    api: String,
+    /// The debug endpoint (`/readyz`).
+    debug: String,
+    /// The Kubernetes API, once it answers.
+    kube: Option<podvisor_debug::client::Endpoint>,
+    state: PathBuf,
     manifests: PathBuf,
     log: PathBuf,
 }
@@ -63,9 +67,10 @@ struct AgentProcess {
 impl AgentProcess {
     fn start(bin: &Path, dir: &Path, runtime: &str) -> anyhow::Result<Self> {
         let port = podvisor_bench::agent::free_port()?;
+        let api_port = podvisor_bench::agent::free_port()?;
         let manifests = dir.join("manifests");
         let config = format!(
-            "node_name = \"{NODE}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"127.0.0.1:{port}\"\n[log]\nformat = \"json\"\nfilter = \"warn,podvisor_kubelet::status_manager=info\"\n",
+            "node_name = \"{NODE}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"127.0.0.1:{port}\"\n[api]\naddress = \"127.0.0.1:{api_port}\"\n[log]\nformat = \"json\"\nfilter = \"warn,podvisor_kubelet::status_manager=info\"\n",
             manifests.display(),
             dir.join("state").display(),
             dir.join("logs").display(),
@@ -74,7 +79,9 @@ impl AgentProcess {
         let log_path = dir.join("agent.log");
         Ok(Self {
             child,
-            api: format!("http://127.0.0.1:{port}"),
+            debug: format!("http://127.0.0.1:{port}"),
+            kube: None,
+            state: dir.join("state"),
             manifests,
             log: log_path,
         })
@@ -84,18 +91,30 @@ impl AgentProcess {
         self.child.id()
     }
 
-    async fn wait_ready(&self) -> anyhow::Result<()> {
+    /// Waits until the agent is ready and its Kubernetes API answers.
+    async fn wait_ready(&mut self) -> anyhow::Result<()> {
         let t0 = Instant::now();
-        while podvisor_debug::client::get(&self.api, "/readyz", None)
-            .await
-            .is_err()
-        {
+        let kubeconfig = self.state.join("kubeconfig");
+        loop {
+            let ready = podvisor_debug::client::get(&self.debug, "/readyz", None).await;
+            let kube = podvisor_debug::client::Endpoint::from_kubeconfig(&kubeconfig);
+            if let (Ok(_), Ok(kube)) = (ready, kube)
+                && kube.get("/api/v1/pods").await.is_ok()
+            {
+                self.kube = Some(kube);
+                return Ok(());
+            }
             if t0.elapsed() > Duration::from_secs(30) {
                 bail!("the agent was not ready within 30 s");
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        Ok(())
+    }
+
+    fn kube(&self) -> anyhow::Result<&podvisor_debug::client::Endpoint> {
+        self.kube
+            .as_ref()
+            .context("the agent's API is not known yet")
     }
 
     /// Written to a hidden name and renamed, so the agent never reads half a file.
@@ -111,20 +130,18 @@ impl AgentProcess {
         Ok(())
     }
 
+    /// Every pod the API shows (static pods as their mirrors).
     async fn pods(&self) -> anyhow::Result<Vec<Pod>> {
-        let body = podvisor_debug::client::get(&self.api, "/api/v1/pods", None).await?;
+        let body = self.kube()?.get("/api/v1/pods").await?;
         let v: serde_json::Value = serde_json::from_str(&body)?;
         Ok(serde_json::from_value(v["items"].clone())?)
     }
 
     /// The pod as the API shows it, `None` while the agent does not know it.
     async fn pod(&self, name: &str) -> Option<Pod> {
-        let body =
-            podvisor_debug::client::get(&self.api, &format!("/api/v1/pods/{name}-{NODE}"), None)
-                .await
-                .ok()?;
-        let v: serde_json::Value = serde_json::from_str(&body).ok()?;
-        serde_json::from_value(v["pod"].clone()).ok()
+        let path = format!("/api/v1/namespaces/default/pods/{name}-{NODE}");
+        let body = self.kube().ok()?.get(&path).await.ok()?;
+        serde_json::from_str(&body).ok()
     }
 
     /// Removes every manifest and waits until the agent has no pod left.
@@ -321,7 +338,7 @@ async fn main() -> anyhow::Result<()> {
     let work = std::env::temp_dir().join(format!("agent-bench-{}", std::process::id()));
     let floor_logs = work.join("floor-logs");
     std::fs::create_dir_all(&floor_logs)?;
-    let agent = AgentProcess::start(&bin, &work.join("agent"), &args.runtime.endpoint)?;
+    let mut agent = AgentProcess::start(&bin, &work.join("agent"), &args.runtime.endpoint)?;
     agent.wait_ready().await?;
     println!(
         "# agent-bench: {} against {} {} (bridge network, one busybox container per pod)\n",

@@ -21,9 +21,9 @@ use shape::ShapeError;
 /// Nodes an input may expand to: two per byte of it (a node takes at least two bytes
 /// written out, so plain data fits four times over), at least `MIN_BUDGET` and at most
 /// `MAX_BUDGET` (about 50 MB of decoded values at worst).
-pub const NODES_PER_BYTE: usize = 2;
-pub const MIN_BUDGET: usize = 10_000;
-pub const MAX_BUDGET: usize = 500_000;
+pub(crate) const NODES_PER_BYTE: usize = 2;
+pub(crate) const MIN_BUDGET: usize = 10_000;
+pub(crate) const MAX_BUDGET: usize = 500_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DecodeError {

@@ -12,9 +12,9 @@ use saphyr_parser::{Event, Parser};
 
 /// Nesting a Kubernetes object needs (about 10 for a pod with affinity terms) with room to
 /// spare; serde_yaml_ng's own limit is 128.
-pub const MAX_DEPTH: usize = 64;
+pub(crate) const MAX_DEPTH: usize = 64;
 /// Anchors an input may define (a manifest has a few, if any).
-pub const MAX_ANCHORS: usize = 1_000;
+pub(crate) const MAX_ANCHORS: usize = 1_000;
 
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum ShapeError {

@@ -129,11 +129,6 @@ impl FieldError {
     pub fn forbidden(path: &FieldPath, detail: &str) -> Self {
         Self::new(FieldErrorKind::Forbidden, path, None, detail)
     }
-
-    pub fn too_long(path: &FieldPath, max: usize) -> Self {
-        let detail = format!("may not be more than {max} bytes");
-        Self::new(FieldErrorKind::TooLong, path, None, &detail)
-    }
 }
 
 /// Values are quoted, and long ones cut, so an error stays one readable line.

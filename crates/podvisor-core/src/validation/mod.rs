@@ -10,4 +10,4 @@ mod restart;
 pub mod security;
 
 pub use field::{FieldError, FieldErrorKind, FieldErrors, FieldPath};
-pub use pod::{SUPPORTED_FIELD_REFS, validate_pod};
+pub use pod::validate_pod;

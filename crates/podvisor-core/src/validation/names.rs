@@ -3,8 +3,8 @@
 
 use super::field::{FieldError, FieldPath};
 
-pub const LABEL_MAX: usize = 63;
-pub const SUBDOMAIN_MAX: usize = 253;
+pub(crate) const LABEL_MAX: usize = 63;
+pub(crate) const SUBDOMAIN_MAX: usize = 253;
 
 const LABEL_RULE: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
 const SUBDOMAIN_RULE: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";

@@ -14,7 +14,7 @@ use crate::quantity;
 use crate::restart as restart_rules;
 
 /// The downward-API fields podvisor can give a container's environment.
-pub const SUPPORTED_FIELD_REFS: [&str; 6] = [
+pub(crate) const SUPPORTED_FIELD_REFS: [&str; 6] = [
     "metadata.name",
     "metadata.namespace",
     "metadata.uid",

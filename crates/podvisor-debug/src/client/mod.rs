@@ -1,7 +1,7 @@
-//! A minimal HTTP/1.1 GET client for the CLI commands and the tests: the agent's debug
-//! endpoint (plain HTTP on loopback) and its Kubernetes API (HTTPS with the CA and bearer
-//! token of a kubeconfig). Both are local and answer small documents or one log stream, so
-//! a full client library would be dead weight.
+//! A small HTTP client for the CLI commands and the tests, on hyper (the one HTTP client
+//! stack of the workspace): the agent's debug endpoint (plain HTTP on loopback) and its
+//! Kubernetes API (HTTPS with the CA and bearer token of a kubeconfig). One connection per
+//! request (`Connection: close`); answers are small documents or one log stream.
 
 mod kubeconfig;
 mod tls;
@@ -10,8 +10,15 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use bytes::Bytes;
+use http::{Method, Request, Response, header};
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
+
+pub use tls::TlsError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -19,15 +26,22 @@ pub enum ClientError {
     BadUrl(String),
     #[error("cannot use the kubeconfig {path}: {reason}")]
     Kubeconfig { path: String, reason: String },
+    #[error("cannot use the kubeconfig {path}: {source}")]
+    Tls { path: String, source: TlsError },
     #[error("cannot reach {endpoint}: {source}")]
     Connect {
         endpoint: String,
         source: std::io::Error,
     },
+    #[error("{endpoint}: {source}")]
+    Http {
+        endpoint: String,
+        source: hyper::Error,
+    },
     #[error("{endpoint} did not answer within {timeout:?}")]
     Timeout { endpoint: String, timeout: Duration },
-    #[error("malformed response from {0}")]
-    Malformed(String),
+    #[error("invalid request to {0}")]
+    Request(String),
     #[error("{endpoint}{path} answered {status}: {body}")]
     Status {
         endpoint: String,
@@ -37,9 +51,8 @@ pub enum ClientError {
     },
 }
 
-/// A byte stream to the server, plain or TLS.
-trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+/// How long a whole request may take (a streamed body aside).
+const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Where requests go and how they are authenticated.
 #[derive(Clone)]
@@ -60,14 +73,17 @@ impl std::fmt::Debug for Endpoint {
     }
 }
 
+/// `host:port` of `url` under `scheme`.
+fn host_of<'a>(url: &'a str, scheme: &str) -> Option<&'a str> {
+    url.strip_prefix(scheme)
+        .map(|h| h.trim_end_matches('/'))
+        .filter(|h| !h.is_empty() && !h.contains('/'))
+}
+
 impl Endpoint {
     /// A plain-HTTP endpoint (the debug endpoint), with an optional bearer token.
     pub fn http(url: &str, token: Option<&str>) -> Result<Self, ClientError> {
-        let host = url
-            .strip_prefix("http://")
-            .map(|h| h.trim_end_matches('/'))
-            .filter(|h| !h.is_empty() && !h.contains('/'))
-            .ok_or_else(|| ClientError::BadUrl(url.to_string()))?;
+        let host = host_of(url, "http://").ok_or_else(|| ClientError::BadUrl(url.into()))?;
         Ok(Self {
             url: url.to_string(),
             host: host.to_string(),
@@ -80,16 +96,12 @@ impl Endpoint {
     /// writes to `<state_dir>/kubeconfig`).
     pub fn from_kubeconfig(path: &Path) -> Result<Self, ClientError> {
         let k = kubeconfig::read(path)?;
-        let host = k
-            .server
-            .strip_prefix("https://")
-            .map(|h| h.trim_end_matches('/'))
-            .filter(|h| !h.is_empty() && !h.contains('/'))
+        let host = host_of(&k.server, "https://")
             .ok_or_else(|| ClientError::BadUrl(k.server.clone()))?
             .to_string();
-        let tls = tls::Tls::new(&host, &k.ca_pem).map_err(|reason| ClientError::Kubeconfig {
+        let tls = tls::Tls::new(&host, &k.ca_pem).map_err(|source| ClientError::Tls {
             path: path.display().to_string(),
-            reason,
+            source,
         })?;
         Ok(Self {
             url: k.server,
@@ -110,76 +122,99 @@ impl Endpoint {
         }
     }
 
-    async fn connect(&self) -> Result<Box<dyn Io>, ClientError> {
+    fn http_error(&self) -> impl Fn(hyper::Error) -> ClientError + '_ {
+        |source| ClientError::Http {
+            endpoint: self.url.clone(),
+            source,
+        }
+    }
+
+    /// Sends `req` over a new connection, which a task of its own drives until the
+    /// answer's body has been read.
+    async fn exchange<S>(
+        &self,
+        io: S,
+        req: Request<Empty<Bytes>>,
+    ) -> Result<Response<Incoming>, ClientError>
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+            .await
+            .map_err(self.http_error())?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        sender.send_request(req).await.map_err(self.http_error())
+    }
+
+    /// `method path` asking for `accept`, with the headers this endpoint needs.
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        accept: &str,
+    ) -> Result<Response<Incoming>, ClientError> {
+        let mut req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::HOST, &self.host)
+            .header(header::ACCEPT, accept)
+            .header(header::CONNECTION, "close");
+        if let Some(t) = &self.token {
+            req = req.header(header::AUTHORIZATION, format!("Bearer {t}"));
+        }
+        let req = req
+            .body(Empty::new())
+            .map_err(|_| ClientError::Request(format!("{}{path}", self.url)))?;
         let tcp = TcpStream::connect(&self.host)
             .await
             .map_err(self.connect_error())?;
         match &self.tls {
-            None => Ok(Box::new(tcp)),
-            Some(t) => Ok(Box::new(t.wrap(tcp).await.map_err(self.connect_error())?)),
+            None => self.exchange(tcp, req).await,
+            Some(t) => {
+                let tls = t.wrap(tcp).await.map_err(self.connect_error())?;
+                self.exchange(tls, req).await
+            }
         }
     }
 
-    /// Sends `GET path` with the headers this endpoint needs.
-    async fn send(&self, path: &str, accept: &str) -> Result<Box<dyn Io>, ClientError> {
-        self.send_as("GET", path, accept).await
+    /// The whole body of `resp`, as text.
+    async fn text(&self, resp: Response<Incoming>) -> Result<String, ClientError> {
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(self.http_error())?;
+        Ok(String::from_utf8_lossy(&body.to_bytes()).into_owned())
     }
 
-    /// Sends a bodiless `method path` with the headers this endpoint needs.
-    async fn send_as(
-        &self,
-        method: &str,
-        path: &str,
-        accept: &str,
-    ) -> Result<Box<dyn Io>, ClientError> {
-        let mut stream = self.connect().await?;
-        let auth = self
-            .token
-            .as_ref()
-            .map(|t| format!("Authorization: Bearer {t}\r\n"))
-            .unwrap_or_default();
-        let request = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nAccept: {accept}\r\n{auth}Content-Length: 0\r\nConnection: close\r\n\r\n",
-            self.host
-        );
-        stream
-            .write_all(request.as_bytes())
+    async fn call(&self, method: Method, path: &str, accept: &str) -> Result<String, ClientError> {
+        let work = async {
+            let resp = self.send(method, path, accept).await?;
+            let status = resp.status();
+            let body = self.text(resp).await?;
+            if !status.is_success() {
+                return Err(self.status_error(path, status.as_u16(), body));
+            }
+            Ok(body)
+        };
+        tokio::time::timeout(TIMEOUT, work)
             .await
-            .map_err(self.connect_error())?;
-        Ok(stream)
+            .map_err(|_| ClientError::Timeout {
+                endpoint: self.url.clone(),
+                timeout: TIMEOUT,
+            })?
     }
 
     /// `GET path` asking for `accept`; the body of a 2xx answer.
     pub async fn get_as(&self, path: &str, accept: &str) -> Result<String, ClientError> {
-        self.call("GET", path, accept).await
+        self.call(Method::GET, path, accept).await
     }
 
     /// A bodiless `POST path`; the body of a 2xx answer.
     pub async fn post(&self, path: &str) -> Result<String, ClientError> {
-        self.call("POST", path, "*/*").await
-    }
-
-    async fn call(&self, method: &str, path: &str, accept: &str) -> Result<String, ClientError> {
-        let timeout = Duration::from_secs(10);
-        let work = async {
-            let mut stream = self.send_as(method, path, accept).await?;
-            let mut raw = Vec::new();
-            read_all(&mut stream, &mut raw)
-                .await
-                .map_err(self.connect_error())?;
-            let (status, body) =
-                parse(&raw).ok_or_else(|| ClientError::Malformed(self.url.clone()))?;
-            if !(200..300).contains(&status) {
-                return Err(self.status_error(path, status, body));
-            }
-            Ok(body)
-        };
-        tokio::time::timeout(timeout, work)
-            .await
-            .map_err(|_| ClientError::Timeout {
-                endpoint: self.url.clone(),
-                timeout,
-            })?
+        self.call(Method::POST, path, "*/*").await
     }
 
     /// `GET path` as JSON.
@@ -203,48 +238,19 @@ impl Endpoint {
         path: &str,
         mut sink: impl FnMut(&[u8]),
     ) -> Result<(), ClientError> {
-        let mut stream = self.send(path, "*/*").await?;
-        let mut chunk = [0u8; 8192];
-        let (head, status, mut body) = read_head(&mut stream, &mut chunk, &self.url).await?;
-        if !(200..300).contains(&status) {
-            read_all(&mut stream, &mut body)
-                .await
-                .map_err(self.connect_error())?;
-            let text = parse(&[head.as_bytes(), b"\r\n\r\n", &body].concat()).map(|(_, b)| b);
-            return Err(self.status_error(path, status, text.unwrap_or_default()));
+        let resp = self.send(Method::GET, path, "*/*").await?;
+        let status = resp.status();
+        if !status.is_success() {
+            let body = self.text(resp).await?;
+            return Err(self.status_error(path, status.as_u16(), body));
         }
-        let chunked = head
-            .to_ascii_lowercase()
-            .contains("transfer-encoding: chunked");
-        let mut decoder = Dechunker::default();
-        loop {
-            if chunked {
-                if decoder.feed(&body, &mut sink) {
-                    return Ok(());
-                }
-            } else {
-                sink(&body);
+        let mut body = resp.into_body();
+        while let Some(frame) = body.frame().await {
+            if let Ok(data) = frame.map_err(self.http_error())?.into_data() {
+                sink(&data);
             }
-            body.clear();
-            let n = match stream.read(&mut chunk).await {
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => 0,
-                Err(e) => return Err(self.connect_error()(e)),
-            };
-            if n == 0 {
-                return Ok(());
-            }
-            body.extend_from_slice(&chunk[..n]);
         }
-    }
-}
-
-/// Reads to the end; a TLS peer that closes without close_notify has still sent it all
-/// (`Connection: close` ends the body).
-async fn read_all(stream: &mut Box<dyn Io>, out: &mut Vec<u8>) -> std::io::Result<()> {
-    match stream.read_to_end(out).await {
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(()),
-        other => other.map(|_| ()),
+        Ok(())
     }
 }
 
@@ -270,124 +276,56 @@ pub async fn get_stream(
         .await
 }
 
-/// Reads a response's head: the head's text, the status, and whatever of the body came
-/// with it.
-async fn read_head(
-    stream: &mut Box<dyn Io>,
-    chunk: &mut [u8],
-    endpoint: &str,
-) -> Result<(String, u16, Vec<u8>), ClientError> {
-    let connect = |source| ClientError::Connect {
-        endpoint: endpoint.to_string(),
-        source,
-    };
-    let mut buf = Vec::new();
-    let head_end = loop {
-        let n = stream.read(chunk).await.map_err(connect)?;
-        if n == 0 {
-            return Err(ClientError::Malformed(endpoint.to_string()));
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i;
-        }
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-    let status: u16 = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| ClientError::Malformed(endpoint.to_string()))?;
-    Ok((head, status, buf.split_off(head_end + 4)))
-}
-
-/// Incremental chunked-encoding decoder: keeps what it cannot decode yet.
-#[derive(Default)]
-struct Dechunker {
-    pending: Vec<u8>,
-}
-
-impl Dechunker {
-    /// Feeds bytes; returns `true` once the final chunk was seen.
-    fn feed(&mut self, data: &[u8], sink: &mut impl FnMut(&[u8])) -> bool {
-        self.pending.extend_from_slice(data);
-        loop {
-            let Some(line_end) = self.pending.windows(2).position(|w| w == b"\r\n") else {
-                return false;
-            };
-            let size = std::str::from_utf8(&self.pending[..line_end])
-                .ok()
-                .and_then(|s| {
-                    usize::from_str_radix(s.split(';').next().unwrap_or("").trim(), 16).ok()
-                });
-            let Some(size) = size else { return true };
-            if size == 0 {
-                return true;
-            }
-            let start = line_end + 2;
-            if self.pending.len() < start + size + 2 {
-                return false;
-            }
-            sink(&self.pending[start..start + size]);
-            self.pending.drain(..start + size + 2);
-        }
-    }
-}
-
-fn parse(raw: &[u8]) -> Option<(u16, String)> {
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
-    let head = std::str::from_utf8(&raw[..split]).ok()?;
-    let mut body = raw[split + 4..].to_vec();
-    let status: u16 = head.split(' ').nth(1)?.parse().ok()?;
-    let chunked = head.lines().any(|l| {
-        let l = l.to_ascii_lowercase();
-        l.starts_with("transfer-encoding:") && l.contains("chunked")
-    });
-    if chunked {
-        body = dechunk(&body)?;
-    }
-    Some((status, String::from_utf8_lossy(&body).into_owned()))
-}
-
-fn dechunk(mut data: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    loop {
-        let line_end = data.windows(2).position(|w| w == b"\r\n")?;
-        let size_str = std::str::from_utf8(&data[..line_end]).ok()?;
-        let size = usize::from_str_radix(size_str.split(';').next()?.trim(), 16).ok()?;
-        data = &data[line_end + 2..];
-        if size == 0 {
-            return Some(out);
-        }
-        out.extend_from_slice(data.get(..size)?);
-        data = data.get(size + 2..)?;
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use tokio::io::AsyncWriteExt;
+    use tokio::net::TcpListener;
+
     use super::*;
 
-    #[test]
-    fn parses_plain_and_chunked_bodies() {
-        let plain = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello";
-        assert_eq!(parse(plain), Some((200, "hello".into())));
-        let chunked = b"HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
-        assert_eq!(parse(chunked), Some((503, "abcde".into())));
-        assert_eq!(parse(b"garbage"), None);
+    /// Serves one connection with `answer`, written in pieces of `piece` bytes.
+    async fn serve_once(answer: &'static [u8], piece: usize) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut head = [0u8; 1024];
+            let _ = tokio::io::AsyncReadExt::read(&mut s, &mut head).await;
+            for part in answer.chunks(piece) {
+                s.write_all(part).await.unwrap();
+                s.flush().await.unwrap();
+                tokio::task::yield_now().await;
+            }
+        });
+        url
     }
 
-    #[test]
-    fn chunks_split_anywhere_decode_the_same() {
-        let wire = b"5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n";
-        for split in 1..wire.len() {
-            let mut d = Dechunker::default();
+    #[tokio::test]
+    async fn a_chunked_body_split_anywhere_streams_whole() {
+        let wire: &[u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n";
+        for piece in [1, 3, 7, wire.len()] {
+            let url = serve_once(wire, piece).await;
             let mut out = Vec::new();
-            let mut sink = |b: &[u8]| out.extend_from_slice(b);
-            let done_first = d.feed(&wire[..split], &mut sink);
-            let done = done_first || d.feed(&wire[split..], &mut sink);
-            assert!(done, "split at {split}");
-            assert_eq!(out, b"hello, world", "split at {split}");
+            get_stream(&url, "/log", None, |b| out.extend_from_slice(b))
+                .await
+                .unwrap();
+            assert_eq!(out, b"hello, world", "pieces of {piece}");
         }
+    }
+
+    #[tokio::test]
+    async fn an_error_status_carries_the_body_and_a_bad_url_is_refused() {
+        let wire: &[u8] =
+            b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 9\r\nconnection: close\r\n\r\nnot ready";
+        let url = serve_once(wire, 4).await;
+        let e = get(&url, "/readyz", None).await.unwrap_err();
+        assert!(
+            matches!(&e, ClientError::Status { status: 503, body, .. } if body == "not ready"),
+            "{e}"
+        );
+        assert!(matches!(
+            get("ftp://x", "/", None).await,
+            Err(ClientError::BadUrl(_))
+        ));
     }
 }

@@ -63,6 +63,10 @@ use crate::protocol::sync::PodSyncer;
 use crate::protocol::updates::{SyncKnownPods, UpdatePod, UpdatePodOptions};
 use crate::protocol::work::{Undelivered, Work, WorkDone, WorkResult, WorkerRestarted};
 
+/// How long a pod worker that crashes too often (more than the intensity allows, counted
+/// for it alone) may be held back between restarts: the kubelet's crash-loop cap.
+pub const POD_WORKER_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// Everything the dispatcher talks to.
 pub struct PodWorkersDeps {
     pub syncer: Arc<dyn PodSyncer>,
@@ -316,7 +320,7 @@ impl Handler<WorkerRestarted> for PodWorkers {
                 message: format!(
                     "podvisor's worker for this pod crashed and was restarted ({} restarts); it backs off alone, up to {}s between restarts, while other pods go on",
                     msg.restarts,
-                    crate::groups::POD_WORKER_BACKOFF_MAX.as_secs()
+                    POD_WORKER_BACKOFF_MAX.as_secs()
                 ),
             });
         }

@@ -37,10 +37,10 @@ pub struct SyncOutcome {
 pub enum SyncError {
     #[error(transparent)]
     Runtime(#[from] CriError),
-    /// An implementation's own failure, its typed error boxed (the seam does not know the
-    /// implementations; the worker only logs it and backs off).
-    #[error(transparent)]
-    Other(Box<dyn std::error::Error + Send + Sync>),
+    /// An implementation's own failure, in its words (the seam does not know the
+    /// implementations' error types; the worker only logs it and backs off).
+    #[error("{0}")]
+    Other(String),
 }
 
 /// What a terminating sync is given beyond the pod.

@@ -8,8 +8,8 @@ use k8s_openapi::api::core::v1::PodStatus as ApiPodStatus;
 use podvisor_core::SharedPod;
 use podvisor_cri::PodStatus;
 
-use super::convert::api_status;
-use super::probes::ProbeView;
+use crate::api_status::api_status;
+use crate::api_status::probes::ProbeView;
 use crate::protocol::status::Waiting;
 use crate::protocol::updates::StatusFn;
 

@@ -6,11 +6,7 @@
 //! (re)started status manager starts from the statuses the API holds (`PriorStatuses`),
 //! as the kubelet's starts from its API pods' and mirror pods' statuses.
 
-mod conditions;
-pub mod convert;
 mod inputs;
-mod phase;
-mod probes;
 mod queries;
 mod record;
 mod starts;
@@ -28,8 +24,8 @@ use serde::Serialize;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
+use crate::api_status::probes::{ProbeResults, ProbeView};
 use inputs::Inputs;
-use probes::{ProbeResults, ProbeView};
 use record::{keep_times, phase_and_ready, terminal};
 
 use crate::protocol::cache::StatusChanged;

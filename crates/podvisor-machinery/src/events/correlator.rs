@@ -15,9 +15,9 @@ use podvisor_core::{EventType, ObjectKey};
 
 /// Per object: how many events at once, and how soon one more is allowed.
 pub const BURST: f64 = 25.0;
-pub const REFILL: Duration = Duration::from_secs(300);
+pub(crate) const REFILL: Duration = Duration::from_secs(300);
 /// Entries kept in each table.
-pub const CAPACITY: usize = 4096;
+pub(crate) const CAPACITY: usize = 4096;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct EventKey {
@@ -44,7 +44,7 @@ struct Bucket {
 
 /// What to write for one occurrence.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Occurrence {
+pub(crate) struct Occurrence {
     /// The Event object's name (a repeat keeps the first one's).
     pub name: String,
     pub count: u32,
@@ -53,13 +53,13 @@ pub struct Occurrence {
 }
 
 impl Occurrence {
-    pub fn is_new(&self) -> bool {
+    pub(crate) fn is_new(&self) -> bool {
         self.count == 1
     }
 }
 
 #[derive(Debug)]
-pub struct Correlator {
+pub(crate) struct Correlator {
     seen: HashMap<EventKey, Seen>,
     buckets: HashMap<ObjectKey, Bucket>,
     capacity: usize,
@@ -156,12 +156,9 @@ impl Correlator {
         }
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.seen.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.seen.is_empty()
     }
 }
 

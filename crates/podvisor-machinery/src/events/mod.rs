@@ -22,7 +22,7 @@ use podvisor_core::{EventType, Kind, ObjectKey};
 use serde::Serialize;
 use tracing::debug;
 
-pub use correlator::{Correlator, Occurrence};
+use correlator::{Correlator, Occurrence};
 
 /// Something worth telling about `object` (its UID included when known).
 #[derive(Message, Debug, Clone)]
@@ -35,7 +35,7 @@ pub struct RecordEvent {
 }
 
 /// Writes waiting beyond this many drop the oldest.
-pub const MAX_QUEUED: usize = 1024;
+pub(crate) const MAX_QUEUED: usize = 1024;
 
 /// Who reports the events (an Event's `source` and `reporting*` fields).
 #[derive(Debug, Clone)]
@@ -83,7 +83,7 @@ fn api_version(kind: Kind) -> &'static str {
 }
 
 /// The Event object for one occurrence.
-pub fn event_body(reporter: &Reporter, e: &RecordEvent, o: &Occurrence) -> Event {
+pub(crate) fn event_body(reporter: &Reporter, e: &RecordEvent, o: &Occurrence) -> Event {
     let object = &e.object;
     let mut ev = Event {
         involved_object: ObjectReference {

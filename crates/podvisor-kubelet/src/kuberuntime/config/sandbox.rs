@@ -9,8 +9,8 @@ use podvisor_core::PodExt;
 use podvisor_cri::labels;
 use podvisor_cri::proto::security_profile::ProfileType;
 use podvisor_cri::proto::{
-    Int64Value, LinuxPodSandboxConfig, LinuxSandboxSecurityContext, NamespaceMode, NamespaceOption,
-    PodSandboxConfig, PodSandboxMetadata, PortMapping, Protocol, SecurityProfile,
+    Int64Value, LinuxPodSandboxConfig, LinuxSandboxSecurityContext, PodSandboxConfig,
+    PodSandboxMetadata, PortMapping, Protocol, SecurityProfile,
 };
 
 use super::NodeConfig;
@@ -69,29 +69,6 @@ fn port_mappings(pod: &Pod) -> Vec<PortMapping> {
         .collect()
 }
 
-/// The pod's namespaces, as its sandbox and every one of its containers are told them: the
-/// network and IPC namespaces are the pod's (or the node's, with `hostNetwork` and
-/// `hostIPC`); each container has a PID namespace of its own unless the pod shares one
-/// (`shareProcessNamespace`) or takes the node's (`hostPID`). A container told nothing
-/// gets containerd's default, the pod's PID namespace: every pod behaved as if it shared
-/// one.
-pub(crate) fn namespaces(spec: &PodSpec, host_net: bool) -> NamespaceOption {
-    let mode = |host: bool, otherwise: NamespaceMode| {
-        if host { NamespaceMode::Node } else { otherwise }
-    };
-    let pid_otherwise = if spec.share_process_namespace == Some(true) {
-        NamespaceMode::Pod
-    } else {
-        NamespaceMode::Container
-    };
-    NamespaceOption {
-        network: mode(host_net, NamespaceMode::Pod) as i32,
-        pid: mode(spec.host_pid == Some(true), pid_otherwise) as i32,
-        ipc: mode(spec.host_ipc == Some(true), NamespaceMode::Pod) as i32,
-        ..Default::default()
-    }
-}
-
 fn security(pod: &Pod, spec: &PodSpec) -> LinuxSandboxSecurityContext {
     let sc = spec.security_context.clone().unwrap_or_default();
     let privileged = pod
@@ -105,7 +82,7 @@ fn security(pod: &Pod, spec: &PodSpec) -> LinuxSandboxSecurityContext {
                 .unwrap_or(false)
         });
     LinuxSandboxSecurityContext {
-        namespace_options: Some(namespaces(spec, pod.host_network())),
+        namespace_options: Some(super::security::namespaces(spec, pod.host_network())),
         run_as_user: sc.run_as_user.map(|v| Int64Value { value: v }),
         run_as_group: sc.run_as_group.map(|v| Int64Value { value: v }),
         supplemental_groups: super::security::supplemental_groups(&sc),

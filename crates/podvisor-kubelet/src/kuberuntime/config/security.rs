@@ -7,11 +7,14 @@
 use std::sync::OnceLock;
 
 use k8s_openapi::api::core::v1::{
-    AppArmorProfile, Container, Pod, PodSecurityContext, SeccompProfile,
+    AppArmorProfile, Container, Pod, PodSecurityContext, PodSpec, SeccompProfile,
 };
 use podvisor_core::PodExt;
 use podvisor_cri::proto::security_profile::ProfileType;
-use podvisor_cri::proto::{Capability, Int64Value, LinuxContainerSecurityContext, SecurityProfile};
+use podvisor_cri::proto::{
+    Capability, Int64Value, LinuxContainerSecurityContext, NamespaceMode, NamespaceOption,
+    SecurityProfile,
+};
 
 use super::ConfigError;
 
@@ -108,6 +111,29 @@ fn caps(list: Option<&Vec<String>>) -> Vec<String> {
         .collect()
 }
 
+/// The pod's namespaces, as its sandbox and every one of its containers are told them: the
+/// network and IPC namespaces are the pod's (or the node's, with `hostNetwork` and
+/// `hostIPC`); each container has a PID namespace of its own unless the pod shares one
+/// (`shareProcessNamespace`) or takes the node's (`hostPID`). A container told nothing
+/// gets containerd's default, the pod's PID namespace: every pod behaved as if it shared
+/// one.
+pub(crate) fn namespaces(spec: &PodSpec, host_net: bool) -> NamespaceOption {
+    let mode = |host: bool, otherwise: NamespaceMode| {
+        if host { NamespaceMode::Node } else { otherwise }
+    };
+    let pid_otherwise = if spec.share_process_namespace == Some(true) {
+        NamespaceMode::Pod
+    } else {
+        NamespaceMode::Container
+    };
+    NamespaceOption {
+        network: mode(host_net, NamespaceMode::Pod) as i32,
+        pid: mode(spec.host_pid == Some(true), pid_otherwise) as i32,
+        ipc: mode(spec.host_ipc == Some(true), NamespaceMode::Pod) as i32,
+        ..Default::default()
+    }
+}
+
 /// The pod's supplemental groups, with its `fsGroup` (which owns its emptyDirs).
 pub(crate) fn supplemental_groups(pod_sc: &PodSecurityContext) -> Vec<i64> {
     pod_sc
@@ -172,7 +198,7 @@ pub(super) fn container_security(
         namespace_options: pod
             .spec
             .as_ref()
-            .map(|spec| super::sandbox::namespaces(spec, pod.host_network())),
+            .map(|spec| namespaces(spec, pod.host_network())),
         ..Default::default()
     })
 }

@@ -1,7 +1,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Container, PodSpec};
-use podvisor_cri::{ContainerStatus, PodRef, SandboxStatus};
+use podvisor_cri::{ContainerStatus, PodRef, SandboxState, SandboxStatus};
 use podvisor_probe::{ProbeKind, Verdicts};
 
 use super::*;

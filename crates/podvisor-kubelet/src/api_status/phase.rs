@@ -9,7 +9,7 @@ use podvisor_core::restart::restarts_after_exit;
 use podvisor_core::{Phase, PodExt};
 use podvisor_cri::{ContainerState, PodStatus};
 
-use super::convert::Role;
+use super::role::Role;
 
 /// The exit code of a status that shows the container stopped (now, or before the wait
 /// it is in).

@@ -5,9 +5,9 @@ use podvisor_core::SharedPod;
 use podvisor_cri::SandboxState;
 use tracing::info;
 
-use super::super::config::sandbox_config;
-use super::super::syncer::CriSyncer;
+use super::super::CriSyncer;
 use super::SandboxInfo;
+use crate::kuberuntime::config::sandbox_config;
 use crate::protocol::sync::SyncError;
 
 impl CriSyncer {

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
-use super::super::syncer::CriSyncer;
+use super::super::CriSyncer;
 use super::order::stop_order;
 use crate::protocol::status::EventType;
 use crate::protocol::sync::SyncError;

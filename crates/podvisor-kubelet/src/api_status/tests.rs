@@ -3,8 +3,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::PodSpec;
 use podvisor_cri::{PodRef, SandboxState, SandboxStatus};
 
+use super::probes::ProbeView;
 use super::*;
-use crate::status_manager::probes::ProbeView;
 
 fn pod(policy: &str, inits: &[&str], apps: &[&str]) -> Pod {
     let c = |n: &&str| Container {
@@ -311,7 +311,7 @@ fn result(
 
 #[test]
 fn readiness_follows_the_probe_of_that_very_instance_and_a_published_one_stands_until_then() {
-    use super::super::probes::ProbeResults;
+    use crate::api_status::probes::ProbeResults;
     use podvisor_probe::ProbeKind::*;
     let mut p = pod("Always", &[], &["app"]);
     edit(&mut p, "app", |c| c.readiness_probe = exec_probe());

@@ -1,16 +1,19 @@
 //! What a sync must do to bring a pod to its spec (the kubelet's `computePodActions`,
 //! Kubernetes 1.35): pure, from the pod, its runtime status and what its probes found, so
 //! every rule is tested without a runtime. Init containers and sidecars are planned in
-//! `init_actions.rs`.
+//! `init.rs`.
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 use podvisor_core::restart::{restarts_after_exit, restarts_when_killed};
 use podvisor_core::{GracePeriod, PodExt, RestartPolicy};
-use podvisor_cri::{ContainerState, ContainerStatus, PodStatus, SandboxState};
+use podvisor_cri::{ContainerState, ContainerStatus, PodStatus};
 use podvisor_probe::{ProbeKind, Verdicts};
 use sha2::{Digest, Sha256};
 
-use super::init_actions::init_container_actions;
+mod init;
+
+use crate::api_status::sandbox::sandbox_changed;
+use init::init_container_actions;
 
 /// Annotation holding the hash of the container spec a container was created from.
 pub(crate) const CONTAINER_HASH: &str = "io.kubernetes.container.hash";
@@ -93,29 +96,6 @@ impl ContainerKill {
     }
 }
 
-/// Whether the pod needs a new sandbox, and with which attempt number.
-pub(crate) fn sandbox_changed(pod: &Pod, status: &PodStatus) -> (bool, u32, Option<String>) {
-    let Some(newest) = status.sandboxes.first() else {
-        return (true, 0, None);
-    };
-    let ready = status
-        .sandboxes
-        .iter()
-        .filter(|s| s.state == SandboxState::Ready)
-        .count();
-    let next = newest.attempt + 1;
-    if ready > 1 || newest.state != SandboxState::Ready {
-        return (true, next, Some(newest.id.clone()));
-    }
-    if newest.host_network != pod.host_network() {
-        return (true, next, Some(newest.id.clone()));
-    }
-    if !newest.host_network && newest.ip.is_none() {
-        return (true, next, Some(newest.id.clone()));
-    }
-    (false, newest.attempt, Some(newest.id.clone()))
-}
-
 fn exited_ok(s: &ContainerStatus) -> bool {
     s.state == ContainerState::Exited && s.exit_code == 0
 }
@@ -137,7 +117,7 @@ pub(crate) fn should_restart(container: &Container, pod: &Pod, status: &PodStatu
 }
 
 /// What a sync does, in order: the plan's steps. Each is carried out by one verb of the
-/// syncer (`verbs/`).
+/// syncer (`syncer/verbs/`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Step {
     /// Stop every running container and ready sandbox; `replacing` when a new sandbox
@@ -309,5 +289,4 @@ pub(crate) fn compute_pod_actions(
 }
 
 #[cfg(test)]
-#[path = "actions_tests.rs"]
 mod tests;

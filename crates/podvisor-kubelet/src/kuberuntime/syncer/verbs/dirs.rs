@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use k8s_openapi::api::core::v1::Container;
 use podvisor_core::{PodExt, SharedPod};
 
-use super::super::config::{empty_dir_path, pod_log_directory, pod_state_dir, sub_paths};
-use super::super::syncer::{CriSyncError, CriSyncer};
-use super::super::{cleanup, subpath};
+use super::super::{CriSyncError, CriSyncer};
+use crate::kuberuntime::config::{empty_dir_path, pod_log_directory, pod_state_dir, sub_paths};
+use crate::kuberuntime::{cleanup, subpath};
 
 fn io(action: &'static str, path: &Path, source: std::io::Error) -> CriSyncError {
     CriSyncError::Io {

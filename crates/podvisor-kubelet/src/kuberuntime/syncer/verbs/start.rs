@@ -10,14 +10,14 @@ use podvisor_core::{PodExt, SharedPod};
 use podvisor_cri::{ContainerState, ContainerStatus, ImageUser, PodStatus};
 use tracing::{debug, info};
 
-use super::super::actions::{CONTAINER_HASH, container_hash};
-use super::super::cleanup;
-use super::super::config::{
+use super::super::{CriSyncError, CriSyncer};
+use super::SandboxInfo;
+use crate::kuberuntime::actions::{CONTAINER_HASH, container_hash};
+use crate::kuberuntime::cleanup;
+use crate::kuberuntime::config::{
     Instance, backoff_left, check_image_user, container_config, crash_backoff,
     must_check_image_user, next_attempt, pod_log_directory,
 };
-use super::super::syncer::{CriSyncError, CriSyncer};
-use super::SandboxInfo;
 use crate::protocol::images::{EnsureImage, PullPolicy};
 use crate::protocol::status::{EventType, Waiting, WaitingReason};
 use crate::protocol::sync::SyncError;

@@ -16,7 +16,8 @@ use tracing::{debug, info, warn};
 
 use super::actions::{ContainerKill, PodActions, Step, compute_pod_actions};
 use super::config::{ConfigError, NodeConfig, backoff_left};
-use super::verbs::{Stop, Target, Waits, pod_ip, running_of, running_of_listing};
+mod verbs;
+
 use crate::protocol::images::{EnsureImage, ImageError};
 use crate::protocol::probes::{EndProbes, ProbesEnd, SyncProbes};
 use crate::protocol::status::{
@@ -25,6 +26,7 @@ use crate::protocol::status::{
 use crate::protocol::sync::SyncOutcome;
 use crate::protocol::sync::{PodSyncer, SyncContext, SyncError, Termination};
 use crate::protocol::updates::UpdateType;
+use verbs::{Stop, Target, Waits, pod_ip, running_of, running_of_listing};
 
 /// What the CRI syncer's own steps can fail with (the runtime's calls fail with
 /// `CriError`); reported to the pod workers as `SyncError::Other`.
@@ -57,7 +59,7 @@ pub(crate) enum CriSyncError {
 
 impl From<CriSyncError> for SyncError {
     fn from(e: CriSyncError) -> Self {
-        SyncError::Other(Box::new(e))
+        SyncError::Other(e.to_string())
     }
 }
 
@@ -294,13 +296,8 @@ impl PodSyncer for CriSyncer {
         pod: &SharedPod,
         status: &Arc<PodStatus>,
     ) -> Result<SyncOutcome, SyncError> {
-        let api = crate::status_manager::convert::api_status(
-            pod,
-            status,
-            &HashMap::new(),
-            false,
-            Default::default(),
-        );
+        let api =
+            crate::api_status::api_status(pod, status, &HashMap::new(), false, Default::default());
         let terminal = phase_of(&api).is_some_and(podvisor_core::Phase::is_terminal);
         if terminal {
             self.report(pod, HashMap::new());

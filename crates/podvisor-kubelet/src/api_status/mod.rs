@@ -1,7 +1,8 @@
-//! The pod's API status from its runtime status (the kubelet's `generateAPIPodStatus`):
-//! container statuses with state, last state, restart count, `started` and `ready`, then
-//! the phase (`phase.rs`) and the conditions (`conditions.rs`). Pure, so every rule is
-//! tested without a runtime.
+//! What a pod's runtime status means, as pure functions every rule is tested on without a
+//! runtime: its API status (the kubelet's `generateAPIPodStatus`: container statuses with
+//! state, last state, restart count, `started` and `ready`, then the phase (`phase.rs`)
+//! and the conditions (`conditions.rs`)), and whether its sandbox must be made anew
+//! (`sandbox.rs`). The status manager publishes it; the CRI syncer decides by it.
 
 use std::collections::HashMap;
 
@@ -11,34 +12,21 @@ use k8s_openapi::api::core::v1::{
     PodStatus as ApiPodStatus,
 };
 use podvisor_core::PodExt;
-use podvisor_core::restart::is_sidecar;
 use podvisor_core::time::from_nanos as time;
 use podvisor_cri::{ContainerState, ContainerStatus, PodStatus};
 
-use super::conditions::conditions;
-use super::phase::phase;
-use super::probes::{ProbeView, container_id};
+mod conditions;
+mod phase;
+pub(crate) mod probes;
+mod role;
+pub(crate) mod sandbox;
+
+use conditions::conditions;
+use phase::phase;
+use probes::{ProbeView, container_id};
+pub(crate) use role::{Role, initialized};
+
 use crate::protocol::status::{Waiting, WaitingReason};
-
-/// Where a container stands in its pod.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Role {
-    /// An init container that runs to completion.
-    Init,
-    /// An init container with `restartPolicy: Always`.
-    Sidecar,
-    App,
-}
-
-impl Role {
-    pub(crate) fn of_init(c: &Container) -> Role {
-        if is_sidecar(c) {
-            Role::Sidecar
-        } else {
-            Role::Init
-        }
-    }
-}
 
 fn terminated(s: &ContainerStatus) -> ApiState {
     ApiState {
@@ -146,18 +134,6 @@ fn container_status(p: &Parts<'_>) -> ApiContainerStatus {
     out
 }
 
-/// Whether every init container has done its part: a regular one succeeded, a sidecar
-/// started.
-pub(crate) fn initialized(pod: &Pod, inits: &[ApiContainerStatus]) -> bool {
-    pod.init_containers()
-        .iter()
-        .zip(inits)
-        .all(|(c, s)| match Role::of_init(c) {
-            Role::Sidecar => s.started == Some(true),
-            _ => s.ready,
-        })
-}
-
 /// The API status of `pod` as its runtime `status`, the last sync's `waits` and the
 /// probes (`view`) show it.
 pub(crate) fn api_status(
@@ -208,5 +184,4 @@ pub(crate) fn api_status(
 }
 
 #[cfg(test)]
-#[path = "convert_tests.rs"]
 mod tests;

@@ -14,7 +14,7 @@ use podvisor_core::{PodExt, RestartPolicy};
 use podvisor_cri::{ContainerState, ContainerStatus, PodStatus};
 use podvisor_probe::{ProbeKind, Verdicts};
 
-use super::actions::{ContainerKill, KillReason, PodActions, changed, probe_kill};
+use super::{ContainerKill, KillReason, PodActions, changed, probe_kill};
 
 fn failed(s: &ContainerStatus) -> bool {
     match s.state {

@@ -9,7 +9,7 @@ use podvisor_core::{PodExt, SharedPod};
 use podvisor_probe::{Action, HookError, Target as HookTarget};
 use tracing::warn;
 
-use super::super::syncer::{CriSyncError, CriSyncer};
+use super::super::{CriSyncError, CriSyncer};
 use super::start::{Target, Waits};
 use super::{Stop, pod_ip};
 use crate::protocol::status::{EventType, Waiting, WaitingReason};

@@ -3,7 +3,7 @@
 use podvisor_core::PodUid;
 use podvisor_cri::PodStatus;
 
-use super::super::syncer::CriSyncer;
+use super::super::CriSyncer;
 use crate::protocol::sync::SyncError;
 
 impl CriSyncer {

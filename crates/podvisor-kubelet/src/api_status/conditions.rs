@@ -8,8 +8,8 @@ use k8s_openapi::api::core::v1::{ContainerStatus as ApiContainerStatus, Pod, Pod
 use podvisor_core::{Phase, PodExt};
 use podvisor_cri::PodStatus;
 
-use super::convert::{Role, initialized};
-use crate::kuberuntime::actions::sandbox_changed;
+use super::role::{Role, initialized};
+use super::sandbox::sandbox_changed;
 
 fn condition(kind: &str, ok: bool, reason: &str, message: String) -> PodCondition {
     PodCondition {
