@@ -44,9 +44,38 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            // One line, the whole cause chain: what an operator needs to act.
-            eprintln!("podvisor: {e:#}");
+            eprintln!("podvisor: {}", one_line(&e));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// One line, the whole cause chain: what an operator needs to act. A cause whose text its
+/// parent already quotes (our errors say "cannot bind X: {source}") is not said twice.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain().map(ToString::to_string) {
+        if !line.contains(&cause) {
+            if !line.is_empty() {
+                line.push_str(": ");
+            }
+            line.push_str(&cause);
+        }
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_cause_already_quoted_is_not_repeated_but_a_new_one_is_added() {
+        let io = std::io::Error::new(std::io::ErrorKind::AddrInUse, "Address already in use");
+        let e = anyhow::Error::new(io).context("cannot bind 127.0.0.1:1: Address already in use");
+        assert_eq!(super::one_line(&e), "cannot bind 127.0.0.1:1: Address already in use");
+        let e = e.context("starting the agent");
+        assert_eq!(
+            super::one_line(&e),
+            "starting the agent: cannot bind 127.0.0.1:1: Address already in use"
+        );
     }
 }

@@ -22,12 +22,16 @@ pub struct Agent {
     child: Option<Child>,
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// Two distinct free ports on loopback (debug endpoint, API). Both listeners are held until
+/// both are known: a port released at once can be handed out again by the next bind (CI
+/// once gave the debug endpoint and the API one port, and the agent could not start).
+fn free_ports() -> (u16, u16) {
+    let a = TcpListener::bind("127.0.0.1:0").unwrap();
+    let b = TcpListener::bind("127.0.0.1:0").unwrap();
+    (
+        a.local_addr().unwrap().port(),
+        b.local_addr().unwrap().port(),
+    )
 }
 
 impl Agent {
@@ -63,18 +67,18 @@ impl Agent {
         for sub in ["manifests", "state", "logs", "out"] {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
         }
-        let endpoint = format!("http://127.0.0.1:{}", free_port());
+        let (debug_port, api_port) = free_ports();
+        let endpoint = format!("http://127.0.0.1:{debug_port}");
         let config = dir.join("podvisor.toml");
         std::fs::write(
             &config,
             format!(
-                "{top}node_name = \"{node}\"\nruntime_endpoint = \"{}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"{}\"\n{FAULTS}[api]\naddress = \"127.0.0.1:{}\"\n[log]\nfilter = \"info,podvisor_kubelet=debug\"\n{extra}",
+                "{top}node_name = \"{node}\"\nruntime_endpoint = \"{}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"{}\"\n{FAULTS}[api]\naddress = \"127.0.0.1:{api_port}\"\n[log]\nfilter = \"info,podvisor_kubelet=debug\"\n{extra}",
                 runtime,
                 dir.join("manifests").display(),
                 dir.join("state").display(),
                 dir.join("logs").display(),
                 endpoint.trim_start_matches("http://"),
-                free_port(),
             ),
         )
         .unwrap();
@@ -104,12 +108,25 @@ impl Agent {
             .spawn()
             .unwrap();
         self.child = Some(child);
-        let endpoint = self.endpoint.clone();
-        super::eventually("the agent to be ready", Duration::from_secs(20), || {
-            let e = endpoint.clone();
-            async move { podvisor_debug::client::get(&e, "/readyz", None).await.ok() }
-        })
-        .await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while podvisor_debug::client::get(&self.endpoint, "/readyz", None)
+            .await
+            .is_err()
+        {
+            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok()?) {
+                panic!(
+                    "the agent exited ({status}) before it was ready; its log:\n{}",
+                    self.log_tail(20)
+                );
+            }
+            if tokio::time::Instant::now() > deadline {
+                panic!(
+                    "the agent was not ready after 20 s; its log:\n{}",
+                    self.log_tail(20)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// SIGKILL: the agent dies at once, pods keep running.
