@@ -1,8 +1,6 @@
 //! The store as a [`podvisor_client::Backend`]: what the node's own actors and controllers
 //! talk to when the node's desired state is its own store. Every call is one message to
-//! the store actor; the objects answered are the store's own typed objects, shared.
-
-use std::sync::Arc;
+//! the store actor, and the answer decoded on the caller's side.
 
 use async_trait::async_trait;
 use futures_util::StreamExt;
@@ -16,7 +14,7 @@ use tokio::sync::mpsc;
 use crate::actor::{
     Create, Delete, Get, List, PatchObject, Replace, StoreActor, Watch, WatchEvent,
 };
-use crate::object::{ChangeType, StoredObject};
+use crate::object::ChangeType;
 use crate::selector::Selector;
 
 /// A client of the store actor.
@@ -84,10 +82,6 @@ impl LocalClient {
     }
 }
 
-fn object(o: &Arc<StoredObject>) -> Result<AnyObject> {
-    o.object()
-}
-
 #[async_trait]
 impl Backend for LocalClient {
     async fn get(&self, t: Target<'_>) -> Result<AnyObject> {
@@ -96,7 +90,7 @@ impl Backend for LocalClient {
             namespace: t.namespace.unwrap_or_default().to_string(),
             name: t.name.to_string(),
         };
-        object(&self.ask(msg).await?)
+        self.ask(msg).await?.object()
     }
 
     async fn list(&self, s: Scope<'_>, lp: &ListParams) -> Result<ObjectList<AnyObject>> {
@@ -107,7 +101,11 @@ impl Backend for LocalClient {
         };
         let page = self.ask(msg).await?;
         Ok(ObjectList {
-            items: page.items.iter().map(object).collect::<Result<_>>()?,
+            items: page
+                .items
+                .iter()
+                .map(|o| o.object())
+                .collect::<Result<_>>()?,
             resource_version: page.revision.to_string(),
             continue_token: page.continue_token,
         })
@@ -133,7 +131,7 @@ impl Backend for LocalClient {
             object,
             opts: *pp,
         };
-        self::object(&self.ask(msg).await?)
+        self.ask(msg).await?.object()
     }
 
     async fn replace(
@@ -147,7 +145,7 @@ impl Backend for LocalClient {
             sub,
             opts: *pp,
         };
-        self::object(&self.ask(msg).await?)
+        self.ask(msg).await?.object()
     }
 
     async fn patch(
@@ -166,7 +164,7 @@ impl Backend for LocalClient {
             strict: false,
             opts: *pp,
         };
-        object(&self.ask(msg).await?)
+        self.ask(msg).await?.object()
     }
 
     async fn delete(&self, t: Target<'_>, dp: &DeleteParams) -> Result<Deleted<AnyObject>> {
@@ -177,8 +175,8 @@ impl Backend for LocalClient {
             opts: dp.clone(),
         };
         match self.ask(msg).await? {
-            Deleted::Marked(o) => Ok(Deleted::Marked(object(&o)?)),
-            Deleted::Gone(o) => Ok(Deleted::Gone(object(&o)?)),
+            Deleted::Marked(o) => Ok(Deleted::Marked(o.object()?)),
+            Deleted::Gone(o) => Ok(Deleted::Gone(o.object()?)),
         }
     }
 }

@@ -10,8 +10,9 @@
 //! still holds, across restarts of the agent; older ones get 410 Gone and relist.
 //!
 //! Writes take typed objects (`podvisor_client::AnyObject`), decoded once by whoever wrote
-//! them; admission checks run on them, and the stored object keeps them beside its JSON,
-//! so readers share them instead of decoding again. Patches are applied inside the write.
+//! them; admission checks run on them, and patches are applied inside the write. The store
+//! keeps no typed form: a typed read (a local get, list or watch) decodes the JSON, and most
+//! objects are only ever served as JSON.
 //!
 //! [`Store`] is a plain struct (tested without actix); [`actor::StoreActor`] owns one and
 //! fans changes out to watchers through bounded channels: a watcher that does not keep up

@@ -1,5 +1,5 @@
-//! What the store holds: one object as its JSON bytes and its typed form, plus the fields
-//! selectors need, and the changes watchers see.
+//! What the store holds: one object as its JSON bytes, plus the fields selectors need, and
+//! the changes watchers see.
 
 use std::sync::Arc;
 
@@ -116,9 +116,13 @@ const fn r(
     }
 }
 
-/// One stored object: its JSON as served (`resourceVersion` included) and, while it is
-/// current, its typed form, decoded once when it was written and shared with every reader;
-/// plus the fields selectors and the garbage collector read. Cheap to clone.
+/// One stored object: its JSON as served (`resourceVersion` included), plus the fields
+/// selectors and the garbage collector read. Cheap to clone.
+///
+/// No typed form is kept: a typed pod takes several times its JSON's memory, about 20 KiB
+/// per pod the agent runs once every version is read by some local reader
+/// (docs/benchmarks.md, "The typed client"). A typed read decodes the JSON, as each reader
+/// decoded it before the typed client.
 #[derive(Debug, Clone)]
 pub struct StoredObject {
     pub kind: Kind,
@@ -132,14 +136,27 @@ pub struct StoredObject {
     pub fields: Vec<(&'static str, String)>,
     /// Its `ownerReferences`, for garbage collection.
     pub owners: Vec<OwnerRef>,
+    /// For an Event, when it last happened (milliseconds since the epoch), for expiry.
+    pub happened_ms: Option<u64>,
     /// Whether it is marked for deletion and what still holds it.
     pub deleting: bool,
     pub finalizers: Vec<String>,
     /// The object as served, `resourceVersion` included.
     pub json: Bytes,
-    /// The typed object: kept while it is current (`None` in the change window, where an
-    /// old version is decoded again only if a watch resumes through it).
+    /// The typed object, only in transient copies made from one ([`Self::with_typed`]).
     typed: Option<AnyObject>,
+}
+
+/// When an Event last happened: `lastTimestamp`, `eventTime`, or its creation.
+fn event_time_ms(o: &AnyObject) -> Option<u64> {
+    let AnyObject::Event(e) = o else { return None };
+    let at = e
+        .last_timestamp
+        .as_ref()
+        .map(|t| t.0)
+        .or_else(|| e.event_time.as_ref().map(|t| t.0))
+        .or_else(|| e.metadata.creation_timestamp.as_ref().map(|t| t.0))?;
+    u64::try_from(at.as_millisecond()).ok()
 }
 
 /// One of an object's `ownerReferences`.
@@ -187,10 +204,11 @@ impl StoredObject {
             labels,
             fields: selector::field_values(&object),
             owners: owner_refs(meta),
+            happened_ms: event_time_ms(&object),
             deleting: meta.deletion_timestamp.is_some(),
             finalizers: meta.finalizers.clone().unwrap_or_default(),
             json,
-            typed: Some(object),
+            typed: None,
         }
     }
 
@@ -201,29 +219,22 @@ impl StoredObject {
         Ok(Self::new(object, json))
     }
 
-    /// An object as the store would hold it (for tests and tools; the store builds them
-    /// from the objects it writes).
-    pub fn from_object(object: AnyObject) -> Self {
-        let json = object.to_json().unwrap_or_default();
-        Self::new(object, Bytes::from(json))
-    }
-
-    /// The same object without its typed form (what the change window keeps).
-    pub(crate) fn cold(&self) -> Self {
+    /// A transient stored form of `object` that keeps it typed (for the store's own
+    /// what-if copies, read typed at once and never stored).
+    pub(crate) fn with_typed(object: AnyObject, json: Bytes) -> Self {
         Self {
-            typed: None,
-            ..self.clone()
+            typed: Some(object.clone()),
+            ..Self::new(object, json)
         }
     }
 
-    /// The typed object (decoded again if this is an old version from the change window).
+    /// The typed object, decoded from the JSON.
     pub fn object(&self) -> Result<AnyObject, Error> {
-        match &self.typed {
-            Some(o) => Ok(o.clone()),
-            None => AnyObject::from_json(self.kind, &self.json).map_err(|e| {
-                Error::Internal(format!("a stored {} cannot be read: {e}", self.kind))
-            }),
+        if let Some(o) = &self.typed {
+            return Ok(o.clone());
         }
+        AnyObject::from_json(self.kind, &self.json)
+            .map_err(|e| Error::Internal(format!("a stored {} cannot be read: {e}", self.kind)))
     }
 
     /// The typed object as `K`.
@@ -298,17 +309,4 @@ pub struct Change {
     /// Its state before this change, when known: what tells a selecting watcher that an
     /// object came into its selection or left it.
     pub prev: Option<Arc<StoredObject>>,
-}
-
-impl Change {
-    /// The change as the window keeps it: without the typed objects, which are decoded
-    /// again only if a watch resumes through it.
-    pub(crate) fn cold(&self) -> Change {
-        Change {
-            revision: self.revision,
-            kind: self.kind,
-            object: Arc::new(self.object.cold()),
-            prev: self.prev.as_ref().map(|p| Arc::new(p.cold())),
-        }
-    }
 }

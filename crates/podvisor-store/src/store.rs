@@ -108,7 +108,7 @@ impl Store {
                 );
                 continue;
             };
-            let object = Arc::new(o.cold());
+            let object = Arc::new(o);
             let k = key(object.kind, &object.namespace, &object.name);
             let prev = last.insert(k, object.clone());
             store.window_bytes += object.json.len();

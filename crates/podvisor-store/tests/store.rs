@@ -668,3 +668,29 @@ fn foreground_owners_are_never_left_waiting_for_nothing() {
         1
     );
 }
+
+/// The store keeps no typed form: each typed read decodes the stored JSON (a typed pod
+/// costs several times its JSON's memory), and what it decodes is what was written.
+#[test]
+fn a_typed_read_decodes_the_stored_json_and_keeps_nothing() {
+    use k8s_openapi::api::core::v1::Pod;
+    let d = dir("typed");
+    let mut s = open(&d, 100);
+    let written = s.create_v(&pods(), pod("a"), Some("default"), W).unwrap();
+    let answer = written[0].object.typed::<Pod>().unwrap();
+    let stored = s.get(Kind::Pod, "default", "a").unwrap();
+    let (a, b) = (
+        stored.typed::<Pod>().unwrap(),
+        stored.typed::<Pod>().unwrap(),
+    );
+    assert!(
+        !std::sync::Arc::ptr_eq(&a, &b),
+        "a read's typed form was kept"
+    );
+    assert_eq!(a, b);
+    assert_eq!(*a, *answer);
+    assert_eq!(
+        a.metadata.resource_version,
+        answer.metadata.resource_version
+    );
+}

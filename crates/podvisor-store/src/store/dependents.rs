@@ -37,7 +37,7 @@ struct Overlay<'a> {
 
 /// What the overlay needs of a written object: its identity, owners and finalizers.
 fn object_of(o: &AnyObject) -> StoredObject {
-    StoredObject::new(o.clone(), Bytes::new())
+    StoredObject::with_typed(o.clone(), Bytes::new())
 }
 
 impl<'a> Overlay<'a> {

@@ -28,7 +28,7 @@ impl Store {
             };
         }
         self.window_bytes += changes.iter().map(|c| c.object.json.len()).sum::<usize>();
-        self.window.extend(changes.iter().map(Change::cold));
+        self.window.extend(changes.iter().cloned());
         let gone: usize = self.window.drain(..drop).map(|c| c.object.json.len()).sum();
         self.window_bytes -= gone;
     }
