@@ -23,11 +23,13 @@ pub fn spawn(bin: &Path, dir: &Path, config: &str) -> anyhow::Result<Child> {
         .with_context(|| format!("cannot run {}", bin.display()))
 }
 
-/// A free TCP port on loopback (for the agent's debug endpoint and API).
-pub fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
+/// Two distinct free TCP ports on loopback (the agent's debug endpoint and API). Both
+/// listeners are held until both ports are known: a port taken and released at once can be
+/// handed out again by the next bind, and two servers given one port cannot both start.
+pub fn free_ports() -> anyhow::Result<(u16, u16)> {
+    let a = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let b = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok((a.local_addr()?.port(), b.local_addr()?.port()))
 }
 
 /// A release `podvisor run` of a benchmark's own (node name, directories, ports), killed
@@ -54,10 +56,9 @@ impl BenchAgent {
     ) -> anyhow::Result<Self> {
         let dir = std::env::temp_dir().join(bench).join(node);
         let _ = std::fs::remove_dir_all(&dir);
-        let debug_port = free_port()?;
+        let (debug_port, api_port) = free_ports()?;
         let config = format!(
-            "node_name = \"{node}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{d}/manifests\"\nstate_dir = \"{d}/state\"\npod_log_dir = \"{d}/logs\"\n[debug]\naddress = \"127.0.0.1:{debug_port}\"\n[api]\naddress = \"127.0.0.1:{}\"\n[log]\nformat = \"json\"\nfilter = \"{log}\"\n{extra}",
-            free_port()?,
+            "node_name = \"{node}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{d}/manifests\"\nstate_dir = \"{d}/state\"\npod_log_dir = \"{d}/logs\"\n[debug]\naddress = \"127.0.0.1:{debug_port}\"\n[api]\naddress = \"127.0.0.1:{api_port}\"\n[log]\nformat = \"json\"\nfilter = \"{log}\"\n{extra}",
             d = dir.display(),
         );
         let child = spawn(bin, &dir, &config)?;

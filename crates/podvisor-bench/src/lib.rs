@@ -7,5 +7,6 @@ pub mod alloc;
 pub mod args;
 pub mod cpu;
 pub mod floor;
+pub mod hops;
 pub mod procstat;
 pub mod stats;

@@ -66,14 +66,14 @@ struct AgentProcess {
 
 impl AgentProcess {
     fn start(bin: &Path, dir: &Path, runtime: &str) -> anyhow::Result<Self> {
-        let port = podvisor_bench::agent::free_port()?;
-        let api_port = podvisor_bench::agent::free_port()?;
+        let (port, api_port) = podvisor_bench::agent::free_ports()?;
         let manifests = dir.join("manifests");
         let config = format!(
-            "node_name = \"{NODE}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"127.0.0.1:{port}\"\n[api]\naddress = \"127.0.0.1:{api_port}\"\n[log]\nformat = \"json\"\nfilter = \"warn,podvisor_kubelet::status_manager=info\"\n",
+            "node_name = \"{NODE}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"127.0.0.1:{port}\"\n[api]\naddress = \"127.0.0.1:{api_port}\"\n[log]\nformat = \"json\"\nfilter = \"{}\"\n",
             manifests.display(),
             dir.join("state").display(),
             dir.join("logs").display(),
+            podvisor_bench::hops::FILTER,
         );
         let child = podvisor_bench::agent::spawn(bin, dir, &config)?;
         let log_path = dir.join("agent.log");
@@ -142,6 +142,33 @@ impl AgentProcess {
         let path = format!("/api/v1/namespaces/default/pods/{name}-{NODE}");
         let body = self.kube().ok()?.get(&path).await.ok()?;
         serde_json::from_str(&body).ok()
+    }
+
+    /// Waits (10 s at most) until the API shows every one of `names` as `shown` says: a
+    /// check that the log tells what a user sees. The status reaches the store a moment
+    /// after the status manager logs it (the status writer is asynchronous).
+    async fn shows(
+        &self,
+        names: &[String],
+        shown: fn(&Pod) -> bool,
+        what: &str,
+    ) -> anyhow::Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let pods = self.pods().await?;
+            let missing = names.iter().map(|n| format!("{n}-{NODE}")).find(|full| {
+                !pods
+                    .iter()
+                    .any(|p| p.metadata.name.as_deref() == Some(full) && shown(p))
+            });
+            match missing {
+                None => return Ok(()),
+                Some(full) if Instant::now() >= deadline => {
+                    bail!("the log says {full} is {what}, the API does not show it after 10 s")
+                }
+                Some(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
     }
 
     /// Removes every manifest and waits until the agent has no pod left.
@@ -393,11 +420,15 @@ async fn run(ctx: &mut Ctx, args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// (a) One pod at a time, podvisor and the floor alternating so drift hits both.
+/// (a) One pod at a time, podvisor and the floor alternating so drift hits both; then
+/// where podvisor's time went, hop by hop, beside the floor's two parts.
 async fn single_starts(ctx: &mut Ctx, n: usize) -> anyhow::Result<()> {
     let (mut pv, mut raw) = (Samples::new(), Samples::new());
+    let (mut sandbox, mut container) = (Samples::new(), Samples::new());
+    let mut written = HashMap::new();
     for i in 0..n {
         let name = format!("single-{i}");
+        written.insert(format!("{name}-{NODE}"), wall_now());
         pv.push(start_batch(ctx, std::slice::from_ref(&name)).await?[0]);
         ctx.agent.remove(&name)?;
         // Its teardown must not overlap the next start, podvisor's or the floor's.
@@ -408,6 +439,8 @@ async fn single_starts(ctx: &mut Ctx, n: usize) -> anyhow::Result<()> {
         let (pod, start) =
             floor::start_pod(&ctx.cri, &format!("floor-{i}"), false, &ctx.floor_logs).await?;
         raw.push(start.total());
+        sandbox.push(start.sandbox);
+        container.push(start.container);
         floor::teardown_pod(&ctx.cri, &pod).await?;
     }
     println!("## (a) pod start, one at a time: manifest written → all containers running\n");
@@ -416,6 +449,21 @@ async fn single_starts(ctx: &mut Ctx, n: usize) -> anyhow::Result<()> {
         &pv,
         "raw CRI floor (RunPodSandbox + CreateContainer + StartContainer)",
         &raw,
+    );
+    let hops = podvisor_bench::hops::hops(&ctx.agent.log, &written)?;
+    println!(
+        "### where podvisor's start goes, from its log\n\n{}",
+        Summary::HEADER
+    );
+    for (name, s) in podvisor_bench::hops::HOPS.iter().zip(&hops) {
+        println!("{}", s.summary().row(name));
+    }
+    println!(
+        "{}\n{}\n",
+        sandbox.summary().row("floor: RunPodSandbox"),
+        container
+            .summary()
+            .row("floor: CreateContainer + StartContainer")
     );
     Ok(())
 }
@@ -487,16 +535,7 @@ async fn start_batch(ctx: &mut Ctx, names: &[String]) -> anyhow::Result<Vec<Dura
         ctx.agent.write(n, &sleeper(n))?;
     }
     let times = ctx.status.wait_all(names, t0, ready).await?;
-    let pods = ctx.agent.pods().await?;
-    for n in names {
-        let full = format!("{n}-{NODE}");
-        if !pods
-            .iter()
-            .any(|p| p.metadata.name.as_deref() == Some(&full) && all_running(p))
-        {
-            bail!("the log says {full} is ready, the API does not show it running");
-        }
-    }
+    ctx.agent.shows(names, all_running, "running").await?;
     Ok(times)
 }
 
@@ -546,10 +585,9 @@ async fn exits(ctx: &mut Ctx, n: usize) -> anyhow::Result<()> {
                 .wait_all(std::slice::from_ref(&name), t0, failed)
                 .await?[0],
         );
-        match ctx.agent.pod(&name).await {
-            Some(p) if terminated(&p) => {}
-            other => bail!("the log says {name} failed, the API shows {other:?}"),
-        }
+        ctx.agent
+            .shows(std::slice::from_ref(&name), terminated, "failed")
+            .await?;
         ctx.agent.remove(&name)?;
     }
     println!("## (b) container exit → podvisor reports it (relist_period 1 s, the default)\n");

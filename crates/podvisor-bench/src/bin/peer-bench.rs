@@ -112,40 +112,67 @@ async fn agent_running(agent: &BenchAgent, n: u64) -> anyhow::Result<()> {
     }
 }
 
-async fn agent_singles(agent: &BenchAgent, rt: &CriRuntime, n: usize) -> anyhow::Result<Samples> {
-    let mut s = Samples::new();
-    for i in 0..n {
-        let t0 = Instant::now();
-        agent.write(&format!("one{i}"), &manifest(&format!("one{i}")))?;
-        agent_running(agent, 1).await?;
-        s.push(t0.elapsed());
-        agent.clear(rt).await?;
-        while agent.actor_state("status-manager").await?["pods"].as_u64() != Some(0) {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+/// One podvisor start, timed from outside (the status manager's count, polled every 5 ms);
+/// then its removal, waited for.
+async fn agent_single(agent: &BenchAgent, rt: &CriRuntime, i: usize) -> anyhow::Result<Duration> {
+    let t0 = Instant::now();
+    agent.write(&format!("one{i}"), &manifest(&format!("one{i}")))?;
+    agent_running(agent, 1).await?;
+    let took = t0.elapsed();
+    agent.clear(rt).await?;
+    while agent.actor_state("status-manager").await?["pods"].as_u64() != Some(0) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    Ok(s)
+    Ok(took)
 }
 
-async fn floor_singles(rt: &CriRuntime, n: usize, log_dir: &str) -> anyhow::Result<Samples> {
-    let mut s = Samples::new();
-    for i in 0..n {
-        let uid = format!("peer-floor-{}-{i}", std::process::id());
-        let (pod, t) = floor::start_pod(rt.client(), &uid, false, log_dir).await?;
-        s.push(t.total());
-        floor::teardown_pod(rt.client(), &pod).await?;
-    }
-    Ok(s)
+async fn floor_single(rt: &CriRuntime, i: usize, log_dir: &str) -> anyhow::Result<Duration> {
+    let uid = format!("peer-floor-{}-{i}", std::process::id());
+    let (pod, t) = floor::start_pod(rt.client(), &uid, false, log_dir).await?;
+    floor::teardown_pod(rt.client(), &pod).await?;
+    Ok(t.total())
 }
 
-async fn podman_singles(p: &Podman, n: usize) -> anyhow::Result<Samples> {
-    let mut s = Samples::new();
+async fn podman_single(p: &Podman, i: usize) -> anyhow::Result<Duration> {
+    let name = format!("peer-one{i}");
+    let took = p.play(&name).await?;
+    p.down(&name).await?;
+    Ok(took)
+}
+
+/// Single starts of the three, alternating (the floor, podvisor, podman, then again), so
+/// the machine's drift hits all three alike; podvisor's also from its own log.
+struct Singles {
+    floor: Samples,
+    agent: Samples,
+    agent_logged: Samples,
+    podman: Samples,
+}
+
+async fn singles(
+    agent: &BenchAgent,
+    rt: &CriRuntime,
+    p: &Podman,
+    (n, log_dir): (usize, &str),
+) -> anyhow::Result<Singles> {
+    let (mut floor, mut polled, mut podman) = (Samples::new(), Samples::new(), Samples::new());
+    let mut written = std::collections::HashMap::new();
     for i in 0..n {
-        let name = format!("peer-one{i}");
-        s.push(p.play(&name).await?);
-        p.down(&name).await?;
+        floor.push(floor_single(rt, i, log_dir).await?);
+        written.insert(
+            format!("one{i}-{}", agent.node),
+            podvisor_bench::hops::wall_now(),
+        );
+        polled.push(agent_single(agent, rt, i).await?);
+        podman.push(podman_single(p, i).await?);
     }
-    Ok(s)
+    let agent_logged = podvisor_bench::hops::totals(&agent.dir.join("agent.log"), &written)?;
+    Ok(Singles {
+        floor,
+        agent: polled,
+        agent_logged,
+        podman,
+    })
 }
 
 /// `batch` pods played at once: the wall time, and the conmons' RSS while they run.
@@ -222,20 +249,18 @@ async fn main() -> anyhow::Result<()> {
         args.starts,
         args.batch
     );
-    let floor1 = floor_singles(&rt, args.starts, &log_dir).await?;
-    let podman1 = podman_singles(&p, args.starts).await?;
-    let (podman_wall, conmon) = podman_batch(&p, args.batch).await?;
     let agent = BenchAgent::start(
         &bin,
         "peer-bench",
         "peer",
         &args.runtime.endpoint,
         "",
-        "warn",
+        podvisor_bench::hops::FILTER,
     )?;
     agent.api().await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let agent1 = agent_singles(&agent, &rt, args.starts).await?;
+    let one = singles(&agent, &rt, &p, (args.starts, &log_dir)).await?;
+    let (podman_wall, conmon) = podman_batch(&p, args.batch).await?;
     let (agent_wall, idle, busy) = agent_batch(&agent, &rt, args.batch, containerd).await?;
     let (floor_pods, floor_wall) = floor::start_pods_parallel(
         rt.client(),
@@ -248,12 +273,18 @@ async fn main() -> anyhow::Result<()> {
     .await?;
     floor::teardown_parallel(rt.client(), &floor_pods, 8).await?;
     println!("{}", Summary::HEADER);
-    println!("{}", floor1.summary().row("raw CRI: one pod (bridge)"));
-    println!("{}", agent1.summary().row("podvisor: manifest → running"));
+    println!("{}", one.floor.summary().row("raw CRI: one pod (bridge)"));
     println!(
         "{}",
-        podman1.summary().row("podman kube play → returns, running")
+        one.agent.summary().row("podvisor: manifest → running")
     );
+    let logged = one.agent_logged.summary();
+    println!(
+        "{}",
+        logged.row("podvisor: the same starts, from its own log")
+    );
+    let podman = one.podman.summary();
+    println!("{}", podman.row("podman kube play → returns, running"));
     println!("\n| {} pods at once | wall |\n|---|---:|", args.batch);
     for (what, wall) in [
         ("raw CRI (8 in flight)", floor_wall),
