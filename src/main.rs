@@ -71,7 +71,10 @@ mod tests {
     fn a_cause_already_quoted_is_not_repeated_but_a_new_one_is_added() {
         let io = std::io::Error::new(std::io::ErrorKind::AddrInUse, "Address already in use");
         let e = anyhow::Error::new(io).context("cannot bind 127.0.0.1:1: Address already in use");
-        assert_eq!(super::one_line(&e), "cannot bind 127.0.0.1:1: Address already in use");
+        assert_eq!(
+            super::one_line(&e),
+            "cannot bind 127.0.0.1:1: Address already in use"
+        );
         let e = e.context("starting the agent");
         assert_eq!(
             super::one_line(&e),
