@@ -1,0 +1,18 @@
+//! podvisor's client of a real kube-apiserver: [`RemoteClient`] is a
+//! [`podvisor_client::Backend`] over kube-rs' `kube::Client`, so the node's actors and
+//! controllers talk to a cluster through the same typed `Api<K>` as to the node's own store,
+//! and the same contract suite (`podvisor_client::contract`) holds for both.
+//!
+//! kube-rs does the HTTP, TLS (rustls, as the rest of podvisor), kubeconfig and credential
+//! handling; this crate maps podvisor's verbs onto the API's paths and kube-apiserver's
+//! `Status` answers onto [`podvisor_client::Error`].
+
+// Functions stay short in production code (clippy.toml sets the limit); tests may run long.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
+mod error;
+mod paths;
+mod remote;
+
+pub use error::ConnectError;
+pub use remote::RemoteClient;
