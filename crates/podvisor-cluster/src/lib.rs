@@ -10,9 +10,11 @@
 // Functions stay short in production code (clippy.toml sets the limit); tests may run long.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
+mod bootstrap;
 mod error;
 mod paths;
 mod remote;
 
+pub use bootstrap::{BootstrapError, node_credentials};
 pub use error::ConnectError;
 pub use remote::RemoteClient;

@@ -31,6 +31,11 @@ impl RemoteClient {
         Self { client }
     }
 
+    /// The kube-rs client underneath (for the cluster's own kinds: CSRs, leases).
+    pub(crate) fn kube(&self) -> &kube::Client {
+        &self.client
+    }
+
     /// A client with the credentials and server of the kubeconfig at `path` (its current
     /// context).
     pub async fn from_kubeconfig(path: &Path) -> std::result::Result<Self, ConnectError> {

@@ -1,0 +1,208 @@
+//! TLS bootstrapping, as the kubelet does it: with a bootstrap kubeconfig (a bootstrap
+//! token), make a key of the node's own, ask the cluster for a client certificate through a
+//! CertificateSigningRequest (signer `kubernetes.io/kube-apiserver-client-kubelet`, CN
+//! `system:node:<node>`, O `system:nodes`), wait until the controller manager has approved
+//! and signed it, and write a kubeconfig that acts as the node from then on. The key never
+//! leaves the node; the files are written 0600.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::certificates::v1::{
+    CertificateSigningRequest, CertificateSigningRequestSpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, PostParams};
+use kube::config::{AuthInfo, Kubeconfig, NamedAuthInfo};
+
+use crate::error::ConnectError;
+
+/// The signer of node client certificates.
+const SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
+/// The user the written kubeconfig names.
+const USER: &str = "node";
+
+/// Why the node could not get its credentials.
+#[derive(Debug, thiserror::Error)]
+pub enum BootstrapError {
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
+    #[error("cannot make the node's key or CSR: {0}")]
+    Key(#[from] rcgen::Error),
+    #[error("the CSR could not be submitted or read: {0}")]
+    Api(#[source] kube::Error),
+    #[error("the CSR {name} was refused ({condition}): {message}")]
+    Refused {
+        name: String,
+        condition: String,
+        message: String,
+    },
+    #[error(
+        "the CSR {name} was not issued within {waited:?} (does the cluster approve node CSRs?)"
+    )]
+    NotIssued { name: String, waited: Duration },
+    #[error("cannot read the bootstrap kubeconfig {path}: {source}")]
+    Kubeconfig {
+        path: String,
+        source: kube::config::KubeconfigError,
+    },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot encode the node's kubeconfig: {0}")]
+    Encode(#[from] serde_yaml_ng::Error),
+}
+
+/// The node's kubeconfig in `dir` (`kubelet.kubeconfig`), made with the bootstrap
+/// kubeconfig at `bootstrap` if it is not there yet, waiting at most `wait` for the
+/// certificate.
+pub async fn node_credentials(
+    bootstrap: &Path,
+    node: &str,
+    dir: &Path,
+    wait: Duration,
+) -> Result<PathBuf, BootstrapError> {
+    let kubeconfig = dir.join("kubelet.kubeconfig");
+    if kubeconfig.exists() {
+        return Ok(kubeconfig);
+    }
+    let key = rcgen::KeyPair::generate()?;
+    let csr = request(node, &key)?;
+    let client = crate::RemoteClient::from_kubeconfig(bootstrap).await?;
+    let api: Api<CertificateSigningRequest> = Api::all(client.kube().clone());
+    let made = api
+        .create(&PostParams::default(), &csr)
+        .await
+        .map_err(BootstrapError::Api)?;
+    let name = made.metadata.name.unwrap_or_default();
+    let cert = issued(&api, &name, wait).await?;
+    let pem = dir.join("kubelet-client.pem");
+    let mut both = cert;
+    both.extend_from_slice(key.serialize_pem().as_bytes());
+    write_private(&pem, &both)?;
+    let config = node_kubeconfig(bootstrap, &pem)?;
+    write_private(&kubeconfig, serde_yaml_ng::to_string(&config)?.as_bytes())?;
+    Ok(kubeconfig)
+}
+
+/// The CertificateSigningRequest for `node`'s client certificate.
+fn request(node: &str, key: &rcgen::KeyPair) -> Result<CertificateSigningRequest, BootstrapError> {
+    let mut params = rcgen::CertificateParams::default();
+    let mut dn = rcgen::DistinguishedName::new();
+    dn.push(rcgen::DnType::OrganizationName, "system:nodes");
+    dn.push(rcgen::DnType::CommonName, format!("system:node:{node}"));
+    params.distinguished_name = dn;
+    let pem = params.serialize_request(key)?.pem()?;
+    Ok(CertificateSigningRequest {
+        metadata: ObjectMeta {
+            generate_name: Some(format!("node-csr-{node}-")),
+            ..ObjectMeta::default()
+        },
+        spec: CertificateSigningRequestSpec {
+            request: ByteString(pem.into_bytes()),
+            signer_name: SIGNER.into(),
+            usages: Some(vec!["digital signature".into(), "client auth".into()]),
+            ..CertificateSigningRequestSpec::default()
+        },
+        status: None,
+    })
+}
+
+/// The certificate, once the CSR `name` is issued.
+async fn issued(
+    api: &Api<CertificateSigningRequest>,
+    name: &str,
+    wait: Duration,
+) -> Result<Vec<u8>, BootstrapError> {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let csr = api.get(name).await.map_err(BootstrapError::Api)?;
+        let status = csr.status.unwrap_or_default();
+        let refused = status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| matches!(c.type_.as_str(), "Denied" | "Failed") && c.status == "True");
+        if let Some(c) = refused {
+            return Err(BootstrapError::Refused {
+                name: name.into(),
+                condition: c.type_.clone(),
+                message: c.message.clone().unwrap_or_default(),
+            });
+        }
+        if let Some(cert) = status.certificate.filter(|c| !c.0.is_empty()) {
+            return Ok(cert.0);
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(BootstrapError::NotIssued {
+                name: name.into(),
+                waited: wait,
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// The bootstrap kubeconfig with its user replaced by the node's certificate (and a
+/// relative CA path made absolute, since the new file lives elsewhere).
+fn node_kubeconfig(bootstrap: &Path, pem: &Path) -> Result<Kubeconfig, BootstrapError> {
+    let mut config =
+        Kubeconfig::read_from(bootstrap).map_err(|source| BootstrapError::Kubeconfig {
+            path: bootstrap.display().to_string(),
+            source,
+        })?;
+    let base = bootstrap.parent().unwrap_or(Path::new("."));
+    for c in config
+        .clusters
+        .iter_mut()
+        .filter_map(|c| c.cluster.as_mut())
+    {
+        if let Some(ca) = c.certificate_authority.as_mut() {
+            *ca = base.join(&*ca).display().to_string();
+        }
+    }
+    let pem = pem.display().to_string();
+    config.auth_infos = vec![NamedAuthInfo {
+        name: USER.into(),
+        auth_info: Some(AuthInfo {
+            client_certificate: Some(pem.clone()),
+            client_key: Some(pem),
+            ..AuthInfo::default()
+        }),
+        other: Default::default(),
+    }];
+    for c in config
+        .contexts
+        .iter_mut()
+        .filter_map(|c| c.context.as_mut())
+    {
+        c.user = Some(USER.into());
+    }
+    Ok(config)
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> Result<(), BootstrapError> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let fail = |source| BootstrapError::Write {
+        path: path.display().to_string(),
+        source,
+    };
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(fail)?;
+    // A leftover temporary file keeps its mode through `open`: set it again.
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .and_then(|()| f.write_all(bytes))
+        .and_then(|()| f.sync_all())
+        .map_err(fail)?;
+    std::fs::rename(&tmp, path).map_err(fail)
+}
