@@ -2,8 +2,6 @@
 //! certificate for localhost and 127.0.0.1 signed by it, and a bearer token; plus the
 //! kubeconfig (mode 0600) that points kubectl at the API with them.
 
-use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -40,20 +38,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TlsError + '_ {
 
 /// Writes `data` readable by the owner only.
 pub fn write_private(path: &Path, data: &[u8]) -> Result<(), TlsError> {
-    let tmp = path.with_extension("tmp");
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .write(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(io(&tmp))?;
-    f.set_permissions(std::fs::Permissions::from_mode(0o600))
-        .map_err(io(&tmp))?;
-    f.write_all(data)
-        .and_then(|_| f.sync_all())
-        .map_err(io(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(io(path))
+    podvisor_core::private_file::write(path, data).map_err(io(path))
 }
 
 fn make(dir: &Path) -> Result<Credentials, TlsError> {

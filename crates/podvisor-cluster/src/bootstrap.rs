@@ -185,24 +185,8 @@ fn node_kubeconfig(bootstrap: &Path, pem: &Path) -> Result<Kubeconfig, Bootstrap
 }
 
 fn write_private(path: &Path, bytes: &[u8]) -> Result<(), BootstrapError> {
-    use std::io::Write;
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let fail = |source| BootstrapError::Write {
+    podvisor_core::private_file::write(path, bytes).map_err(|source| BootstrapError::Write {
         path: path.display().to_string(),
         source,
-    };
-    let tmp = path.with_extension("tmp");
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(fail)?;
-    // A leftover temporary file keeps its mode through `open`: set it again.
-    f.set_permissions(std::fs::Permissions::from_mode(0o600))
-        .and_then(|()| f.write_all(bytes))
-        .and_then(|()| f.sync_all())
-        .map_err(fail)?;
-    std::fs::rename(&tmp, path).map_err(fail)
+    })
 }

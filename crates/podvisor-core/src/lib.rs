@@ -18,6 +18,7 @@ pub mod labels;
 pub mod phase;
 pub mod pod;
 pub mod ports;
+pub mod private_file;
 pub mod quantity;
 pub mod restart;
 pub mod stats;
