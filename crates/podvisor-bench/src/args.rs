@@ -35,3 +35,20 @@ impl AgentArg {
         Ok(bin)
     }
 }
+
+/// The pid of the containerd serving `endpoint`: from `pid_file` when given, else from the
+/// `containerd.pid` that `scripts/containerd-up` writes beside the socket, so a benchmark
+/// pointed at another containerd never reads the default one's pid.
+pub fn containerd_pid(endpoint: &str, pid_file: Option<&std::path::Path>) -> anyhow::Result<u32> {
+    use anyhow::Context;
+    let path = match pid_file {
+        Some(p) => p.to_path_buf(),
+        None => std::path::Path::new(endpoint.trim_start_matches("unix://"))
+            .with_file_name("containerd.pid"),
+    };
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("containerd's pid file {}", path.display()))?;
+    text.trim()
+        .parse()
+        .with_context(|| format!("containerd's pid file {}", path.display()))
+}

@@ -36,12 +36,9 @@ struct Args {
         default_value = "unix:///var/lib/podvisor-containerd-1.7/containerd.sock"
     )]
     endpoint: String,
-    /// containerd's pid file (for its CPU time).
-    #[arg(
-        long,
-        default_value = "/var/lib/podvisor-containerd-1.7/containerd.pid"
-    )]
-    containerd_pid: PathBuf,
+    /// containerd's pid file (for its CPU time). Default: `containerd.pid` beside the endpoint\'s socket.
+    #[arg(long)]
+    containerd_pid: Option<PathBuf>,
     /// Rounds of exits; each round starts `per_round` pods on each agent.
     #[arg(long, default_value_t = 6)]
     rounds: usize,
@@ -364,9 +361,8 @@ async fn main() -> anyhow::Result<()> {
     drop(modes);
 
     // One agent at a time, so containerd's CPU is this agent's doing alone.
-    let containerd: u32 = std::fs::read_to_string(&args.containerd_pid)?
-        .trim()
-        .parse()?;
+    let containerd: u32 =
+        podvisor_bench::args::containerd_pid(&args.endpoint, args.containerd_pid.as_deref())?;
     let window = Duration::from_secs(args.window);
     println!(
         "\n## CPU with {} idle pods, over {} s (% of one core)\n",

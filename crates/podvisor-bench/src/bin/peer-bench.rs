@@ -33,9 +33,9 @@ struct Args {
     starts: usize,
     #[arg(long, default_value_t = 50)]
     batch: usize,
-    /// containerd's pid file (for its RSS).
-    #[arg(long, default_value = "/var/lib/podvisor-containerd/containerd.pid")]
-    containerd_pid: PathBuf,
+    /// containerd's pid file (for its RSS). Default: `containerd.pid` beside the endpoint\'s socket.
+    #[arg(long)]
+    containerd_pid: Option<PathBuf>,
 }
 
 const SCRIPT: &str = "trap 'exit 0' TERM; sleep 86400 & wait";
@@ -233,9 +233,10 @@ async fn main() -> anyhow::Result<()> {
     let bin = args.agent.binary()?;
     let rt = CriRuntime::new(&args.runtime.endpoint, Timeouts::default())?;
     let v = rt.version().await.context("containerd")?;
-    let containerd: u32 = std::fs::read_to_string(&args.containerd_pid)?
-        .trim()
-        .parse()?;
+    let containerd: u32 = podvisor_bench::args::containerd_pid(
+        &args.runtime.endpoint,
+        args.containerd_pid.as_deref(),
+    )?;
     let dir = std::env::temp_dir().join(format!("peer-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let p = Podman { dir: dir.clone() };

@@ -27,9 +27,9 @@ struct Args {
         default_value = "unix:///var/lib/podvisor-containerd/containerd.sock"
     )]
     endpoint: String,
-    /// containerd's pid file (for its CPU time).
-    #[arg(long, default_value = "/var/lib/podvisor-containerd/containerd.pid")]
-    containerd_pid: PathBuf,
+    /// containerd's pid file (for its CPU time). Default: `containerd.pid` beside the endpoint\'s socket.
+    #[arg(long)]
+    containerd_pid: Option<PathBuf>,
     #[arg(long, default_value_t = 110)]
     pods: usize,
     /// Seconds over which CPU, memory and runs are measured.
@@ -161,9 +161,8 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let rt = CriRuntime::new(&args.endpoint, Timeouts::default())?;
     let version = rt.version().await?.runtime_version;
-    let containerd: u32 = std::fs::read_to_string(&args.containerd_pid)?
-        .trim()
-        .parse()?;
+    let containerd: u32 =
+        podvisor_bench::args::containerd_pid(&args.endpoint, args.containerd_pid.as_deref())?;
     println!(
         "# probe-bench: containerd {version}, {} pods, {} s window\n",
         args.pods, args.window
