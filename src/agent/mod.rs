@@ -95,16 +95,35 @@ async fn connect(cfg: &AgentConfig, metrics: &Metrics) -> anyhow::Result<(CriRun
     Ok((runtime, version))
 }
 
+/// The cluster named by `[cluster] kubeconfig`, joined as `node` (bootstrapping the
+/// node's credentials first when the kubeconfig is a bootstrap one), as the kubelet joins
+/// before it starts anything.
+async fn join(cfg: &AgentConfig, node: &str) -> anyhow::Result<node::Cluster> {
+    let Some(kubeconfig) = &cfg.cluster.kubeconfig else {
+        return Ok(None);
+    };
+    let dir = cfg.state_dir.join("cluster");
+    let wait = cfg.cluster.bootstrap_wait;
+    let remote = podvisor_cluster::join(kubeconfig, node, &dir, wait)
+        .await
+        .with_context(|| format!("cannot join the cluster of {}", kubeconfig.display()))?;
+    info!(node, kubeconfig = %kubeconfig.display(), "joined the cluster");
+    Ok(Some(remote))
+}
+
 async fn serve(cfg: AgentConfig) -> anyhow::Result<()> {
     let prometheus = prometheus::Registry::new();
     let metrics = Metrics(KubeletMetrics::new(&prometheus)?);
     let (runtime, runtime_version) = connect(&cfg, &metrics).await?;
+    let node_name = cfg.node_name();
+    let cluster = join(&cfg, &node_name).await?;
     let ground = tree::Ground {
-        node_name: cfg.node_name(),
+        node_name,
         allocatable: host::allocatable(&cfg)?,
         runtime: Arc::new(runtime),
         runtime_version,
         metrics: metrics.clone(),
+        cluster,
     };
     let node_name = ground.node_name.clone();
     let registry = Registry::new();

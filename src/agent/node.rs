@@ -1,8 +1,10 @@
 //! The node's API side of the tree: the durable store (on an arbiter of its own, since a
 //! write waits for fsync), the typed client over it, and the actors that connect the
 //! kubelet to it (the status writer, the API pod source, the node registrar) and the
-//! controllers, each with its event recorder. Built from addresses reserved before either
-//! side of the tree, so no actor here waits for another to exist.
+//! controllers, each with its event recorder; in a cluster, the links to it (the cluster's
+//! pods and Node copied into the store, the node's statuses copied up, the Lease). Built
+//! from addresses reserved before either side of the tree, so no actor here waits for
+//! another to exist.
 
 use std::sync::Arc;
 
@@ -11,10 +13,12 @@ use podvisor_apiserver::nodefit::NodeFit;
 use podvisor_apiserver::pod_security::PodSecurity;
 use podvisor_apiserver::{NodeInfo, ObjectAdmission};
 use podvisor_client::{Api, Client};
+use podvisor_cluster::{NodeLease, RemoteClient};
 use podvisor_controllers::replicaset::ReplicaSetController;
 use podvisor_controllers::taint_eviction::TaintEviction;
 use podvisor_kubelet::agent::Agent;
 use podvisor_machinery::events::{EventRecorder, Reporter};
+use podvisor_node::cluster::{ClusterReplica, ClusterUplink};
 use podvisor_node::node::{NodeFacts, NodeRegistrar, Unhealthy};
 use podvisor_node::source::ApiPodSource;
 use podvisor_node::status::StatusWriter;
@@ -87,22 +91,33 @@ fn recorder(client: &Client, component: &str, node: &str) -> (ActorRef<EventReco
         .build()
 }
 
-/// The controllers on the client, each with its event recorder.
-fn controllers(client: &Client, node: &str) -> Vec<ChildSpec> {
-    let (events, events_spec) = recorder(client, "taint-eviction-controller", node);
+/// The taint eviction scheduler on the store's pods and Node, with its event recorder.
+fn taint_eviction(client: &Client, events_to: &Client, node: &str) -> Vec<ChildSpec> {
+    let (events, events_spec) = recorder(events_to, "taint-eviction-controller", node);
     let (c, n) = (client.clone(), node.to_string());
     let (_, taints) =
         ChildSpec::of(move || TaintEviction::new(n.clone(), c.clone(), events.recipient()))
             .capacity(1 << 12)
             .build();
-    let (rs_events, rs_events_spec) = recorder(client, "replicaset-controller", node);
+    vec![events_spec, taints]
+}
+
+/// The controllers of a node standing alone, each with its event recorder (in a cluster
+/// the control plane runs the ReplicaSet controller).
+fn controllers(client: &Client, events_to: &Client, node: &str) -> Vec<ChildSpec> {
+    let mut specs = taint_eviction(client, events_to, node);
+    let (rs_events, rs_events_spec) = recorder(events_to, "replicaset-controller", node);
     let (c, n) = (client.clone(), node.to_string());
     let (_, rs) =
         ChildSpec::of(move || ReplicaSetController::new(&n, c.clone(), rs_events.recipient()))
             .capacity(1 << 14)
             .build();
-    vec![events_spec, taints, rs_events_spec, rs]
+    specs.extend([rs_events_spec, rs]);
+    specs
 }
+
+/// The cluster this node is part of, when it is: the client acting as the node there.
+pub(crate) type Cluster = Option<RemoteClient>;
 
 /// The node side, bound to its reserved addresses and to the kubelet's actors.
 pub(crate) fn build(
@@ -110,14 +125,18 @@ pub(crate) fn build(
     node_name: &str,
     own: NodeAddresses,
     kubelet: &Agent,
-    facts: NodeFacts,
+    (facts, cluster): (NodeFacts, Cluster),
 ) -> NodeSide {
     let (store, store_spec) = store(cfg, node_name);
-    let client = LocalClient::client(&store);
-    let (events, events_spec) = recorder(&client, "kubelet", node_name);
+    let local = LocalClient::client(&store);
+    // Events go where people look for them: the cluster's, when there is one.
+    let events_to = cluster
+        .as_ref()
+        .map_or(local.clone(), |r| Client::new(r.clone()));
+    let (events, events_spec) = recorder(&events_to, "kubelet", node_name);
     let (node, c, republish) = (
         node_name.to_string(),
-        client.clone(),
+        local.clone(),
         kubelet.status_manager.recipient(),
     );
     let writer = own.writer_slot.with(move || {
@@ -126,7 +145,7 @@ pub(crate) fn build(
     });
     let (node, c, sink) = (
         node_name.to_string(),
-        client.clone(),
+        local.clone(),
         kubelet.sync_loop.recipient(),
     );
     let source = own
@@ -134,14 +153,38 @@ pub(crate) fn build(
         .with(move || ApiPodSource::new(&node, c.clone(), sink.clone()));
     let pleg = kubelet.pleg_health.clone();
     let health = Arc::new(move || pleg.check().map_err(|e| Unhealthy(e.to_string())));
-    let c = client.clone();
+    // The Node is registered where it lives: the cluster's, or the node's own store.
+    let c = events_to.clone();
     let (_, registrar) =
         ChildSpec::of(move || NodeRegistrar::new(facts.clone(), health.clone(), c.clone())).build();
     let mut last = vec![source, registrar];
-    last.extend(controllers(&client, node_name));
+    match &cluster {
+        None => last.extend(controllers(&local, &local, node_name)),
+        Some(remote) => {
+            last.extend(cluster_links(node_name, &local, remote));
+            last.extend(taint_eviction(&local, &events_to, node_name));
+        }
+    }
     NodeSide {
         store,
         first: vec![store_spec, events_spec, writer],
         last,
     }
+}
+
+/// In a cluster: its pods and Node copied into the store, the node's statuses and
+/// deletions copied up, and the node's Lease.
+fn cluster_links(node: &str, local: &Client, remote: &RemoteClient) -> Vec<ChildSpec> {
+    let cluster = Client::new(remote.clone());
+    let (n, l, c) = (node.to_string(), local.clone(), cluster.clone());
+    let (_, replica) = ChildSpec::of(move || ClusterReplica::new(&n, c.clone(), l.clone()))
+        .capacity(1 << 14)
+        .build();
+    let (n, l, c) = (node.to_string(), local.clone(), cluster);
+    let (_, uplink) = ChildSpec::of(move || ClusterUplink::new(&n, l.clone(), c.clone()))
+        .capacity(1 << 14)
+        .build();
+    let (n, r) = (node.to_string(), remote.clone());
+    let (_, lease) = ChildSpec::of(move || NodeLease::new(&n, &r)).build();
+    vec![replica, uplink, lease]
 }

@@ -29,6 +29,8 @@ pub(crate) struct Ground {
     /// `containerd://1.7.24`, or empty while the runtime cannot be reached.
     pub runtime_version: String,
     pub metrics: Metrics,
+    /// The cluster this node has joined, if any.
+    pub cluster: node::Cluster,
 }
 
 /// The assembled tree: its children in start order, and the handles the servers read.
@@ -104,7 +106,7 @@ pub(crate) fn assemble(cfg: &AgentConfig, g: Ground, registry: &Arc<Registry>) -
     let params = kubelet_params(cfg, &g, &node_side);
     let mut kubelet = podvisor_kubelet::agent::build(registry, params, KubeletAddresses::reserve());
     let facts = host::facts(cfg, &g.node_name, &g.allocatable, g.runtime_version);
-    let api = node::build(cfg, &g.node_name, node_side, &kubelet, facts);
+    let api = node::build(cfg, &g.node_name, node_side, &kubelet, (facts, g.cluster));
     let children = api
         .first
         .into_iter()

@@ -28,6 +28,10 @@ pub struct RunArgs {
     /// Node name (overrides `node_name`).
     #[arg(long)]
     pub node_name: Option<String>,
+    /// Join the cluster this kubeconfig names, a bootstrap one or the node's own
+    /// (overrides `cluster.kubeconfig`).
+    #[arg(long)]
+    pub cluster_kubeconfig: Option<PathBuf>,
 }
 
 pub fn run(args: RunArgs, global: GlobalArgs) -> anyhow::Result<()> {
@@ -46,6 +50,9 @@ pub fn run(args: RunArgs, global: GlobalArgs) -> anyhow::Result<()> {
     }
     if let Some(v) = args.node_name {
         cfg.node_name = v;
+    }
+    if let Some(v) = args.cluster_kubeconfig {
+        cfg.cluster.kubeconfig = Some(absolute(v)?);
     }
     let filter = global.log.unwrap_or_else(|| cfg.log.filter.clone());
     super::init_logging(&filter, cfg.log.format == agent::config::LogFormat::Json);

@@ -47,6 +47,14 @@ impl From<Output> for Run {
 }
 
 impl Kubectl {
+    /// kubectl with the kubeconfig at `kubeconfig`.
+    pub fn with(kubeconfig: PathBuf) -> Self {
+        Kubectl {
+            bin: binary(),
+            kubeconfig,
+        }
+    }
+
     pub fn for_agent(agent: &Agent) -> Self {
         Kubectl {
             bin: binary(),

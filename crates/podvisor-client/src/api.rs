@@ -183,6 +183,14 @@ impl<K: Object> Api<K> {
             .into_typed()
     }
 
+    /// Keeps a copy of `obj`, another API's object (see [`crate::Backend::replicate`]): the
+    /// object as kept, or `None` when the copy already said the same.
+    pub async fn replicate(&self, obj: K) -> Result<Option<Arc<K>>> {
+        let obj = self.placed(obj)?;
+        let kept = self.client.backend().replicate(obj).await?;
+        kept.map(AnyObject::into_typed).transpose()
+    }
+
     pub async fn delete(&self, name: &str, dp: &DeleteParams) -> Result<Deleted<Arc<K>>> {
         let d = self.client.backend().delete(self.target(name), dp).await?;
         Ok(match d {

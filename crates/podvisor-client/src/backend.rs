@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use futures_util::stream::BoxStream;
 use podvisor_core::Kind;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::object::AnyObject;
 use crate::params::{DeleteParams, ListParams, Patch, PostParams, Subresource};
 
@@ -129,6 +129,16 @@ pub trait Backend: Send + Sync + 'static {
     ) -> Result<AnyObject>;
 
     async fn delete(&self, t: Target<'_>, dp: &DeleteParams) -> Result<Deleted<AnyObject>>;
+
+    /// Keeps a copy of `object`, whose truth is another API's (a cluster's pod bound to
+    /// this node): its metadata and spec as given, admitted there, not here. An API that
+    /// is itself the truth (kube-apiserver) does not take copies.
+    async fn replicate(&self, object: AnyObject) -> Result<Option<AnyObject>> {
+        Err(Error::BadRequest(format!(
+            "this API keeps no copies of other APIs' objects (a {})",
+            object.kind()
+        )))
+    }
 }
 
 /// A handle on one Kubernetes API, cheap to clone.

@@ -12,9 +12,13 @@
 
 mod bootstrap;
 mod error;
+mod join;
+pub mod lease;
 mod paths;
 mod remote;
 
 pub use bootstrap::{BootstrapError, node_credentials};
 pub use error::ConnectError;
+pub use join::join;
+pub use lease::NodeLease;
 pub use remote::RemoteClient;

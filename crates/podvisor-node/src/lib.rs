@@ -13,6 +13,7 @@
 // Functions stay short in production code (clippy.toml sets the limit); tests may run long.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
+pub mod cluster;
 pub mod node;
 pub mod podset;
 pub mod source;

@@ -36,7 +36,7 @@ fn key(p: &Pod) -> (String, String) {
     )
 }
 
-fn is_mirror(p: &Pod) -> bool {
+pub(crate) fn is_mirror(p: &Pod) -> bool {
     let annotations = p.metadata.annotations.as_ref();
     annotations.is_some_and(|a| a.contains_key(MIRROR_ANNOTATION))
 }

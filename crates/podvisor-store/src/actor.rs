@@ -209,7 +209,7 @@ impl StoreActor {
 
     /// Runs a write and tells the watchers, unless it was a dry run (answered, never
     /// stored: nobody may act on it).
-    fn write(
+    pub(crate) fn write(
         &mut self,
         dry_run: bool,
         f: impl FnOnce(&mut Store) -> Result<Vec<Change>, Error>,

@@ -15,6 +15,7 @@ use crate::actor::{
     Create, Delete, Get, List, PatchObject, Replace, StoreActor, Watch, WatchEvent,
 };
 use crate::object::ChangeType;
+use crate::replicate::Replicate;
 use crate::selector::Selector;
 
 /// A client of the store actor.
@@ -178,5 +179,10 @@ impl Backend for LocalClient {
             Deleted::Marked(o) => Ok(Deleted::Marked(o.object()?)),
             Deleted::Gone(o) => Ok(Deleted::Gone(o.object()?)),
         }
+    }
+
+    async fn replicate(&self, object: AnyObject) -> Result<Option<AnyObject>> {
+        let kept = self.ask(Replicate { object }).await?;
+        kept.map(|o| o.object()).transpose()
     }
 }

@@ -34,6 +34,7 @@ mod meta;
 pub mod object;
 mod page;
 pub mod patch;
+pub mod replicate;
 pub mod selector;
 mod store;
 #[cfg(feature = "testing")]

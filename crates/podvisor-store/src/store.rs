@@ -22,6 +22,7 @@ use crate::{decode, meta, patch};
 mod dependents;
 mod expiry;
 mod read;
+mod replica;
 mod window;
 
 /// Namespaces that always exist (made at open, never deleted), as in a cluster.

@@ -13,8 +13,8 @@ use serde::Deserialize;
 
 use duration::duration;
 pub use sections::{
-    Allocatable, Api, Debug, Log, LogFormat, Logs, NodeSection, Pleg, Probes, RuntimeSection,
-    Supervisor,
+    Allocatable, Api, Cluster, Debug, Log, LogFormat, Logs, NodeSection, Pleg, Probes,
+    RuntimeSection, Supervisor,
 };
 
 #[derive(Debug, Clone, Deserialize)]
@@ -45,6 +45,7 @@ pub struct AgentConfig {
     pub supervisor: Supervisor,
     pub debug: Debug,
     pub api: Api,
+    pub cluster: Cluster,
     pub log: Log,
 }
 
@@ -70,6 +71,7 @@ impl Default for AgentConfig {
             supervisor: Supervisor::default(),
             debug: Debug::default(),
             api: Api::default(),
+            cluster: Cluster::default(),
             log: Log::default(),
         }
     }

@@ -248,6 +248,28 @@ impl Default for Api {
     }
 }
 
+/// `[cluster]`: the cluster this node joins. Without a kubeconfig the node stands alone.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Cluster {
+    /// A kubeconfig for the cluster's API: a bootstrap kubeconfig (a bootstrap token; the
+    /// node then asks for a client certificate of its own, kept in `<state_dir>/cluster`)
+    /// or one that already acts as the node (`system:node:<node_name>`).
+    pub kubeconfig: Option<std::path::PathBuf>,
+    /// How long joining waits for the cluster to sign the node's certificate.
+    #[serde(deserialize_with = "duration")]
+    pub bootstrap_wait: Duration,
+}
+
+impl Default for Cluster {
+    fn default() -> Self {
+        Self {
+            kubeconfig: None,
+            bootstrap_wait: Duration::from_secs(300),
+        }
+    }
+}
+
 impl Default for Log {
     fn default() -> Self {
         Self {

@@ -19,7 +19,7 @@ fn pods(client: &Client, ns: &str) -> Api<Pod> {
 /// Writes the status of `pod` on the API's pod `name` if it is still `uid`; retries on
 /// conflicts. The pod as it is after the write (or as it was, when nothing changed), or
 /// `None` when it is gone or another incarnation.
-async fn write_status(
+pub(crate) async fn write_status(
     client: &Client,
     pod: &Pod,
     uid: &str,

@@ -1,0 +1,11 @@
+//! A node of a cluster: the cluster's pods and Node copied down into the node's store
+//! (`replica`), and the node's statuses and deletions copied up (`uplink`). Every other
+//! actor of the node (the pod source, the status writer, the taint eviction scheduler)
+//! works on the store as it does standalone, so the node runs on while the cluster is
+//! away, and nothing but these two knows there is a cluster.
+
+pub mod replica;
+pub mod uplink;
+
+pub use replica::ClusterReplica;
+pub use uplink::ClusterUplink;

@@ -1,0 +1,246 @@
+//! The cluster's side copied down: the pods bound to this node, and the Node, from the
+//! cluster's API into the node's own store, where the kubelet's pod source, the taint
+//! eviction scheduler and the node's read-only API find them. Because the store keeps
+//! them, pods run on (and an agent restarted meanwhile adopts them) while the cluster is
+//! away; the store keeps the node's own status over the copies (`Backend::replicate`).
+//!
+//! A list from the cluster is the truth: a copy of a pod the list does not have is
+//! forgotten (the pod was deleted, or bound elsewhere, while the node was away), and the
+//! kubelet stops it. Mirror pods are the node's own and are never copied down.
+//!
+//! Restart: nothing is kept; it lists the cluster again and copies what it finds.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use actix::prelude::*;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use podvisor_actors::{StartInfo, SupervisedActor};
+use podvisor_client::{Api, Client, DeleteParams, Error, ListParams, WatchEvent};
+use podvisor_machinery::reflector::{Reflected, Reflector, Update};
+use serde::Serialize;
+use tokio::sync::mpsc;
+use tracing::{info, warn};
+
+use crate::podset::is_mirror;
+use crate::source::bound_to;
+
+/// One write to the node's store.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Op {
+    Keep(Arc<Pod>),
+    KeepNode(Arc<Node>),
+    /// Forget the copy of this incarnation (namespace, name, UID).
+    Forget(String, String, String),
+    /// Forget every copy but these UIDs (after a list from the cluster).
+    ForgetAllBut(BTreeSet<String>),
+}
+
+/// What a change in the cluster asks of the node's store.
+pub(crate) fn ops(update: Update<Pod>) -> Vec<Op> {
+    match update {
+        Update::Reset(items) => {
+            let kept: Vec<_> = items.into_iter().filter(|p| !is_mirror(p)).collect();
+            let uids = kept.iter().filter_map(|p| p.metadata.uid.clone()).collect();
+            let mut ops: Vec<Op> = kept.into_iter().map(Op::Keep).collect();
+            ops.push(Op::ForgetAllBut(uids));
+            ops
+        }
+        Update::Change(WatchEvent::Added(p) | WatchEvent::Modified(p)) if !is_mirror(&p) => {
+            vec![Op::Keep(p)]
+        }
+        Update::Change(WatchEvent::Deleted(p)) if !is_mirror(&p) => {
+            let m = &p.metadata;
+            vec![Op::Forget(
+                m.namespace.clone().unwrap_or_default(),
+                m.name.clone().unwrap_or_default(),
+                m.uid.clone().unwrap_or_default(),
+            )]
+        }
+        Update::Change(_) => Vec::new(),
+    }
+}
+
+pub struct ClusterReplica {
+    node: String,
+    pods_view: Reflector<Pod>,
+    node_view: Reflector<Node>,
+    local: Client,
+    queue: Option<mpsc::UnboundedSender<Op>>,
+    copies: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClusterReplicaSummary {
+    pub synced: bool,
+    pub version: String,
+    /// Copies written to the store since this instance started.
+    pub copies: usize,
+}
+
+impl ClusterReplica {
+    pub fn new(node: &str, cluster: Client, local: Client) -> Self {
+        let node_params = ListParams::default().field_equals("metadata.name", node);
+        Self {
+            node: node.to_string(),
+            pods_view: Reflector::new(Api::all(cluster.clone()), bound_to(node)),
+            node_view: Reflector::new(Api::all(cluster), node_params),
+            local,
+            queue: None,
+            copies: 0,
+        }
+    }
+
+    fn send(&mut self, ops: Vec<Op>) {
+        self.copies += ops.len();
+        if let Some(q) = &self.queue {
+            for op in ops {
+                let _ = q.send(op);
+            }
+        }
+    }
+}
+
+/// Applies the writes one at a time, in order (a pod's copy before its forgetting).
+async fn apply_all(node: String, local: Client, mut rx: mpsc::UnboundedReceiver<Op>) {
+    while let Some(op) = rx.recv().await {
+        if let Err(e) = apply(&node, &local, op).await {
+            warn!(error = %e, "a copy of the cluster's object was not written to the store");
+        }
+    }
+}
+
+async fn apply(node: &str, local: &Client, op: Op) -> Result<(), Error> {
+    match op {
+        Op::Keep(p) => {
+            let api: Api<Pod> = Api::all(local.clone());
+            api.replicate((*p).clone()).await.map(|_| ())
+        }
+        Op::KeepNode(n) => {
+            let api: Api<Node> = Api::all(local.clone());
+            api.replicate((*n).clone()).await.map(|_| ())
+        }
+        Op::Forget(ns, name, uid) => forget(local, &ns, &name, &uid).await,
+        Op::ForgetAllBut(keep) => {
+            let api: Api<Pod> = Api::all(local.clone());
+            for p in api.list(&bound_to(node)).await?.items {
+                let m = &p.metadata;
+                let uid = m.uid.clone().unwrap_or_default();
+                if is_mirror(&p) || keep.contains(&uid) {
+                    continue;
+                }
+                let (ns, name) = (m.namespace.as_deref(), m.name.as_deref());
+                info!(pod = name.unwrap_or_default(), pod_uid = %uid, "pod no longer bound to this node in the cluster; forgetting it");
+                forget(
+                    local,
+                    ns.unwrap_or_default(),
+                    name.unwrap_or_default(),
+                    &uid,
+                )
+                .await?;
+            }
+            Ok(())
+        }
+    }
+}
+
+async fn forget(local: &Client, ns: &str, name: &str, uid: &str) -> Result<(), Error> {
+    let api: Api<Pod> = Api::namespaced(local.clone(), ns);
+    match api.delete(name, &DeleteParams::now_if_uid(uid)).await {
+        Ok(_) | Err(Error::NotFound { .. } | Error::Conflict { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+impl Actor for ClusterReplica {
+    type Context = Context<Self>;
+}
+
+impl SupervisedActor for ClusterReplica {
+    const KIND: &'static str = "cluster-replica";
+    type Summary = ClusterReplicaSummary;
+
+    fn rebuild(&mut self, ctx: &mut Context<Self>, start: &StartInfo<Self>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.queue = Some(tx);
+        ctx.spawn(apply_all(self.node.clone(), self.local.clone(), rx).into_actor(self));
+        self.pods_view.start(ctx, start.me.recipient());
+        self.node_view.start(ctx, start.me.recipient());
+    }
+
+    fn summary(&self) -> ClusterReplicaSummary {
+        ClusterReplicaSummary {
+            synced: self.pods_view.synced,
+            version: self.pods_view.version.clone(),
+            copies: self.copies,
+        }
+    }
+}
+
+impl Handler<Reflected<Pod>> for ClusterReplica {
+    type Result = ();
+    fn handle(&mut self, msg: Reflected<Pod>, ctx: &mut Context<Self>) {
+        if let Some(update) = self.pods_view.accept(msg, ctx) {
+            if let Update::Reset(items) = &update {
+                info!(
+                    pods = items.len(),
+                    "pods bound to this node, from the cluster"
+                );
+            }
+            self.send(ops(update));
+        }
+    }
+}
+
+impl Handler<Reflected<Node>> for ClusterReplica {
+    type Result = ();
+    fn handle(&mut self, msg: Reflected<Node>, ctx: &mut Context<Self>) {
+        let nodes = match self.node_view.accept(msg, ctx) {
+            Some(Update::Reset(items)) => items,
+            Some(Update::Change(WatchEvent::Added(n) | WatchEvent::Modified(n))) => vec![n],
+            _ => Vec::new(),
+        };
+        self.send(nodes.into_iter().map(Op::KeepNode).collect());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(name: &str, uid: &str, mirror: bool) -> Arc<Pod> {
+        let mut p = Pod::default();
+        p.metadata.name = Some(name.into());
+        p.metadata.namespace = Some("default".into());
+        p.metadata.uid = Some(uid.into());
+        if mirror {
+            p.metadata.annotations = Some([(crate::MIRROR_ANNOTATION.into(), "x".into())].into());
+        }
+        Arc::new(p)
+    }
+
+    #[test]
+    fn a_list_keeps_what_it_has_and_forgets_the_rest_but_never_copies_mirrors() {
+        let a = pod("a", "u-a", false);
+        let m = pod("m", "u-m", true);
+        let got = ops(Update::Reset(vec![a.clone(), m]));
+        assert_eq!(
+            got,
+            vec![
+                Op::Keep(a),
+                Op::ForgetAllBut(BTreeSet::from(["u-a".to_string()]))
+            ]
+        );
+    }
+
+    #[test]
+    fn a_deletion_in_the_cluster_forgets_that_incarnation_only() {
+        let got = ops(Update::Change(WatchEvent::Deleted(pod("a", "u-a", false))));
+        assert_eq!(
+            got,
+            vec![Op::Forget("default".into(), "a".into(), "u-a".into())]
+        );
+        let mirror = ops(Update::Change(WatchEvent::Deleted(pod("m", "u-m", true))));
+        assert!(mirror.is_empty());
+    }
+}

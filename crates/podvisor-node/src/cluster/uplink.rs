@@ -1,0 +1,326 @@
+//! The node's side copied up: each pod's status as the node wrote it to its own store,
+//! written to the cluster (the status writer's merge: the conditions the node does not own
+//! are kept, the UID must match), and the deletions the node makes: one it starts (taint
+//! eviction) becomes a graceful delete in the cluster, and a pod the node has finished and
+//! removed from its store is removed from the cluster (grace 0, UID precondition), as the
+//! kubelet's status manager removes it.
+//!
+//! While the cluster cannot be reached the work stays due and is retried; once it answers,
+//! every pod's latest status goes up (only the latest: statuses in between are not
+//! replayed).
+//!
+//! Restart: nothing is kept; listing the store again makes every status due, and what the
+//! cluster already has costs a read.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
+use podvisor_client::{Api, Client, DeleteParams, Error, WatchEvent};
+use podvisor_machinery::reflector::{Reflected, Reflector, Update};
+use serde::Serialize;
+use tracing::{info, warn};
+
+use crate::podset::is_mirror;
+use crate::source::bound_to;
+use crate::status::write::write_status;
+
+type Key = (String, String);
+
+/// Writes to the cluster at once, at most.
+const IN_FLIGHT: usize = 8;
+/// How long failed work waits before it is tried again.
+const RETRY: Duration = Duration::from_secs(2);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Deletion {
+    /// The node started deleting the pod: delete it in the cluster with this grace.
+    Graceful(i64),
+    /// The node has finished the pod and removed it: remove it from the cluster.
+    Finished,
+}
+
+/// One pod's due work.
+#[derive(Debug, Clone)]
+pub(crate) struct Job {
+    pub key: Key,
+    pub pod: Arc<Pod>,
+    pub status: bool,
+    pub deletion: Option<Deletion>,
+}
+
+struct Entry {
+    pod: Arc<Pod>,
+    pushed: Option<PodStatus>,
+    deletion_sent: bool,
+    gone: bool,
+}
+
+/// What is due, as a plain struct.
+#[derive(Default)]
+pub(crate) struct Uplink {
+    entries: BTreeMap<Key, Entry>,
+    dirty: BTreeSet<Key>,
+    in_flight: BTreeSet<Key>,
+}
+
+fn key(p: &Pod) -> Key {
+    let m = &p.metadata;
+    (
+        m.namespace.clone().unwrap_or_default(),
+        m.name.clone().unwrap_or_default(),
+    )
+}
+
+impl Uplink {
+    pub(crate) fn observe(&mut self, update: Update<Pod>) {
+        match update {
+            Update::Reset(items) => {
+                self.entries.retain(|_, e| e.gone);
+                for p in items {
+                    self.seen(p);
+                }
+            }
+            Update::Change(WatchEvent::Added(p) | WatchEvent::Modified(p)) => self.seen(p),
+            Update::Change(WatchEvent::Deleted(p)) => self.removed(&p),
+            Update::Change(WatchEvent::Bookmark(_)) => {}
+        }
+    }
+
+    fn seen(&mut self, p: Arc<Pod>) {
+        if is_mirror(&p) {
+            return;
+        }
+        let k = key(&p);
+        match self.entries.get_mut(&k) {
+            Some(e) if e.pod.metadata.uid == p.metadata.uid => e.pod = p,
+            _ => {
+                let e = Entry {
+                    pod: p,
+                    pushed: None,
+                    deletion_sent: false,
+                    gone: false,
+                };
+                self.entries.insert(k.clone(), e);
+            }
+        }
+        self.dirty.insert(k);
+    }
+
+    /// Removed from the store: finished by the node when it was being deleted, else
+    /// forgotten because the cluster no longer has it (nothing to write then).
+    fn removed(&mut self, p: &Arc<Pod>) {
+        let k = key(p);
+        if p.metadata.deletion_timestamp.is_none() || is_mirror(p) {
+            self.entries.remove(&k);
+            return;
+        }
+        let e = self.entries.entry(k.clone()).or_insert_with(|| Entry {
+            pod: p.clone(),
+            pushed: None,
+            deletion_sent: false,
+            gone: true,
+        });
+        e.pod = p.clone();
+        e.gone = true;
+        self.dirty.insert(k);
+    }
+
+    /// Work to start now: at most `room` pods, none already in flight.
+    pub(crate) fn next(&mut self, room: usize) -> Vec<Job> {
+        let mut jobs = Vec::new();
+        let keys: Vec<Key> = self.dirty.difference(&self.in_flight).cloned().collect();
+        for k in keys {
+            if jobs.len() >= room {
+                break;
+            }
+            self.dirty.remove(&k);
+            let Some(e) = self.entries.get(&k) else {
+                continue;
+            };
+            let status = e.pushed.as_ref() != e.pod.status.as_ref();
+            let deletion = if e.gone {
+                Some(Deletion::Finished)
+            } else if e.pod.metadata.deletion_timestamp.is_some() && !e.deletion_sent {
+                let grace = e.pod.metadata.deletion_grace_period_seconds.unwrap_or(0);
+                Some(Deletion::Graceful(grace))
+            } else {
+                None
+            };
+            if status || deletion.is_some() {
+                self.in_flight.insert(k.clone());
+                jobs.push(Job {
+                    key: k,
+                    pod: e.pod.clone(),
+                    status,
+                    deletion,
+                });
+            }
+        }
+        jobs
+    }
+
+    /// A job's outcome: done work is remembered, failed work is due again.
+    pub(crate) fn done(&mut self, job: &Job, ok: bool) {
+        self.in_flight.remove(&job.key);
+        let Some(e) = self.entries.get_mut(&job.key) else {
+            return;
+        };
+        if e.pod.metadata.uid != job.pod.metadata.uid {
+            self.dirty.insert(job.key.clone());
+            return;
+        }
+        if !ok {
+            self.dirty.insert(job.key.clone());
+            return;
+        }
+        if job.deletion == Some(Deletion::Finished) {
+            self.entries.remove(&job.key);
+            return;
+        }
+        e.pushed = job.pod.status.clone();
+        e.deletion_sent |= job.deletion.is_some();
+        if !Arc::ptr_eq(&e.pod, &job.pod) {
+            self.dirty.insert(job.key.clone());
+        }
+    }
+
+    pub(crate) fn due(&self) -> usize {
+        self.dirty.len() + self.in_flight.len()
+    }
+}
+
+/// Does one job against the cluster.
+async fn run(cluster: Client, job: Job) -> Result<(), Error> {
+    let p = &job.pod;
+    let uid = p.metadata.uid.clone().unwrap_or_default();
+    let (ns, name) = (&job.key.0, &job.key.1);
+    if job.status && write_status(&cluster, p, &uid, name).await?.is_none() {
+        return Ok(()); // gone from the cluster, or another incarnation there
+    }
+    let grace = match job.deletion {
+        None => return Ok(()),
+        Some(Deletion::Finished) => 0,
+        Some(Deletion::Graceful(g)) => g,
+    };
+    if grace == 0 {
+        info!(pod = %name, pod_uid = %uid, "pod finished on the node; removing it from the cluster");
+    }
+    let params = DeleteParams {
+        grace_seconds: Some(grace),
+        precondition_uid: Some(uid),
+        ..DeleteParams::default()
+    };
+    let api: Api<Pod> = Api::namespaced(cluster, ns);
+    match api.delete(name, &params).await {
+        Ok(_) | Err(Error::NotFound { .. } | Error::Conflict { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Done(Job, Result<(), Error>);
+
+pub struct ClusterUplink {
+    view: Reflector<Pod>,
+    cluster: Client,
+    state: Uplink,
+    me: Option<Recipient<Done>>,
+    retry_due: bool,
+    written: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClusterUplinkSummary {
+    /// Pods with work due or in flight.
+    pub due: usize,
+    /// Jobs done since this instance started.
+    pub written: usize,
+}
+
+impl ClusterUplink {
+    pub fn new(node: &str, local: Client, cluster: Client) -> Self {
+        Self {
+            view: Reflector::new(Api::all(local), bound_to(node)),
+            cluster,
+            state: Uplink::default(),
+            me: None,
+            retry_due: false,
+            written: 0,
+        }
+    }
+
+    fn pump(&mut self, ctx: &mut Context<Self>) {
+        let Some(me) = self.me.clone() else { return };
+        let room = IN_FLIGHT.saturating_sub(self.state.in_flight.len());
+        for job in self.state.next(room) {
+            let (cluster, me) = (self.cluster.clone(), me.clone());
+            let work = async move {
+                let r = run(cluster, job.clone()).await;
+                me.do_send(Done(job, r));
+            };
+            ctx.spawn(work.into_actor(self));
+        }
+    }
+}
+
+impl Actor for ClusterUplink {
+    type Context = Context<Self>;
+}
+
+impl SupervisedActor for ClusterUplink {
+    const KIND: &'static str = "cluster-uplink";
+    type Summary = ClusterUplinkSummary;
+
+    fn rebuild(&mut self, ctx: &mut Context<Self>, start: &StartInfo<Self>) {
+        self.state = Uplink::default();
+        self.me = Some(start.me.recipient());
+        self.view.start(ctx, start.me.recipient());
+    }
+
+    fn summary(&self) -> ClusterUplinkSummary {
+        ClusterUplinkSummary {
+            due: self.state.due(),
+            written: self.written,
+        }
+    }
+}
+
+impl Handler<Reflected<Pod>> for ClusterUplink {
+    type Result = ();
+    fn handle(&mut self, msg: Reflected<Pod>, ctx: &mut Context<Self>) {
+        if let Some(update) = self.view.accept(msg, ctx) {
+            self.state.observe(update);
+            self.pump(ctx);
+        }
+    }
+}
+
+impl Handler<Done> for ClusterUplink {
+    type Result = ();
+    fn handle(&mut self, Done(job, r): Done, ctx: &mut Context<Self>) {
+        if let Err(e) = &r {
+            warn!(pod = %job.key.1, error = %e, "pod not written to the cluster; will retry");
+        } else {
+            self.written += 1;
+        }
+        self.state.done(&job, r.is_ok());
+        if r.is_ok() {
+            self.pump(ctx);
+        } else if !self.retry_due {
+            self.retry_due = true;
+            ctx.run_later(RETRY, |act, ctx| {
+                act.retry_due = false;
+                act.pump(ctx);
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "uplink_tests.rs"]
+mod tests;

@@ -1,0 +1,107 @@
+use super::*;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+fn pod(uid: &str, phase: &str) -> Arc<Pod> {
+    let mut p = Pod::default();
+    p.metadata.name = Some("web".into());
+    p.metadata.namespace = Some("default".into());
+    p.metadata.uid = Some(uid.into());
+    p.status = Some(PodStatus {
+        phase: Some(phase.into()),
+        ..PodStatus::default()
+    });
+    Arc::new(p)
+}
+
+fn deleting(p: &Arc<Pod>, grace: i64) -> Arc<Pod> {
+    let mut d = (**p).clone();
+    d.metadata.deletion_timestamp = Some(Time(Default::default()));
+    d.metadata.deletion_grace_period_seconds = Some(grace);
+    Arc::new(d)
+}
+
+fn modified(p: &Arc<Pod>) -> Update<Pod> {
+    Update::Change(WatchEvent::Modified(p.clone()))
+}
+
+#[test]
+fn a_status_goes_up_once_and_again_only_when_it_changes() {
+    let mut u = Uplink::default();
+    let running = pod("u1", "Running");
+    u.observe(Update::Reset(vec![running.clone()]));
+    let jobs = u.next(8);
+    assert_eq!(jobs.len(), 1);
+    assert!(jobs[0].status && jobs[0].deletion.is_none());
+    assert!(u.next(8).is_empty(), "in flight: not started twice");
+    u.done(&jobs[0], true);
+    u.observe(modified(&running));
+    assert!(u.next(8).is_empty(), "the same status is not written again");
+    u.observe(modified(&pod("u1", "Succeeded")));
+    assert_eq!(u.next(8).len(), 1);
+}
+
+#[test]
+fn failed_work_is_due_again_and_only_the_latest_status_goes() {
+    let mut u = Uplink::default();
+    u.observe(Update::Reset(vec![pod("u1", "Pending")]));
+    let jobs = u.next(8);
+    u.observe(modified(&pod("u1", "Running")));
+    u.done(&jobs[0], false);
+    let again = u.next(8);
+    assert_eq!(again.len(), 1);
+    let phase = again[0].pod.status.as_ref().unwrap().phase.as_deref();
+    assert_eq!(phase, Some("Running"));
+}
+
+#[test]
+fn the_node_s_deletions_go_up_graceful_first_then_the_removal() {
+    let mut u = Uplink::default();
+    let p = pod("u1", "Running");
+    u.observe(Update::Reset(vec![p.clone()]));
+    let first = u.next(8);
+    u.done(&first[0], true);
+    u.observe(modified(&deleting(&p, 30)));
+    let graceful = u.next(8);
+    assert_eq!(graceful[0].deletion, Some(Deletion::Graceful(30)));
+    assert!(!graceful[0].status, "the status did not change");
+    u.done(&graceful[0], true);
+    let finished = deleting(&pod("u1", "Succeeded"), 30);
+    u.observe(Update::Change(WatchEvent::Deleted(finished)));
+    let last = u.next(8);
+    assert_eq!(last[0].deletion, Some(Deletion::Finished));
+    assert!(
+        last[0].status,
+        "the final status goes up before the removal"
+    );
+    u.done(&last[0], true);
+    assert_eq!(u.due(), 0);
+    assert!(u.next(8).is_empty());
+}
+
+#[test]
+fn a_copy_forgotten_because_the_cluster_dropped_it_writes_nothing() {
+    let mut u = Uplink::default();
+    let p = pod("u1", "Running");
+    u.observe(Update::Reset(vec![p.clone()]));
+    let jobs = u.next(8);
+    u.done(&jobs[0], true);
+    u.observe(Update::Change(WatchEvent::Deleted(p)));
+    assert!(u.next(8).is_empty());
+    assert_eq!(u.due(), 0);
+}
+
+#[test]
+fn at_most_room_jobs_start() {
+    let mut u = Uplink::default();
+    let pods: Vec<_> = (0..5)
+        .map(|i| {
+            let mut p = (*pod(&format!("u{i}"), "Running")).clone();
+            p.metadata.name = Some(format!("p{i}"));
+            Arc::new(p)
+        })
+        .collect();
+    u.observe(Update::Reset(pods));
+    assert_eq!(u.next(2).len(), 2);
+    assert_eq!(u.next(8).len(), 3);
+    assert_eq!(u.due(), 5);
+}

@@ -1,0 +1,214 @@
+//! podvisor as a node of a real cluster (kube-apiserver, kube-controller-manager and
+//! kube-scheduler built from Kubernetes' module by `scripts/cluster-up`), driven with
+//! kubectl as the cluster's admin: it joins with a bootstrap token, registers a Ready
+//! Node, keeps its Lease, runs what the scheduler binds to it, and keeps its pods through
+//! a partition from the control plane and an agent restart during it.
+
+mod common;
+
+use std::time::Duration;
+
+use common::agent::Agent;
+use common::cluster::{self, Proxy};
+use common::eventually;
+use common::kubectl::Kubectl;
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+/// A node of the test cluster, joined through `server` (the API server's, or a proxy's).
+async fn join(name: &str, server: Option<&str>) -> Agent {
+    let dir = std::env::temp_dir().join(format!("podvisor-join-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = match server {
+        Some(s) => cluster::bootstrap_via(&dir, s),
+        None => cluster::bootstrap_kubeconfig(),
+    };
+    let section = format!("[cluster]\nkubeconfig = \"{}\"\n", kubeconfig.display());
+    Agent::start_with(name, &section).await
+}
+
+/// Removes the node's objects from the cluster when the test is done, passed or not.
+struct Cleanup {
+    admin: Kubectl,
+    node: String,
+    namespace: String,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let wait = "--wait=false";
+        let _ = self
+            .admin
+            .run(&["delete", "namespace", &self.namespace, wait]);
+        let _ = self.admin.run(&["delete", "node", &self.node, wait]);
+    }
+}
+
+fn setup(agent: &Agent) -> (Kubectl, Cleanup) {
+    let admin = cluster::admin();
+    let namespace = format!("t-{}", agent.node);
+    admin.ok(&["create", "namespace", &namespace]);
+    let cleanup = Cleanup {
+        admin: admin.clone(),
+        node: agent.node.clone(),
+        namespace,
+    };
+    (admin, cleanup)
+}
+
+async fn node_ready(admin: &Kubectl, node: &str) {
+    let ready = r#"{.status.conditions[?(@.type=="Ready")].status}"#;
+    eventually("the node Ready in the cluster", MINUTE, || async {
+        (admin.jsonpath(&["node", node], ready) == "True").then_some(())
+    })
+    .await;
+}
+
+/// A workload that stops at once on SIGTERM, pinned to `node`.
+fn pod_spec(node: &str) -> String {
+    format!(
+        "nodeSelector: {{kubernetes.io/hostname: {node}}}
+      automountServiceAccountToken: false
+      terminationGracePeriodSeconds: 30
+      containers:
+      - name: c
+        image: localhost/podvisor/busybox:test
+        imagePullPolicy: Never
+        command: [sh, -c, \"trap 'exit 0' TERM; sleep 86400 & wait\"]"
+    )
+}
+
+fn deployment(ns: &str, node: &str, replicas: u32) -> String {
+    format!(
+        "apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web, namespace: {ns}}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      {}
+",
+        pod_spec(node)
+    )
+}
+
+fn pod(ns: &str, name: &str, node: &str) -> String {
+    format!(
+        "apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+      {}
+",
+        pod_spec(node)
+    )
+}
+
+/// The pods of `ns` as `name phase node` lines.
+fn pods(admin: &Kubectl, ns: &str) -> Vec<String> {
+    let path = r#"{range .items[*]}{.metadata.name} {.status.phase} {.spec.nodeName}{"\n"}{end}"#;
+    let out = admin.jsonpath(&["pods", "-n", ns], path);
+    out.lines().map(str::to_string).collect()
+}
+
+async fn running(admin: &Kubectl, ns: &str, node: &str, n: usize) -> Vec<String> {
+    let what = format!("{n} pods Running on {node}");
+    eventually(&what, MINUTE, || async {
+        let p = pods(admin, ns);
+        let ok = p.len() == n && p.iter().all(|l| l.ends_with(&format!(" Running {node}")));
+        ok.then_some(p)
+    })
+    .await
+}
+
+/// Containers of the agent's pods running in containerd now.
+async fn running_containers(agent: &Agent) -> usize {
+    let pods = agent.runtime_pods().await;
+    let containers = pods.iter().flat_map(|p| &p.containers);
+    containers
+        .filter(|c| c.state == podvisor_cri::ContainerState::Running)
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_runs_on_the_node_and_scales_down_gracefully() {
+    let agent = join("cn-deploy", None).await;
+    let (admin, cleanup) = setup(&agent);
+    let (ns, node) = (cleanup.namespace.clone(), agent.node.clone());
+    node_ready(&admin, &node).await;
+    let version = admin.jsonpath(&["node", &node], "{.status.nodeInfo.kubeletVersion}");
+    assert!(!version.is_empty(), "the node reports the agent's version");
+
+    admin.apply(&deployment(&ns, &node, 3));
+    running(&admin, &ns, &node, 3).await;
+    // The node's own API is a view of the same pods.
+    let local =
+        Kubectl::for_agent(&agent).jsonpath(&["pods", "-n", &ns], "{.items[*].status.phase}");
+    assert_eq!(local, "Running Running Running");
+
+    let lease = ["lease", "-n", "kube-node-lease", &node];
+    let renewed = admin.jsonpath(&lease, "{.spec.renewTime}");
+    assert_eq!(admin.jsonpath(&lease, "{.spec.holderIdentity}"), node);
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    assert_ne!(
+        admin.jsonpath(&lease, "{.spec.renewTime}"),
+        renewed,
+        "the lease is renewed"
+    );
+
+    // Scaling down deletes two pods with a 30 s grace: they stop on SIGTERM, so they are
+    // gone from the cluster long before the grace would have run out.
+    let t0 = std::time::Instant::now();
+    admin.ok(&["scale", "deployment", "web", "-n", &ns, "--replicas=1"]);
+    running(&admin, &ns, &node, 1).await;
+    assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
+    drop(cleanup);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_run_on_through_a_partition_and_an_agent_restart_during_it() {
+    let proxy = Proxy::start().await;
+    let mut agent = join("cn-part", Some(&proxy.server())).await;
+    let (admin, cleanup) = setup(&agent);
+    let (ns, node) = (cleanup.namespace.clone(), agent.node.clone());
+    node_ready(&admin, &node).await;
+    admin.apply(&pod(&ns, "steady", &node));
+    admin.apply(&pod(&ns, "doomed", &node));
+    running(&admin, &ns, &node, 2).await;
+    let id_path = "{.status.containerStatuses[0].containerID}";
+    let steady_id = admin.jsonpath(&["pod", "steady", "-n", &ns], id_path);
+    assert!(steady_id.starts_with("containerd://"), "{steady_id}");
+
+    // Cut off: the agent dies and comes back without the cluster, and adopts its pods
+    // from its own store; meanwhile the cluster deletes one of them.
+    proxy.cut();
+    agent.kill9();
+    admin.ok(&["delete", "pod", "doomed", "-n", &ns, "--wait=false"]);
+    agent.restart().await;
+    assert_eq!(
+        running_containers(&agent).await,
+        2,
+        "both pods still run while cut off"
+    );
+    let local = Kubectl::for_agent(&agent);
+    let phases = local.jsonpath(&["pods", "-n", &ns], "{.items[*].status.phase}");
+    assert_eq!(phases, "Running Running", "the node's API still has both");
+
+    // Back: the deleted pod is stopped and removed, the other was never restarted.
+    proxy.restore();
+    running(&admin, &ns, &node, 1).await;
+    eventually("the deleted pod's sandbox stopped", MINUTE, || async {
+        (running_containers(&agent).await == 1).then_some(())
+    })
+    .await;
+    assert_eq!(
+        admin.jsonpath(&["pod", "steady", "-n", &ns], id_path),
+        steady_id
+    );
+    let restarts = "{.status.containerStatuses[0].restartCount}";
+    assert_eq!(admin.jsonpath(&["pod", "steady", "-n", &ns], restarts), "0");
+    drop(cleanup);
+}
