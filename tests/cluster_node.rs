@@ -212,3 +212,34 @@ async fn pods_run_on_through_a_partition_and_an_agent_restart_during_it() {
     assert_eq!(admin.jsonpath(&["pod", "steady", "-n", &ns], restarts), "0");
     drop(cleanup);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_bound_past_the_node_s_resources_is_failed_with_the_kubelet_s_reason() {
+    let agent = join("cn-admit", None).await;
+    let (admin, cleanup) = setup(&agent);
+    let (ns, node) = (cleanup.namespace.clone(), agent.node.clone());
+    node_ready(&admin, &node).await;
+    // Bound by hand (no scheduler to keep it off): the node itself must refuse it.
+    admin.apply(&format!(
+        "apiVersion: v1
+kind: Pod
+metadata: {{name: huge, namespace: {ns}}}
+spec:
+  nodeName: {node}
+  automountServiceAccountToken: false
+  containers:
+  - name: c
+    image: localhost/podvisor/busybox:test
+    resources: {{requests: {{cpu: '1000'}}}}
+"
+    ));
+    let path = "{.status.phase} {.status.reason}";
+    let got = eventually("the pod Failed by the node", MINUTE, || async {
+        let s = admin.jsonpath(&["pod", "huge", "-n", &ns], path);
+        s.starts_with("Failed").then_some(s)
+    })
+    .await;
+    assert_eq!(got, "Failed OutOfcpu");
+    assert_eq!(running_containers(&agent).await, 0);
+    drop(cleanup);
+}

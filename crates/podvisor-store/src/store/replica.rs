@@ -3,8 +3,9 @@
 //! an agent restarted meanwhile adopts them) while the cluster cannot be reached.
 //!
 //! A copy takes the metadata and spec as the other API has them (admitted there, so not
-//! again here) and keeps the status this node wrote: the node owns a pod's status, and
-//! its own copy is the newer. A copy never takes back a deletion this node has started
+//! again here) and, for a pod, keeps the status this node wrote: the node owns a pod's
+//! status, and its own copy is the newer (a Node's status the node writes to the cluster
+//! itself, so the cluster's is taken). A copy never takes back a deletion this node has started
 //! (its taint eviction), and a copy that says nothing new writes nothing.
 
 use k8s_openapi::api::core::v1::Namespace;
@@ -56,9 +57,9 @@ impl Store {
     }
 }
 
-/// What the node owns in its copy: the status, and a deletion it started.
+/// What the node owns in its copy: a pod's status, and a deletion it started.
 fn keep_ours(res: &Resource, copy: &mut AnyObject, ours: &AnyObject) {
-    if res.has_status {
+    if res.kind == Kind::Pod {
         kinds::copy_status(copy, ours);
     }
     let (mine, theirs) = (ours.meta(), copy.meta_mut());
