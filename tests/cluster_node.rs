@@ -213,33 +213,50 @@ async fn pods_run_on_through_a_partition_and_an_agent_restart_during_it() {
     drop(cleanup);
 }
 
+/// A pod bound to `node` by hand (no scheduler to keep it off), with `extra` in its spec.
+fn bound_by_hand(ns: &str, name: &str, node: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+  nodeName: {node}
+  automountServiceAccountToken: false
+  {extra}
+  containers:
+  - name: c
+    image: localhost/podvisor/busybox:test
+    resources: {{requests: {{cpu: '{cpu}'}}}}
+",
+        cpu = if name == "huge" { "1000" } else { "10m" }
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_pod_bound_past_the_node_s_resources_is_failed_with_the_kubelet_s_reason() {
+async fn pods_the_node_cannot_take_are_failed_with_the_kubelet_s_reasons() {
     let agent = join("cn-admit", None).await;
     let (admin, cleanup) = setup(&agent);
     let (ns, node) = (cleanup.namespace.clone(), agent.node.clone());
     node_ready(&admin, &node).await;
-    // Bound by hand (no scheduler to keep it off): the node itself must refuse it.
-    admin.apply(&format!(
-        "apiVersion: v1
-kind: Pod
-metadata: {{name: huge, namespace: {ns}}}
-spec:
-  nodeName: {node}
-  automountServiceAccountToken: false
-  containers:
-  - name: c
-    image: localhost/podvisor/busybox:test
-    resources: {{requests: {{cpu: '1000'}}}}
-"
+    admin.apply(&bound_by_hand(&ns, "huge", &node, ""));
+    admin.apply(&bound_by_hand(
+        &ns,
+        "elsewhere",
+        &node,
+        "nodeSelector: {disk: hdd}",
     ));
     let path = "{.status.phase} {.status.reason}";
-    let got = eventually("the pod Failed by the node", MINUTE, || async {
-        let s = admin.jsonpath(&["pod", "huge", "-n", &ns], path);
-        s.starts_with("Failed").then_some(s)
-    })
-    .await;
-    assert_eq!(got, "Failed OutOfcpu");
+    for (pod, want) in [
+        ("huge", "Failed OutOfcpu"),
+        ("elsewhere", "Failed NodeAffinity"),
+    ] {
+        let got = eventually("the pod Failed by the node", MINUTE, || async {
+            let s = admin.jsonpath(&["pod", pod, "-n", &ns], path);
+            s.starts_with("Failed").then_some(s)
+        })
+        .await;
+        assert_eq!(got, want, "{pod}");
+    }
     assert_eq!(running_containers(&agent).await, 0);
     drop(cleanup);
 }

@@ -7,6 +7,9 @@
 //!   (`TaintToleration`);
 //! - a cordoned node (`spec.unschedulable`) unless the pod tolerates
 //!   `node.kubernetes.io/unschedulable:NoSchedule` (`NodeUnschedulable`);
+//! - a node selector or required node affinity the node's labels do not match
+//!   (`NodeAffinity`), and a host port another active pod holds (`NodePorts`), as the
+//!   kubelet's admission (`podvisor_core::node_admit`);
 //! - the node's allocatable pods, CPU or memory, against the pods already bound to it and
 //!   not finished (`OutOfpods`, `OutOfcpu`, `OutOfmemory`).
 //!
@@ -16,11 +19,12 @@
 //! kubelet's own admission still turns away what does not fit.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 use podvisor_client::{AnyObject, Error, FieldSelector};
 use podvisor_core::fit::{self, Allocatable, Requests};
+use podvisor_core::node_admit;
 use podvisor_core::pod::MIRROR_ANNOTATION;
 use podvisor_core::taints::{self, NO_EXECUTE, NO_SCHEDULE, UNSCHEDULABLE_KEY};
 use podvisor_core::{Kind, Phase, quantity};
@@ -123,6 +127,28 @@ impl NodeFit {
         out
     }
 
+    /// Node affinity and host ports: the other pods are read only when the pod asks for a
+    /// host port.
+    fn check_placement(
+        &self,
+        store: &dyn Objects,
+        node: &Node,
+        pod: &Pod,
+        name: &str,
+    ) -> Result<(), Error> {
+        let active: Vec<Arc<Pod>> = if node_admit::wants_host_ports(pod) {
+            let mut sel = Selector::all(Kind::Pod);
+            sel.fields = FieldSelector::equals("spec.nodeName", &self.node);
+            let items = store.select(&sel);
+            let live = items.iter().filter(|o| !finished(o));
+            live.filter_map(|o| o.typed::<Pod>().ok()).collect()
+        } else {
+            Vec::new()
+        };
+        let active: Vec<&Pod> = active.iter().map(|p| &**p).collect();
+        node_admit::admit(pod, node, &active).map_err(|r| refuse(name, r.reason, r.message))
+    }
+
     fn check_resources(
         &self,
         store: &dyn Objects,
@@ -166,6 +192,7 @@ impl Admission for NodeFit {
         };
         let name = pod.metadata.name.as_deref().unwrap_or_default();
         check_taints(&node, pod, name)?;
+        self.check_placement(store, &node, pod, name)?;
         self.check_resources(store, &node, pod, name)
     }
 }

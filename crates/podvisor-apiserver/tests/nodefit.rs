@@ -129,3 +129,35 @@ fn capacity_counts_the_pods_that_still_hold_resources() {
     big["metadata"]["name"] = "big3".into();
     assert_eq!(create(&mut s2, big).unwrap_err().1, "OutOfcpu");
 }
+
+#[test]
+fn a_node_selector_the_node_does_not_match_and_a_taken_host_port_are_refused() {
+    let mut s = store("placement");
+    node(&mut s, json!({}), 10);
+    let nodes = Resource::of(Kind::Node);
+    let mut v = s.get(Kind::Node, "", "n1").unwrap().value();
+    v["metadata"]["labels"] = json!({"disk": "ssd"});
+    s.update_v(&nodes, v, false, W).unwrap();
+    let mut hdd = pod("hdd", json!([]));
+    hdd["spec"]["nodeSelector"] = json!({"disk": "hdd"});
+    let (msg, cause) = create(&mut s, hdd).unwrap_err();
+    assert_eq!(cause, "NodeAffinity");
+    assert!(
+        msg.contains("didn't match Pod's node affinity/selector"),
+        "{msg}"
+    );
+    let mut ssd = pod("ssd", json!([]));
+    ssd["spec"]["nodeSelector"] = json!({"disk": "ssd"});
+    assert_eq!(create(&mut s, ssd), Ok(()));
+
+    let with_port = |name: &str| {
+        let mut p = pod(name, json!([]));
+        p["spec"]["containers"][0]["ports"] = json!([{"containerPort": 80, "hostPort": 8080}]);
+        p
+    };
+    assert_eq!(create(&mut s, with_port("first")), Ok(()));
+    assert_eq!(
+        create(&mut s, with_port("second")).unwrap_err().1,
+        "NodePorts"
+    );
+}

@@ -15,6 +15,7 @@ pub mod fit;
 pub mod grace;
 pub mod key;
 pub mod labels;
+pub mod node_admit;
 pub mod phase;
 pub mod pod;
 pub mod ports;

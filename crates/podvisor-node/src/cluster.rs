@@ -4,6 +4,7 @@
 //! works on the store as it does standalone, so the node runs on while the cluster is
 //! away, and nothing but these two knows there is a cluster.
 
+mod admit;
 pub mod replica;
 pub mod uplink;
 

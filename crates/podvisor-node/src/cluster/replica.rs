@@ -113,6 +113,7 @@ async fn apply_all(node: String, local: Client, mut rx: mpsc::UnboundedReceiver<
 async fn apply(node: &str, local: &Client, op: Op) -> Result<(), Error> {
     match op {
         Op::Keep(p) => {
+            let p = super::admit::copy(local, node, p).await?;
             let api: Api<Pod> = Api::all(local.clone());
             api.replicate((*p).clone()).await.map(|_| ())
         }

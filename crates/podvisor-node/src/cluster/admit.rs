@@ -1,0 +1,62 @@
+//! The node's admission of a pod the cluster binds to it, at the moment its first copy is
+//! made (`podvisor_core::node_admit`: node affinity, host ports, NoExecute taints; the
+//! sync loop's own admission does resources). A pod that fails is copied as Failed with
+//! the kubelet's reason and message, so the kubelet never runs it and the uplink tells
+//! the cluster why, as a kubelet's rejection does.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Pod, PodStatus};
+use podvisor_client::{Api, Client, Error};
+use podvisor_core::node_admit;
+
+use crate::source::bound_to;
+
+/// Whether a copy of `p` would be new: no copy of this incarnation yet.
+async fn is_new(local: &Client, p: &Pod) -> Result<bool, Error> {
+    let m = &p.metadata;
+    let api: Api<Pod> = Api::namespaced(local.clone(), m.namespace.as_deref().unwrap_or_default());
+    let held = api.get_opt(m.name.as_deref().unwrap_or_default()).await?;
+    Ok(held.is_none_or(|h| h.metadata.uid != m.uid))
+}
+
+fn settled(p: &Pod) -> bool {
+    let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+    p.metadata.deletion_timestamp.is_some() || matches!(phase, Some("Succeeded" | "Failed"))
+}
+
+/// The copy to keep of the cluster's pod `p`: `p` itself, or `p` Failed when the node
+/// turns it away.
+pub(crate) async fn copy(local: &Client, node: &str, p: Arc<Pod>) -> Result<Arc<Pod>, Error> {
+    if settled(&p) || !is_new(local, &p).await? {
+        return Ok(p);
+    }
+    let Some(me) = Api::<Node>::all(local.clone()).get_opt(node).await? else {
+        return Ok(p); // no copy of the Node yet: the sync loop still checks resources
+    };
+    let others = Api::<Pod>::all(local.clone())
+        .list(&bound_to(node))
+        .await?
+        .items;
+    let active: Vec<&Pod> = others
+        .iter()
+        .filter(|o| !settled(o))
+        .map(|o| &**o)
+        .collect();
+    let Err(rejection) = node_admit::admit(&p, &me, &active) else {
+        return Ok(p);
+    };
+    tracing::info!(
+        pod = p.metadata.name.as_deref().unwrap_or_default(),
+        reason = rejection.reason,
+        "pod rejected by the node"
+    );
+    let mut failed = (*p).clone();
+    failed.status = Some(PodStatus {
+        phase: Some("Failed".into()),
+        reason: Some(rejection.reason.into()),
+        message: Some(rejection.message),
+        ..failed.status.unwrap_or_default()
+    });
+    Ok(Arc::new(failed))
+}
