@@ -260,3 +260,46 @@ async fn pods_the_node_cannot_take_are_failed_with_the_kubelet_s_reasons() {
     assert_eq!(running_containers(&agent).await, 0);
     drop(cleanup);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_static_pod_s_mirror_is_in_the_cluster_and_comes_back_when_deleted() {
+    let agent = join("cn-static", None).await;
+    let (admin, cleanup) = setup(&agent);
+    let node = agent.node.clone();
+    node_ready(&admin, &node).await;
+    agent.write(
+        "static.yaml",
+        "apiVersion: v1
+kind: Pod
+metadata: {name: sentinel, namespace: kube-system}
+spec:
+  containers:
+  - name: c
+    image: localhost/podvisor/busybox:test
+    command: [sh, -c, \"trap 'exit 0' TERM; sleep 86400 & wait\"]
+",
+    );
+    let name = format!("sentinel-{node}");
+    let mirror = ["pod", &name, "-n", "kube-system"];
+    let path =
+        r#"{.metadata.uid} {.status.phase} {.metadata.annotations.kubernetes\.io/config\.mirror}"#;
+    let first = eventually("the mirror Running in the cluster", MINUTE, || async {
+        let s = admin.jsonpath(&mirror, path);
+        let f: Vec<String> = s.split(' ').map(str::to_string).collect();
+        (f.len() == 3 && f[1] == "Running" && !f[2].is_empty()).then_some(f)
+    })
+    .await;
+    admin.ok(&["delete", "pod", &name, "-n", "kube-system", "--wait=false"]);
+    eventually("the mirror made again", MINUTE, || async {
+        let s = admin.jsonpath(&mirror, path);
+        let f: Vec<&str> = s.split(' ').collect();
+        (f.len() == 3 && f[0] != first[0] && f[1] == "Running" && f[2] == first[2]).then_some(())
+    })
+    .await;
+    assert_eq!(
+        running_containers(&agent).await,
+        1,
+        "the static pod never stopped"
+    );
+    drop(cleanup);
+}

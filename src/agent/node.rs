@@ -139,9 +139,12 @@ pub(crate) fn build(
         local.clone(),
         kubelet.status_manager.recipient(),
     );
+    // Mirrors of static pods go where the Node is.
+    let mirrors = events_to.clone();
     let writer = own.writer_slot.with(move || {
         StatusWriter::new(&node, c.clone(), events.recipient())
             .with_republish(Some(republish.clone()))
+            .with_mirrors(mirrors.clone())
     });
     let (node, c, sink) = (
         node_name.to_string(),

@@ -118,17 +118,25 @@ fn node_status(
 async fn register(
     nodes: Api<Node>,
     first: Node,
-    status: impl FnOnce(Option<&NodeStatus>) -> NodeStatus,
+    status: impl Fn(Option<&NodeStatus>) -> NodeStatus,
 ) -> Result<(), Error> {
     let name = first.metadata.name.clone().unwrap_or_default();
     let pp = PostParams::default();
-    let current = match nodes.get_opt(&name).await? {
-        Some(n) => n,
-        None => nodes.create(&pp, first).await?,
-    };
-    let mut next = (*current).clone();
-    next.status = Some(status(current.status.as_ref()));
-    nodes.replace_status(&pp, next).await.map(|_| ())
+    // In a cluster the controller manager writes the Node too (taints, annotations): a
+    // write that lost the race is read and made again at once.
+    let mut attempts = 3;
+    loop {
+        let current = match nodes.get_opt(&name).await? {
+            Some(n) => n,
+            None => nodes.create(&pp, first.clone()).await?,
+        };
+        let mut next = (*current).clone();
+        next.status = Some(status(current.status.as_ref()));
+        match nodes.replace_status(&pp, next).await {
+            Err(Error::Conflict { .. }) if attempts > 1 => attempts -= 1,
+            r => return r.map(|_| ()),
+        }
+    }
 }
 
 impl NodeRegistrar {

@@ -42,6 +42,9 @@ const RETRY_MAX: Duration = Duration::from_secs(30);
 
 pub struct StatusWriter {
     client: Client,
+    /// Where static pods' mirrors live: the same API, or in a cluster the cluster's (the
+    /// node's store keeps API pods; a mirror is for the people looking at the cluster).
+    mirrors: Client,
     node: String,
     events: Recipient<RecordEvent>,
     /// A static pod's mirror UID, once written: its events name the object the API shows.
@@ -78,6 +81,7 @@ pub struct StatusWriterSummary {
 impl StatusWriter {
     pub fn new(node: &str, client: Client, events: Recipient<RecordEvent>) -> Self {
         Self {
+            mirrors: client.clone(),
             client,
             node: node.to_string(),
             events,
@@ -102,6 +106,12 @@ impl StatusWriter {
         self
     }
 
+    /// Makes static pods' mirrors in `mirrors` rather than in the API statuses go to.
+    pub fn with_mirrors(mut self, mirrors: Client) -> Self {
+        self.mirrors = mirrors;
+        self
+    }
+
     fn start(&mut self, uid: PodUid, ctx: &mut Context<Self>) {
         if self.in_flight.contains(&uid) || self.retrying.contains(&uid) {
             return;
@@ -110,9 +120,9 @@ impl StatusWriter {
             return;
         };
         self.in_flight.insert(uid.clone());
-        let client = self.client.clone();
+        let clients = (self.client.clone(), self.mirrors.clone());
         let (p, t) = (pod.clone(), terminated);
-        let work = async move { write::write(&client, &p, t).await };
+        let work = async move { write::write(&clients, &p, t).await };
         ctx.spawn(work.into_actor(self).map(move |written, act, ctx| {
             act.in_flight.remove(&uid);
             match written {
@@ -164,7 +174,7 @@ impl StatusWriter {
                 self.rewrite(uid, pod, ctx);
                 continue;
             };
-            let client = self.client.clone();
+            let client = self.mirrors.clone();
             let check = async move {
                 write::mirror_unchanged(&client, pod.namespace(), pod.name(), &version).await
             };
@@ -256,7 +266,7 @@ impl Handler<PublishedStatus> for StatusWriter {
                 // the agent was down) from the status manager's last record of it.
                 let known = self.statics.remove(&uid);
                 if let Some(pod) = known.or(pod.filter(|p| p.is_static())) {
-                    let client = self.client.clone();
+                    let client = self.mirrors.clone();
                     ctx.spawn(
                         async move { write::remove_mirror(&client, &pod).await }.into_actor(self),
                     );

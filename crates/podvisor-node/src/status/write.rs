@@ -95,9 +95,14 @@ pub(super) type Mirror = Option<(Uid, String)>;
 
 /// What one published status leads to: for a static pod, its mirror. `Err` when the API
 /// refused or failed (logged here).
-pub(super) async fn write(client: &Client, pod: &Pod, terminated: bool) -> Result<Mirror, ()> {
+/// `clients`: the API of pods' statuses, and the API of mirrors.
+pub(super) async fn write(
+    (client, mirrors): &(Client, Client),
+    pod: &Pod,
+    terminated: bool,
+) -> Result<Mirror, ()> {
     let r = if pod.is_static() {
-        mirror(client, pod).await
+        mirror(mirrors, pod).await
     } else {
         api_pod(client, pod, terminated).await.map(|()| None)
     };
@@ -178,12 +183,22 @@ fn outdated(current: &Pod, static_uid: &str) -> bool {
         || current.metadata.owner_references.is_none()
 }
 
+/// The API's pod of the mirror's name. A cluster's Node authorizer lets a node read only
+/// pods bound to it, so there a name nobody holds answers Forbidden, not NotFound: both
+/// mean no mirror.
+async fn mirror_get(client: &Client, pod: &Pod) -> Result<Option<Arc<Pod>>, Error> {
+    match pods(client, pod.namespace()).get_opt(pod.name()).await {
+        Err(Error::Forbidden { .. }) => Ok(None),
+        r => r,
+    }
+}
+
 /// Makes the mirror exist, current, and not marked for deletion; writes its status (a
 /// mirror just made gets it at once: waiting for the pod's next change could leave it
 /// bare for as long as the pod does not change). Answers the mirror's UID and version.
 async fn mirror(client: &Client, pod: &Pod) -> Result<Mirror, Error> {
     let static_uid = pod.metadata.uid.as_deref().unwrap_or_default();
-    let made = match pods(client, pod.namespace()).get_opt(pod.name()).await? {
+    let made = match mirror_get(client, pod).await? {
         None => create_mirror(client, pod).await?,
         // An API pod of the same name: not ours to touch.
         Some(current) if mirror_of(&current).is_none() => return Ok(None),
