@@ -8,130 +8,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::agent::Agent;
-use common::cluster::{self, Proxy};
+use common::cluster::Proxy;
 use common::eventually;
 use common::kubectl::Kubectl;
-
-const MINUTE: Duration = Duration::from_secs(60);
-
-/// A node of the test cluster, joined through `server` (the API server's, or a proxy's).
-async fn join(name: &str, server: Option<&str>) -> Agent {
-    let dir = std::env::temp_dir().join(format!("podvisor-join-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let kubeconfig = match server {
-        Some(s) => cluster::bootstrap_via(&dir, s),
-        None => cluster::bootstrap_kubeconfig(),
-    };
-    let section = format!("[cluster]\nkubeconfig = \"{}\"\n", kubeconfig.display());
-    Agent::start_with(name, &section).await
-}
-
-/// Removes the node's objects from the cluster when the test is done, passed or not.
-struct Cleanup {
-    admin: Kubectl,
-    node: String,
-    namespace: String,
-}
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        let wait = "--wait=false";
-        let _ = self
-            .admin
-            .run(&["delete", "namespace", &self.namespace, wait]);
-        let _ = self.admin.run(&["delete", "node", &self.node, wait]);
-    }
-}
-
-fn setup(agent: &Agent) -> (Kubectl, Cleanup) {
-    let admin = cluster::admin();
-    let namespace = format!("t-{}", agent.node);
-    admin.ok(&["create", "namespace", &namespace]);
-    let cleanup = Cleanup {
-        admin: admin.clone(),
-        node: agent.node.clone(),
-        namespace,
-    };
-    (admin, cleanup)
-}
-
-async fn node_ready(admin: &Kubectl, node: &str) {
-    let ready = r#"{.status.conditions[?(@.type=="Ready")].status}"#;
-    eventually("the node Ready in the cluster", MINUTE, || async {
-        (admin.jsonpath(&["node", node], ready) == "True").then_some(())
-    })
-    .await;
-}
-
-/// A workload that stops at once on SIGTERM, pinned to `node`.
-fn pod_spec(node: &str) -> String {
-    format!(
-        "nodeSelector: {{kubernetes.io/hostname: {node}}}
-      automountServiceAccountToken: false
-      terminationGracePeriodSeconds: 30
-      containers:
-      - name: c
-        image: localhost/podvisor/busybox:test
-        imagePullPolicy: Never
-        command: [sh, -c, \"trap 'exit 0' TERM; sleep 86400 & wait\"]"
-    )
-}
-
-fn deployment(ns: &str, node: &str, replicas: u32) -> String {
-    format!(
-        "apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: web, namespace: {ns}}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: web}}}}
-  template:
-    metadata: {{labels: {{app: web}}}}
-    spec:
-      {}
-",
-        pod_spec(node)
-    )
-}
-
-fn pod(ns: &str, name: &str, node: &str) -> String {
-    format!(
-        "apiVersion: v1
-kind: Pod
-metadata: {{name: {name}, namespace: {ns}}}
-spec:
-      {}
-",
-        pod_spec(node)
-    )
-}
-
-/// The pods of `ns` as `name phase node` lines.
-fn pods(admin: &Kubectl, ns: &str) -> Vec<String> {
-    let path = r#"{range .items[*]}{.metadata.name} {.status.phase} {.spec.nodeName}{"\n"}{end}"#;
-    let out = admin.jsonpath(&["pods", "-n", ns], path);
-    out.lines().map(str::to_string).collect()
-}
-
-async fn running(admin: &Kubectl, ns: &str, node: &str, n: usize) -> Vec<String> {
-    let what = format!("{n} pods Running on {node}");
-    eventually(&what, MINUTE, || async {
-        let p = pods(admin, ns);
-        let ok = p.len() == n && p.iter().all(|l| l.ends_with(&format!(" Running {node}")));
-        ok.then_some(p)
-    })
-    .await
-}
-
-/// Containers of the agent's pods running in containerd now.
-async fn running_containers(agent: &Agent) -> usize {
-    let pods = agent.runtime_pods().await;
-    let containers = pods.iter().flat_map(|p| &p.containers);
-    containers
-        .filter(|c| c.state == podvisor_cri::ContainerState::Running)
-        .count()
-}
+use common::nodes::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deployment_runs_on_the_node_and_scales_down_gracefully() {
@@ -301,5 +181,25 @@ spec:
         1,
         "the static pod never stopped"
     );
+    drop(cleanup);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_no_execute_taint_on_the_cluster_s_node_evicts_what_does_not_tolerate_it() {
+    let agent = join("cn-taint", None).await;
+    let (admin, cleanup) = setup(&agent);
+    let (ns, node) = (cleanup.namespace.clone(), agent.node.clone());
+    node_ready(&admin, &node).await;
+    admin.apply(&tolerating(&ns, "plain", &node, "", None));
+    admin.apply(&tolerating(&ns, "tolerant", &node, "maintenance", None));
+    running(&admin, &ns, &node, 2).await;
+    // The controller manager's taint eviction is off (scripts/test): podvisor's acts.
+    admin.ok(&["taint", "node", &node, "maintenance=now:NoExecute"]);
+    eventually("the intolerant pod evicted and gone", MINUTE, || async {
+        (names(&admin, &ns) == ["tolerant"]).then_some(())
+    })
+    .await;
+    running(&admin, &ns, &node, 1).await;
+    assert_eq!(running_containers(&agent).await, 1);
     drop(cleanup);
 }

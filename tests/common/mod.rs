@@ -7,6 +7,7 @@ pub mod agent;
 pub mod cluster;
 pub mod containerd;
 pub mod kubectl;
+pub mod nodes;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
