@@ -108,3 +108,58 @@ impl Proxy {
         self.open.store(true, Ordering::SeqCst);
     }
 }
+
+/// The control plane's state directory (`scripts/cluster-up`'s `PODVISOR_CLUSTER_DIR`):
+/// the admin kubeconfig is `<dir>/pki/admin.kubeconfig`.
+pub fn dir() -> PathBuf {
+    let admin = admin_kubeconfig();
+    admin
+        .parent()
+        .and_then(|p| p.parent())
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The whole control plane stopped (SIGSTOP: etcd, kube-apiserver, the controller manager
+/// and the scheduler) until dropped, when it continues. Dropped on a failed test too, so
+/// no test leaves the control plane stopped.
+pub struct Stopped(Vec<String>);
+
+fn signal(sig: &str, pids: &[String]) {
+    for pid in pids {
+        let ok = std::process::Command::new("kill")
+            .args([sig, pid])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok || sig == "-CONT", "kill {sig} {pid} failed");
+    }
+}
+
+impl Stopped {
+    pub fn now() -> Self {
+        let components = [
+            "kube-apiserver",
+            "kube-controller-manager",
+            "kube-scheduler",
+            "etcd",
+        ];
+        let pids: Vec<String> = components
+            .iter()
+            .map(|c| {
+                let f = dir().join(format!("{c}.pid"));
+                std::fs::read_to_string(&f)
+                    .unwrap_or_else(|e| panic!("{}: {e}", f.display()))
+                    .trim()
+                    .to_string()
+            })
+            .collect();
+        signal("-STOP", &pids);
+        Self(pids)
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        signal("-CONT", &self.0);
+    }
+}
