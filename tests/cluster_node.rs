@@ -39,6 +39,36 @@ async fn a_deployment_runs_on_the_node_and_scales_down_gracefully() {
         "the lease is renewed"
     );
 
+    // The agent acts as the node and needs no more: its credentials cannot read a secret
+    // no pod of the node uses, nor write another Node.
+    let as_node = Kubectl::with(agent.state_dir().join("cluster").join("kubelet.kubeconfig"));
+    admin.ok(&[
+        "create",
+        "secret",
+        "generic",
+        "unrelated",
+        "-n",
+        &ns,
+        "--from-literal=k=v",
+    ]);
+    let read = as_node.run(&["get", "secret", "unrelated", "-n", &ns]);
+    assert!(
+        !read.ok && read.stderr.contains("Forbidden"),
+        "{}",
+        read.stderr
+    );
+    let other = format!("other-{node}");
+    admin.apply(&format!(
+        "apiVersion: v1\nkind: Node\nmetadata: {{name: {other}}}\n"
+    ));
+    let patch = as_node.run(&["label", "node", &other, "x=y"]);
+    admin.ok(&["delete", "node", &other]);
+    assert!(
+        !patch.ok && patch.stderr.contains("Forbidden"),
+        "{}",
+        patch.stderr
+    );
+
     // Scaling down deletes two pods with a 30 s grace: they stop on SIGTERM, so they are
     // gone from the cluster long before the grace would have run out.
     let t0 = std::time::Instant::now();
