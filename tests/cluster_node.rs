@@ -233,3 +233,44 @@ async fn a_no_execute_taint_on_the_cluster_s_node_evicts_what_does_not_tolerate_
     assert_eq!(running_containers(&agent).await, 1);
     drop(cleanup);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_node_rotates_its_client_certificate_and_keeps_working() {
+    // A 10-minute certificate (the API's least), renewed after 1 % of it: about 6 s.
+    let section = format!(
+        "[cluster]\nkubeconfig = \"{}\"\ncertificate_lifetime = \"10m\"\nrotate_after = 0.01\n",
+        common::cluster::bootstrap_kubeconfig().display()
+    );
+    let agent = common::agent::Agent::start_with("cn-rotate", &section).await;
+    let (admin, cleanup) = setup(&agent);
+    let node = agent.node.clone();
+    node_ready(&admin, &node).await;
+    let pem = agent.state_dir().join("cluster").join("kubelet-client.pem");
+    let first = std::fs::read(&pem).unwrap();
+    let user = format!("system:node:{node}");
+    let csrs = r#"{range .items[*]}{.spec.username} {.status.conditions[0].type}{"\n"}{end}"#;
+    eventually(
+        "a second certificate, issued by the cluster",
+        MINUTE,
+        || async {
+            let approved = admin.jsonpath(&["csr"], csrs);
+            let mine = approved
+                .lines()
+                .filter(|l| *l == format!("{user} Approved"))
+                .count();
+            (mine >= 1 && std::fs::read(&pem).unwrap() != first).then_some(())
+        },
+    )
+    .await;
+    // Still the node, with the new credentials: its Lease keeps being renewed.
+    let lease = ["lease", "-n", "kube-node-lease", &node];
+    let renewed = admin.jsonpath(&lease, "{.spec.renewTime}");
+    eventually(
+        "the lease renewed after the rotation",
+        Duration::from_secs(30),
+        || async { (admin.jsonpath(&lease, "{.spec.renewTime}") != renewed).then_some(()) },
+    )
+    .await;
+    node_ready(&admin, &node).await;
+    drop(cleanup);
+}

@@ -103,12 +103,19 @@ async fn join(cfg: &AgentConfig, node: &str) -> anyhow::Result<node::Cluster> {
         return Ok(None);
     };
     let dir = cfg.state_dir.join("cluster");
-    let wait = cfg.cluster.bootstrap_wait;
-    let remote = podvisor_cluster::join(kubeconfig, node, &dir, wait)
+    let c = &cfg.cluster;
+    let joined = podvisor_cluster::join(kubeconfig, node, &dir, (c.bootstrap_wait, c.lifetime()))
         .await
         .with_context(|| format!("cannot join the cluster of {}", kubeconfig.display()))?;
     info!(node, kubeconfig = %kubeconfig.display(), "joined the cluster");
-    Ok(Some(remote))
+    // Credentials the node made are the node's to rotate; given ones are their owner's.
+    let rotation = joined.own_credentials.then(|| podvisor_cluster::Rotation {
+        node: node.to_string(),
+        dir,
+        rotate_after: c.rotate_after,
+        lifetime: c.lifetime(),
+    });
+    Ok(Some((joined.remote, rotation)))
 }
 
 async fn serve(cfg: AgentConfig) -> anyhow::Result<()> {

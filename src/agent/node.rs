@@ -13,7 +13,7 @@ use podvisor_apiserver::nodefit::NodeFit;
 use podvisor_apiserver::pod_security::PodSecurity;
 use podvisor_apiserver::{NodeInfo, ObjectAdmission};
 use podvisor_client::{Api, Client};
-use podvisor_cluster::{NodeLease, RemoteClient};
+use podvisor_cluster::{CertRotation, NodeLease, RemoteClient, Rotation};
 use podvisor_controllers::replicaset::ReplicaSetController;
 use podvisor_controllers::taint_eviction::TaintEviction;
 use podvisor_kubelet::agent::Agent;
@@ -116,8 +116,9 @@ fn controllers(client: &Client, events_to: &Client, node: &str) -> Vec<ChildSpec
     specs
 }
 
-/// The cluster this node is part of, when it is: the client acting as the node there.
-pub(crate) type Cluster = Option<RemoteClient>;
+/// The cluster this node is part of, when it is: the client acting as the node there, and
+/// the rotation of its credentials when they are the node's own.
+pub(crate) type Cluster = Option<(RemoteClient, Option<Rotation>)>;
 
 /// The node side, bound to its reserved addresses and to the kubelet's actors.
 pub(crate) fn build(
@@ -132,7 +133,7 @@ pub(crate) fn build(
     // Events go where people look for them: the cluster's, when there is one.
     let events_to = cluster
         .as_ref()
-        .map_or(local.clone(), |r| Client::new(r.clone()));
+        .map_or(local.clone(), |(r, _)| Client::new(r.clone()));
     let (events, events_spec) = recorder(&events_to, "kubelet", node_name);
     let (node, c, republish) = (
         node_name.to_string(),
@@ -163,8 +164,14 @@ pub(crate) fn build(
     let mut last = vec![source, registrar];
     match &cluster {
         None => last.extend(controllers(&local, &local, node_name)),
-        Some(remote) => {
+        Some((remote, rotation)) => {
             last.extend(cluster_links(node_name, &local, remote));
+            last.extend(rotation.clone().map(|r| {
+                let remote = remote.clone();
+                ChildSpec::of(move || CertRotation::new(r.clone(), &remote))
+                    .build()
+                    .1
+            }));
             last.extend(taint_eviction(&local, &events_to, node_name));
         }
     }

@@ -8,5 +8,7 @@ pub mod args;
 pub mod cpu;
 pub mod floor;
 pub mod hops;
+pub mod nodes;
 pub mod procstat;
 pub mod stats;
+pub mod status_diff;

@@ -22,6 +22,8 @@ use crate::error::ConnectError;
 const SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
 /// The user the written kubeconfig names.
 const USER: &str = "node";
+/// The node's certificate and key, in the credentials directory.
+pub(crate) const PEM: &str = "kubelet-client.pem";
 
 /// Why the node could not get its credentials.
 #[derive(Debug, thiserror::Error)]
@@ -63,23 +65,32 @@ pub async fn node_credentials(
     bootstrap: &Path,
     node: &str,
     dir: &Path,
-    wait: Duration,
+    (wait, lifetime): (Duration, Option<Duration>),
 ) -> Result<PathBuf, BootstrapError> {
     let kubeconfig = dir.join("kubelet.kubeconfig");
+    let pem = dir.join(PEM);
     if kubeconfig.exists() {
-        return Ok(kubeconfig);
+        match crate::rotation::validity(&pem) {
+            Ok((_, until)) if until > std::time::SystemTime::now() => return Ok(kubeconfig),
+            Ok(_) => tracing::warn!(
+                node,
+                "the node's client certificate has expired; bootstrapping again"
+            ),
+            Err(e) => {
+                tracing::warn!(node, error = %e, "the node's client certificate is unreadable; bootstrapping again")
+            }
+        }
     }
     let key = rcgen::KeyPair::generate()?;
-    let csr = request(node, &key)?;
+    let csr = request(node, &key, lifetime)?;
     let client = crate::RemoteClient::from_kubeconfig(bootstrap).await?;
-    let api: Api<CertificateSigningRequest> = Api::all(client.kube().clone());
+    let api: Api<CertificateSigningRequest> = Api::all(client.kube());
     let made = api
         .create(&PostParams::default(), &csr)
         .await
         .map_err(BootstrapError::Api)?;
     let name = made.metadata.name.unwrap_or_default();
     let cert = issued(&api, &name, wait).await?;
-    let pem = dir.join("kubelet-client.pem");
     let mut both = cert;
     both.extend_from_slice(key.serialize_pem().as_bytes());
     write_private(&pem, &both)?;
@@ -89,7 +100,11 @@ pub async fn node_credentials(
 }
 
 /// The CertificateSigningRequest for `node`'s client certificate.
-fn request(node: &str, key: &rcgen::KeyPair) -> Result<CertificateSigningRequest, BootstrapError> {
+pub(crate) fn request(
+    node: &str,
+    key: &rcgen::KeyPair,
+    lifetime: Option<Duration>,
+) -> Result<CertificateSigningRequest, BootstrapError> {
     let mut params = rcgen::CertificateParams::default();
     let mut dn = rcgen::DistinguishedName::new();
     dn.push(rcgen::DnType::OrganizationName, "system:nodes");
@@ -105,6 +120,7 @@ fn request(node: &str, key: &rcgen::KeyPair) -> Result<CertificateSigningRequest
             request: ByteString(pem.into_bytes()),
             signer_name: SIGNER.into(),
             usages: Some(vec!["digital signature".into(), "client auth".into()]),
+            expiration_seconds: lifetime.map(|d| i32::try_from(d.as_secs()).unwrap_or(i32::MAX)),
             ..CertificateSigningRequestSpec::default()
         },
         status: None,
@@ -112,7 +128,7 @@ fn request(node: &str, key: &rcgen::KeyPair) -> Result<CertificateSigningRequest
 }
 
 /// The certificate, once the CSR `name` is issued.
-async fn issued(
+pub(crate) async fn issued(
     api: &Api<CertificateSigningRequest>,
     name: &str,
     wait: Duration,
@@ -184,7 +200,7 @@ fn node_kubeconfig(bootstrap: &Path, pem: &Path) -> Result<Kubeconfig, Bootstrap
     Ok(config)
 }
 
-fn write_private(path: &Path, bytes: &[u8]) -> Result<(), BootstrapError> {
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), BootstrapError> {
     podvisor_core::private_file::write(path, bytes).map_err(|source| BootstrapError::Write {
         path: path.display().to_string(),
         source,

@@ -30,27 +30,38 @@ fn has_certificate(config: &Kubeconfig) -> bool {
 
 /// A client acting as `node` in the cluster `kubeconfig` names; node credentials made by
 /// bootstrapping are kept in `dir` (and reused by later starts).
+/// What joining made: the client, and whether its credentials are the node's own (made by
+/// bootstrapping, in `dir`, so the node rotates them).
+pub struct Joined {
+    pub remote: RemoteClient,
+    pub own_credentials: bool,
+}
+
 pub async fn join(
     kubeconfig: &Path,
     node: &str,
     dir: &Path,
-    wait: Duration,
-) -> Result<RemoteClient, BootstrapError> {
+    (wait, lifetime): (Duration, Option<Duration>),
+) -> Result<Joined, BootstrapError> {
     let config =
         Kubeconfig::read_from(kubeconfig).map_err(|source| BootstrapError::Kubeconfig {
             path: kubeconfig.display().to_string(),
             source,
         })?;
-    let path = if has_certificate(&config) {
+    let own_credentials = !has_certificate(&config);
+    let path = if !own_credentials {
         kubeconfig.to_path_buf()
     } else {
         std::fs::create_dir_all(dir).map_err(|source| BootstrapError::Write {
             path: dir.display().to_string(),
             source,
         })?;
-        node_credentials(kubeconfig, node, dir, wait).await?
+        node_credentials(kubeconfig, node, dir, (wait, lifetime)).await?
     };
-    Ok(RemoteClient::from_kubeconfig(&path).await?)
+    Ok(Joined {
+        remote: RemoteClient::from_kubeconfig(&path).await?,
+        own_credentials,
+    })
 }
 
 #[cfg(test)]

@@ -90,7 +90,7 @@ pub struct Renewed(Result<(), LeaseError>);
 
 pub struct NodeLease {
     node: String,
-    client: kube::Client,
+    client: RemoteClient,
     me: Option<Recipient<Renewed>>,
     busy: bool,
     renewals: u64,
@@ -107,7 +107,7 @@ impl NodeLease {
     pub fn new(node: &str, cluster: &RemoteClient) -> Self {
         Self {
             node: node.to_string(),
-            client: cluster.kube().clone(),
+            client: cluster.clone(),
             me: None,
             busy: false,
             renewals: 0,
@@ -121,7 +121,7 @@ impl NodeLease {
             return;
         }
         self.busy = true;
-        let work = renew(self.client.clone(), self.node.clone());
+        let work = renew(self.client.kube(), self.node.clone());
         ctx.spawn(async move { me.do_send(Renewed(work.await)) }.into_actor(self));
     }
 }

@@ -16,9 +16,11 @@ mod join;
 pub mod lease;
 mod paths;
 mod remote;
+pub mod rotation;
 
 pub use bootstrap::{BootstrapError, node_credentials};
 pub use error::ConnectError;
-pub use join::join;
+pub use join::{Joined, join};
 pub use lease::NodeLease;
 pub use remote::RemoteClient;
+pub use rotation::{CertRotation, Rotation};

@@ -1,6 +1,7 @@
 //! [`RemoteClient`]: podvisor's verbs as requests to a kube-apiserver.
 
 use std::path::Path;
+use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
 use futures_util::StreamExt;
@@ -20,20 +21,34 @@ use crate::paths::collection;
 /// The field manager podvisor's writes are recorded under.
 const MANAGER: &str = "podvisor";
 
-/// A kube-apiserver, through kube-rs.
+/// A kube-apiserver, through kube-rs. Clones share one connection and one set of
+/// credentials, which [`RemoteClient::reload`] replaces for all of them at once (a rotated
+/// client certificate): requests from then on use the new ones.
 #[derive(Clone)]
 pub struct RemoteClient {
-    client: kube::Client,
+    client: Arc<RwLock<kube::Client>>,
 }
 
 impl RemoteClient {
     pub fn new(client: kube::Client) -> Self {
-        Self { client }
+        Self {
+            client: Arc::new(RwLock::new(client)),
+        }
     }
 
     /// The kube-rs client underneath (for the cluster's own kinds: CSRs, leases).
-    pub(crate) fn kube(&self) -> &kube::Client {
-        &self.client
+    pub(crate) fn kube(&self) -> kube::Client {
+        self.client
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Takes the credentials of the kubeconfig at `path` from now on.
+    pub async fn reload(&self, path: &Path) -> std::result::Result<(), ConnectError> {
+        let fresh = Self::from_kubeconfig(path).await?.kube();
+        *self.client.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+        Ok(())
     }
 
     /// A client with the credentials and server of the kubeconfig at `path` (its current
@@ -76,7 +91,7 @@ impl RemoteClient {
         name: &str,
     ) -> Result<String> {
         let req = req.map_err(|e| Error::BadRequest(e.to_string()))?;
-        self.client
+        self.kube()
             .request_text(req)
             .await
             .map_err(|e| from_kube(e, kind, name))
@@ -243,7 +258,7 @@ impl Backend for RemoteClient {
             .watch(&watch_params(lp), version)
             .map_err(|e| Error::BadRequest(e.to_string()))?;
         let events = self
-            .client
+            .kube()
             .request_events::<Box<RawValue>>(req)
             .await
             .map_err(|e| from_kube(e, kind, ""))?;

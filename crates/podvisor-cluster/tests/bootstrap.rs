@@ -34,7 +34,7 @@ async fn a_bootstrapped_node_acts_as_itself_and_only_itself() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
 
-    let kubeconfig = node_credentials(&bootstrap, &name, &dir, Duration::from_secs(30))
+    let kubeconfig = node_credentials(&bootstrap, &name, &dir, (Duration::from_secs(30), None))
         .await
         .expect("credentials through an approved CSR");
     let mode = std::fs::metadata(dir.join("kubelet-client.pem")).unwrap();
@@ -43,7 +43,7 @@ async fn a_bootstrapped_node_acts_as_itself_and_only_itself() {
         0o600,
         "the key is the node's alone"
     );
-    let again = node_credentials(&bootstrap, &name, &dir, Duration::from_secs(1)).await;
+    let again = node_credentials(&bootstrap, &name, &dir, (Duration::from_secs(1), None)).await;
     assert_eq!(again.unwrap(), kubeconfig, "kept, not asked for again");
 
     let as_node = Client::new(RemoteClient::from_kubeconfig(&kubeconfig).await.unwrap());

@@ -259,6 +259,12 @@ pub struct Cluster {
     /// How long joining waits for the cluster to sign the node's certificate.
     #[serde(deserialize_with = "duration")]
     pub bootstrap_wait: Duration,
+    /// The lifetime the node asks for its certificates ("0s": the cluster's default; the
+    /// API's least is 10 minutes).
+    #[serde(deserialize_with = "duration")]
+    pub certificate_lifetime: Duration,
+    /// The share of a certificate's lifetime after which the node gets a new one.
+    pub rotate_after: f64,
 }
 
 impl Default for Cluster {
@@ -266,7 +272,16 @@ impl Default for Cluster {
         Self {
             kubeconfig: None,
             bootstrap_wait: Duration::from_secs(300),
+            certificate_lifetime: Duration::ZERO,
+            rotate_after: 0.8,
         }
+    }
+}
+
+impl Cluster {
+    /// The lifetime to ask for, if any.
+    pub fn lifetime(&self) -> Option<Duration> {
+        (!self.certificate_lifetime.is_zero()).then_some(self.certificate_lifetime)
     }
 }
 

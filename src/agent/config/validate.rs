@@ -1,6 +1,7 @@
 //! What serde cannot check: values that parse but make no sense, each refused with its key.
 
 use podvisor_core::quantity;
+use std::time::Duration;
 
 use super::{AgentConfig, ConfigError};
 
@@ -53,6 +54,19 @@ impl AgentConfig {
             self.allocatable.memory.as_ref(),
             false,
         )?;
+        let c = &self.cluster;
+        if !(c.rotate_after > 0.0 && c.rotate_after < 1.0) {
+            return Err(refuse(
+                "cluster.rotate_after",
+                format!("{} is not between 0 and 1", c.rotate_after),
+            ));
+        }
+        if c.lifetime().is_some_and(|l| l < Duration::from_secs(600)) {
+            return Err(refuse(
+                "cluster.certificate_lifetime",
+                "the API's least is 10m",
+            ));
+        }
         if !self.node_name.is_empty() {
             podvisor_core::validation::names::node_name(&self.node_name)
                 .map_err(|e| refuse("node_name", e.to_string()))?;

@@ -34,10 +34,16 @@ pub(crate) async fn copy(local: &Client, node: &str, p: Arc<Pod>) -> Result<Arc<
     let Some(me) = Api::<Node>::all(local.clone()).get_opt(node).await? else {
         return Ok(p); // no copy of the Node yet: the sync loop still checks resources
     };
-    let others = Api::<Pod>::all(local.clone())
-        .list(&bound_to(node))
-        .await?
-        .items;
+    // The other pods matter only to host ports: read them only then (a burst of copies
+    // would otherwise read every pod once per copy).
+    let others = if node_admit::wants_host_ports(&p) {
+        Api::<Pod>::all(local.clone())
+            .list(&bound_to(node))
+            .await?
+            .items
+    } else {
+        Vec::new()
+    };
     let active: Vec<&Pod> = others
         .iter()
         .filter(|o| !settled(o))

@@ -27,7 +27,13 @@ pub(crate) async fn write_status(
 ) -> Result<Option<Arc<Pod>>, Error> {
     let api = pods(client, pod.namespace());
     for _ in 0..ATTEMPTS {
-        let Some(current) = api.get_opt(name).await? else {
+        // A cluster's Node authorizer answers Forbidden for a pod no longer bound to the
+        // node (deleted, or another incarnation elsewhere): gone, as far as it goes.
+        let current = match api.get_opt(name).await {
+            Err(Error::Forbidden { .. }) => None,
+            r => r?,
+        };
+        let Some(current) = current else {
             return Ok(None);
         };
         if current.metadata.uid.as_deref() != Some(uid) {

@@ -1,0 +1,480 @@
+//! podvisor beside the real kubelet, as nodes of one real cluster (`scripts/cluster-up`'s
+//! kube-apiserver, controller manager and scheduler), one node at a time against the same
+//! containerd, with the same pods bound to each (`spec.nodeName`): what people compare.
+//!
+//! For each node: its idle CPU and memory; create → Running and Ready seen through a watch
+//! on the apiserver, one pod at a time and `--batch` at once; graceful delete → gone;
+//! container exit (the runtime's `finishedAt`, CRI, nanoseconds) → the exit seen through
+//! the watch; CPU and memory with `--batch` pods running; and what differs between the two
+//! nodes' statuses for the same pod spec.
+//!
+//! scripts/cluster-up && PODVISOR_CONTAINERD_VERSION=1.7 scripts/containerd-up
+//! cargo build --release -p podvisor --bin podvisor -p podvisor-bench --bin node-bench
+//! target/release/node-bench --endpoint unix:///var/lib/podvisor-containerd-1.7/containerd.sock
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use clap::Parser;
+use futures_util::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use podvisor_bench::nodes::{NodeKind, NodeProc, NodeSetup};
+use podvisor_bench::procstat;
+use podvisor_bench::stats::{Samples, Summary};
+use podvisor_client::{Api, Client, DeleteParams, ListParams, PostParams, WatchEvent};
+use podvisor_cri::{CriRuntime, Runtime, Timeouts};
+
+#[derive(Parser)]
+struct Args {
+    #[command(flatten)]
+    runtime: podvisor_bench::args::RuntimeArg,
+    #[command(flatten)]
+    agent: podvisor_bench::args::AgentArg,
+    /// scripts/cluster-up's state directory.
+    #[arg(long, default_value = "/var/lib/podvisor-cluster")]
+    cluster: PathBuf,
+    /// The kubelet binary (scripts/cluster-up builds it with the control plane's version).
+    #[arg(
+        long,
+        default_value = "/var/lib/podvisor-tools/kubernetes/v1.37.2/bin/kubelet"
+    )]
+    kubelet: PathBuf,
+    /// A host address for the kubelet (it refuses loopback); default: the first of
+    /// `hostname -I`.
+    #[arg(long)]
+    node_ip: Option<String>,
+    #[arg(long, default_value_t = 20)]
+    singles: usize,
+    #[arg(long, default_value_t = 100)]
+    batch: usize,
+    #[arg(long, default_value_t = 20)]
+    exits: usize,
+    /// Seconds over which idle CPU is measured.
+    #[arg(long, default_value_t = 10)]
+    window: u64,
+}
+
+const IMAGE: &str = "localhost/podvisor/busybox:test";
+const SLEEPER: &str = "trap 'exit 0' TERM; sleep 86400 & wait";
+
+/// When each pod was first seen Running and Ready, and when its first container was
+/// first seen terminated (wall clock, for the runtime's `finishedAt`).
+#[derive(Default)]
+struct Seen {
+    ready: HashMap<String, Instant>,
+    exited: HashMap<String, (SystemTime, String)>,
+    gone: HashMap<String, Instant>,
+    last: HashMap<String, Arc<Pod>>,
+}
+
+fn observe(seen: &Mutex<Seen>, e: WatchEvent<Arc<Pod>>) {
+    let mut s = seen.lock().unwrap();
+    let p = match e {
+        WatchEvent::Added(p) | WatchEvent::Modified(p) => p,
+        WatchEvent::Deleted(p) => {
+            let name = p.metadata.name.clone().unwrap_or_default();
+            s.gone.entry(name).or_insert_with(Instant::now);
+            return;
+        }
+        WatchEvent::Bookmark(_) => return,
+    };
+    let name = p.metadata.name.clone().unwrap_or_default();
+    let status = p.status.clone().unwrap_or_default();
+    let ready = status
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| c.type_ == "Ready" && c.status == "True");
+    if ready && status.phase.as_deref() == Some("Running") {
+        s.ready.entry(name.clone()).or_insert_with(Instant::now);
+    }
+    // The first exit: the state, or the last state once the container is restarting.
+    let first = status.container_statuses.iter().flatten().next();
+    let terminated = first.and_then(|c| {
+        let now = c.state.as_ref().and_then(|s| s.terminated.as_ref());
+        let last = c.last_state.as_ref().and_then(|s| s.terminated.as_ref());
+        now.or(last)
+            .map(|t| t.container_id.clone().or(c.container_id.clone()))
+    });
+    if let Some(id) = terminated {
+        let id = id.unwrap_or_default();
+        s.exited
+            .entry(name.clone())
+            .or_insert((SystemTime::now(), id));
+    }
+    s.last.insert(name, p);
+}
+
+/// Follows the namespace's pods until the program ends.
+async fn watch(api: Api<Pod>, seen: Arc<Mutex<Seen>>) -> anyhow::Result<()> {
+    let list = api.list(&ListParams::default()).await?;
+    let mut version = list.resource_version.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok(mut stream) = api.watch(&ListParams::default(), &version).await else {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            };
+            while let Some(Ok(e)) = stream.next().await {
+                if let Some(v) = e.object().and_then(|p| p.metadata.resource_version.clone()) {
+                    version = v;
+                }
+                observe(&seen, e);
+            }
+        }
+    });
+    Ok(())
+}
+
+fn pod(name: &str, node: &str, command: &str, restart: &str) -> Pod {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "spec": {"nodeName": node, "automountServiceAccountToken": false,
+                 "restartPolicy": restart, "terminationGracePeriodSeconds": 30,
+                 "containers": [{"name": "c", "image": IMAGE, "imagePullPolicy": "Never",
+                                 "command": ["sh", "-c", command]}]}
+    }))
+    .expect("a pod")
+}
+
+async fn until<T>(
+    what: &str,
+    limit: Duration,
+    mut f: impl FnMut() -> Option<T>,
+) -> anyhow::Result<T> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(v) = f() {
+            return Ok(v);
+        }
+        anyhow::ensure!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+struct Results {
+    single: Samples,
+    delete: Samples,
+    batch: Samples,
+    batch_all: Duration,
+    exit: Samples,
+    /// Exited containers the runtime no longer had when asked.
+    exits_lost: usize,
+    idle: (f64, f64),
+    busy: (f64, f64),
+    status: Option<Arc<Pod>>,
+}
+
+/// CPU (% of one core) and RSS (MiB) of `pid` over `window`.
+async fn usage(pid: u32, window: Duration) -> anyhow::Result<(f64, f64)> {
+    let c0 = procstat::cpu_time(pid)?;
+    let t0 = Instant::now();
+    tokio::time::sleep(window).await;
+    let cpu = (procstat::cpu_time(pid)? - c0).as_secs_f64() / t0.elapsed().as_secs_f64() * 100.0;
+    Ok((cpu, procstat::rss_bytes(pid)? as f64 / (1 << 20) as f64))
+}
+
+async fn node_ready(client: &Client, name: &str) -> anyhow::Result<()> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let ready = nodes.get_opt(name).await?.is_some_and(|n| {
+            let c = n
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.clone())
+                .unwrap_or_default();
+            c.iter().any(|c| c.type_ == "Ready" && c.status == "True")
+        });
+        if ready {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "node {name} not Ready after 120 s"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn singles(
+    pods: &Api<Pod>,
+    seen: &Mutex<Seen>,
+    node: &str,
+    n: usize,
+    r: &mut Results,
+) -> anyhow::Result<()> {
+    for i in 0..n {
+        let name = format!("s-{i}");
+        let t0 = Instant::now();
+        pods.create(&PostParams::default(), pod(&name, node, SLEEPER, "Always"))
+            .await?;
+        let at = until("a pod Running", Duration::from_secs(60), || {
+            seen.lock().unwrap().ready.get(&name).copied()
+        })
+        .await?;
+        r.single.push(at - t0);
+        if i == 0 {
+            r.status = seen.lock().unwrap().last.get(&name).cloned();
+        }
+        let t1 = Instant::now();
+        pods.delete(&name, &DeleteParams::default()).await?;
+        let gone = until("a pod gone", Duration::from_secs(60), || {
+            seen.lock().unwrap().gone.get(&name).copied()
+        })
+        .await?;
+        r.delete.push(gone - t1);
+    }
+    Ok(())
+}
+
+async fn batch(
+    pods: &Api<Pod>,
+    seen: &Mutex<Seen>,
+    node: &str,
+    n: usize,
+    r: &mut Results,
+) -> anyhow::Result<()> {
+    let t0 = Instant::now();
+    futures_util::stream::iter((0..n).map(|i| {
+        let p = pod(&format!("b-{i}"), node, SLEEPER, "Always");
+        async move { pods.create(&PostParams::default(), p).await.map(|_| ()) }
+    }))
+    .buffer_unordered(16)
+    .try_collect::<Vec<()>>()
+    .await?;
+    let names: Vec<String> = (0..n).map(|i| format!("b-{i}")).collect();
+    until("the batch Running", Duration::from_secs(300), || {
+        let s = seen.lock().unwrap();
+        names.iter().all(|n| s.ready.contains_key(n)).then_some(())
+    })
+    .await?;
+    let s = seen.lock().unwrap();
+    for n in &names {
+        let d = s.ready[n] - t0;
+        r.batch.push(d);
+        r.batch_all = r.batch_all.max(d);
+    }
+    Ok(())
+}
+
+async fn exits(
+    pods: &Api<Pod>,
+    seen: &Mutex<Seen>,
+    rt: &CriRuntime,
+    node: &str,
+    n: usize,
+    r: &mut Results,
+) -> anyhow::Result<()> {
+    for i in 0..n {
+        // Restarted after the exit (and a 10 s back-off), so the exited container stays
+        // in the runtime to be asked for its finishedAt.
+        let p = pod(
+            &format!("x-{i}"),
+            node,
+            &format!("sleep {}", 2 + i % 3),
+            "Always",
+        );
+        pods.create(&PostParams::default(), p).await?;
+    }
+    let names: Vec<String> = (0..n).map(|i| format!("x-{i}")).collect();
+    // Each exit's container asked for its finishedAt as soon as the exit is seen: the
+    // runtime keeps it only until the restart after it.
+    let mut asked = std::collections::HashSet::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while asked.len() < n {
+        anyhow::ensure!(Instant::now() < deadline, "timed out waiting for the exits");
+        let fresh: Vec<(String, SystemTime, String)> = {
+            let s = seen.lock().unwrap();
+            let new = names.iter().filter(|n| !asked.contains(*n));
+            new.filter_map(|n| s.exited.get(n).map(|(at, id)| (n.clone(), *at, id.clone())))
+                .collect()
+        };
+        for (name, at, id) in fresh {
+            asked.insert(name);
+            let id = id.trim_start_matches("containerd://");
+            let Ok(status) = rt.container_status(id).await else {
+                r.exits_lost += 1;
+                continue;
+            };
+            let seen_ns = at.duration_since(SystemTime::UNIX_EPOCH)?.as_nanos() as i64;
+            let late = u64::try_from(seen_ns - status.finished_at).unwrap_or(0);
+            r.exit.push(Duration::from_nanos(late));
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    // Gone before the batch, which may take every pod slot the node has.
+    for name in &names {
+        pods.delete(name, &DeleteParams::default()).await?;
+    }
+    until("the exited pods gone", Duration::from_secs(120), || {
+        let s = seen.lock().unwrap();
+        names.iter().all(|n| s.gone.contains_key(n)).then_some(())
+    })
+    .await?;
+    Ok(())
+}
+
+/// The namespace's pods deleted and gone (the node stops them first).
+async fn drain(client: &Client, ns: &str) -> anyhow::Result<()> {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces.delete(ns, &DeleteParams::default()).await?;
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while namespaces.get_opt(ns).await?.is_some() {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "namespace {ns} not gone after 300 s"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    Ok(())
+}
+
+async fn run_node(
+    kind: NodeKind,
+    setup: &NodeSetup,
+    client: &Client,
+    rt: &CriRuntime,
+    args: &Args,
+) -> anyhow::Result<Results> {
+    let node = NodeProc::start(kind, setup)?;
+    node_ready(client, &node.name).await?;
+    let ns = node.name.clone();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let mut n = Namespace::default();
+    n.metadata.name = Some(ns.clone());
+    namespaces.create(&PostParams::default(), n).await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    watch(pods.clone(), seen.clone()).await?;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let window = Duration::from_secs(args.window);
+    let mut r = Results {
+        single: Samples::new(),
+        delete: Samples::new(),
+        batch: Samples::new(),
+        batch_all: Duration::ZERO,
+        exit: Samples::new(),
+        exits_lost: 0,
+        idle: usage(node.pid(), window).await?,
+        busy: (0.0, 0.0),
+        status: None,
+    };
+    singles(&pods, &seen, &node.name, args.singles, &mut r).await?;
+    exits(&pods, &seen, rt, &node.name, args.exits, &mut r).await?;
+    batch(&pods, &seen, &node.name, args.batch, &mut r).await?;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    r.busy = usage(node.pid(), window).await?;
+    drain(client, &ns).await?;
+    let nodes: Api<Node> = Api::all(client.clone());
+    let name = node.name.clone();
+    node.stop();
+    let _ = nodes.delete(&name, &DeleteParams::default()).await;
+    Ok(r)
+}
+
+fn host_ip() -> anyhow::Result<String> {
+    let out = std::process::Command::new("hostname").arg("-I").output()?;
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    text.split_whitespace()
+        .find(|a| a.contains('.') && !a.starts_with("127.") && !a.starts_with("10.8"))
+        .map(str::to_string)
+        .ok_or_else(|| anyhow::anyhow!("no host address in `hostname -I`; pass --node-ip"))
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let pki = args.cluster.join("pki");
+    let setup = NodeSetup {
+        podvisor: args.agent.binary()?,
+        kubelet: args.kubelet.clone(),
+        endpoint: args.runtime.endpoint.clone(),
+        bootstrap: pki.join("bootstrap.kubeconfig"),
+        ca: pki.join("ca.crt"),
+        node_ip: match &args.node_ip {
+            Some(ip) => ip.clone(),
+            None => host_ip()?,
+        },
+    };
+    let admin =
+        podvisor_cluster::RemoteClient::from_kubeconfig(&pki.join("admin.kubeconfig")).await?;
+    let client = Client::new(admin);
+    let rt = CriRuntime::new(&args.runtime.endpoint, Timeouts::default())?;
+    let v = rt.version().await?;
+    println!(
+        "# node-bench: {} {}, kubelet {}\n",
+        v.runtime_name,
+        v.runtime_version,
+        args.kubelet.display()
+    );
+    let mut all = Vec::new();
+    for kind in [NodeKind::Podvisor, NodeKind::Kubelet] {
+        all.push((kind, run_node(kind, &setup, &client, &rt, &args).await?));
+    }
+    report(&args, &all);
+    Ok(())
+}
+
+fn report(args: &Args, all: &[(NodeKind, Results)]) {
+    let table = |title: &str, f: &dyn Fn(&Results) -> Summary| {
+        println!("## {title}\n\n{}", Summary::HEADER);
+        for (k, r) in all {
+            println!("{}", f(r).row(k.label()));
+        }
+        println!();
+    };
+    table(
+        &format!(
+            "create → Running and Ready (watch), one at a time ×{}",
+            args.singles
+        ),
+        &|r| r.single.summary(),
+    );
+    table(
+        &format!(
+            "{} created at once: each pod's create → Running and Ready",
+            args.batch
+        ),
+        &|r| r.batch.summary(),
+    );
+    table("graceful delete → gone (watch), one at a time", &|r| {
+        r.delete.summary()
+    });
+    table(
+        &format!(
+            "container exit (CRI finishedAt) → seen through the watch, ×{}",
+            args.exits
+        ),
+        &|r| r.exit.summary(),
+    );
+    for (k, r) in all.iter().filter(|(_, r)| r.exits_lost > 0) {
+        println!(
+            "{}: {} exited containers were gone from the runtime when asked\n",
+            k.label(),
+            r.exits_lost
+        );
+    }
+    println!(
+        "## the node agent's resources\n\n| node | idle CPU % | idle RSS MiB | CPU % with {n} pods | RSS MiB with {n} pods | {n} at once: until the last |\n|---|---:|---:|---:|---:|---:|",
+        n = args.batch
+    );
+    for (k, r) in all {
+        println!(
+            "| {} | {:.2} | {:.1} | {:.2} | {:.1} | {:.0} ms |",
+            k.label(),
+            r.idle.0,
+            r.idle.1,
+            r.busy.0,
+            r.busy.1,
+            r.batch_all.as_secs_f64() * 1000.0
+        );
+    }
+    println!();
+    let statuses: Vec<_> = all.iter().map(|(_, r)| r.status.clone()).collect();
+    if let [Some(a), Some(b)] = statuses.as_slice() {
+        podvisor_bench::status_diff::print(a, b);
+    }
+}

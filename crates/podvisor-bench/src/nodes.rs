@@ -1,0 +1,129 @@
+//! Nodes of a real cluster for `node-bench`: podvisor (`podvisor run` joining with the
+//! bootstrap kubeconfig) or the real kubelet (built by `scripts/cluster-up`'s module), each
+//! started in a directory of its own against the given containerd, one at a time.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use anyhow::Context;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeKind {
+    Podvisor,
+    Kubelet,
+}
+
+impl NodeKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            NodeKind::Podvisor => "podvisor",
+            NodeKind::Kubelet => "kubelet",
+        }
+    }
+}
+
+/// What every node of a run shares.
+pub struct NodeSetup {
+    pub podvisor: PathBuf,
+    pub kubelet: PathBuf,
+    pub endpoint: String,
+    pub bootstrap: PathBuf,
+    pub ca: PathBuf,
+    /// The kubelet refuses a loopback node IP: a host address.
+    pub node_ip: String,
+}
+
+pub struct NodeProc {
+    pub kind: NodeKind,
+    pub name: String,
+    pub dir: PathBuf,
+    child: Child,
+}
+
+impl NodeProc {
+    pub fn start(kind: NodeKind, setup: &NodeSetup) -> anyhow::Result<Self> {
+        let name = format!("bench-{}-{}", kind.label(), std::process::id());
+        let dir = std::env::temp_dir().join(&name);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)?;
+        let log = std::fs::File::create(dir.join("node.log"))?;
+        let mut cmd = match kind {
+            NodeKind::Podvisor => podvisor(setup, &name, &dir)?,
+            NodeKind::Kubelet => kubelet(setup, &name, &dir)?,
+        };
+        let child = cmd
+            .stdout(Stdio::from(log.try_clone()?))
+            .stderr(Stdio::from(log))
+            .spawn()
+            .with_context(|| format!("starting {}", kind.label()))?;
+        Ok(Self {
+            kind,
+            name,
+            dir,
+            child,
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGTERM, and wait (also when dropped).
+    pub fn stop(self) {}
+}
+
+impl Drop for NodeProc {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+fn podvisor(setup: &NodeSetup, name: &str, dir: &Path) -> anyhow::Result<Command> {
+    let (debug, api) = crate::agent::free_ports()?;
+    let config = format!(
+        "node_name = \"{name}\"\nruntime_endpoint = \"{}\"\nmanifest_dir = \"{d}/manifests\"\n\
+         state_dir = \"{d}/state\"\npod_log_dir = \"{d}/logs\"\n[debug]\naddress = \"127.0.0.1:{debug}\"\n\
+         [api]\naddress = \"127.0.0.1:{api}\"\n[log]\nfilter = \"info\"\n[cluster]\nkubeconfig = \"{}\"\n",
+        setup.endpoint,
+        setup.bootstrap.display(),
+        d = dir.display(),
+    );
+    std::fs::write(dir.join("podvisor.toml"), config)?;
+    let mut c = Command::new(&setup.podvisor);
+    c.arg("run").arg("--config").arg(dir.join("podvisor.toml"));
+    Ok(c)
+}
+
+fn kubelet(setup: &NodeSetup, name: &str, dir: &Path) -> anyhow::Result<Command> {
+    // This machine has cgroup v1 and no systemd: the kubelet's QoS cgroups and its refusal
+    // of cgroup v1 are turned off; and its disk is mostly full: eviction and image GC
+    // thresholds go to what podvisor has (none). Everything else is the kubelet's default.
+    let config = format!(
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n\
+         authentication: {{anonymous: {{enabled: false}}, webhook: {{enabled: true}}, x509: {{clientCAFile: {}}}}}\n\
+         authorization: {{mode: Webhook}}\ncgroupDriver: cgroupfs\nfailSwapOn: false\nfailCgroupV1: false\n\
+         cgroupsPerQOS: false\nenforceNodeAllocatable: []\nreadOnlyPort: 0\n\
+         evictionHard: {{nodefs.available: \"0%\", imagefs.available: \"0%\", memory.available: \"0%\"}}\n\
+         imageGCHighThresholdPercent: 100\nimageGCLowThresholdPercent: 99\n\
+         containerRuntimeEndpoint: {e}\nimageServiceEndpoint: {e}\n",
+        setup.ca.display(),
+        e = setup.endpoint,
+    );
+    std::fs::write(dir.join("kubelet.yaml"), config)?;
+    let mut c = Command::new(&setup.kubelet);
+    c.arg("--config")
+        .arg(dir.join("kubelet.yaml"))
+        .arg("--root-dir")
+        .arg(dir.join("root"))
+        .arg("--cert-dir")
+        .arg(dir.join("pki"))
+        .arg("--bootstrap-kubeconfig")
+        .arg(&setup.bootstrap)
+        .arg("--kubeconfig")
+        .arg(dir.join("kubelet.kubeconfig"))
+        .args(["--hostname-override", name, "--node-ip", &setup.node_ip]);
+    Ok(c)
+}
