@@ -28,6 +28,13 @@ async fn a_deployment_runs_on_the_node_and_scales_down_gracefully() {
     let local =
         Kubectl::for_agent(&agent).jsonpath(&["pods", "-n", &ns], "{.items[*].status.phase}");
     assert_eq!(local, "Running Running Running");
+    // ... and only a view: a pod is made through the cluster.
+    let own = Kubectl::for_agent(&agent).run_with(&["apply", "-f", "-"], &pod(&ns, "local", &node));
+    assert!(
+        !own.ok && own.stderr.contains("ClusterOwned"),
+        "{}",
+        own.stderr
+    );
 
     let lease = ["lease", "-n", "kube-node-lease", &node];
     let renewed = admin.jsonpath(&lease, "{.spec.renewTime}");

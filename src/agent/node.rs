@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use podvisor_actors::{ActorRef, ChildSpec, Reserved};
+use podvisor_apiserver::cluster_owned::ClusterOwned;
 use podvisor_apiserver::nodefit::NodeFit;
 use podvisor_apiserver::pod_security::PodSecurity;
 use podvisor_apiserver::{NodeInfo, ObjectAdmission};
@@ -63,13 +64,19 @@ fn store(cfg: &AgentConfig, node_name: &str) -> (ActorRef<StoreActor>, ChildSpec
         window: cfg.api.watch_window,
     };
     let queue = cfg.api.watcher_queue;
-    let admission: Vec<Arc<dyn Admission>> = vec![
+    let mut admission: Vec<Arc<dyn Admission>> = vec![
         Arc::new(ObjectAdmission::new(NodeInfo {
             node_name: node_name.to_string(),
         })),
         Arc::new(NodeFit::new(node_name)),
         Arc::new(PodSecurity::new(cfg.api.pod_security)),
     ];
+    // In a cluster the node's API is a view of the cluster's pods, ReplicaSets and Node.
+    if let Some(kubeconfig) = &cfg.cluster.kubeconfig {
+        admission.push(Arc::new(ClusterOwned {
+            cluster: kubeconfig.display().to_string(),
+        }));
+    }
     ChildSpec::of(move || {
         StoreActor::new(store_cfg.clone(), queue).with_admission(admission.clone())
     })

@@ -14,6 +14,7 @@
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 pub mod admission;
+pub mod cluster_owned;
 pub mod defaults;
 mod discovery;
 mod handlers;
