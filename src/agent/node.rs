@@ -99,8 +99,8 @@ fn recorder(client: &Client, component: &str, node: &str) -> (ActorRef<EventReco
 }
 
 /// The taint eviction scheduler on the store's pods and Node, with its event recorder.
-fn taint_eviction(client: &Client, events_to: &Client, node: &str) -> Vec<ChildSpec> {
-    let (events, events_spec) = recorder(events_to, "taint-eviction-controller", node);
+fn taint_eviction(client: &Client, node_api: &Client, node: &str) -> Vec<ChildSpec> {
+    let (events, events_spec) = recorder(node_api, "taint-eviction-controller", node);
     let (c, n) = (client.clone(), node.to_string());
     let (_, taints) =
         ChildSpec::of(move || TaintEviction::new(n.clone(), c.clone(), events.recipient()))
@@ -111,9 +111,9 @@ fn taint_eviction(client: &Client, events_to: &Client, node: &str) -> Vec<ChildS
 
 /// The controllers of a node standing alone, each with its event recorder (in a cluster
 /// the control plane runs the ReplicaSet controller).
-fn controllers(client: &Client, events_to: &Client, node: &str) -> Vec<ChildSpec> {
-    let mut specs = taint_eviction(client, events_to, node);
-    let (rs_events, rs_events_spec) = recorder(events_to, "replicaset-controller", node);
+fn controllers(client: &Client, node_api: &Client, node: &str) -> Vec<ChildSpec> {
+    let mut specs = taint_eviction(client, node_api, node);
+    let (rs_events, rs_events_spec) = recorder(node_api, "replicaset-controller", node);
     let (c, n) = (client.clone(), node.to_string());
     let (_, rs) =
         ChildSpec::of(move || ReplicaSetController::new(&n, c.clone(), rs_events.recipient()))
@@ -137,18 +137,18 @@ pub(crate) fn build(
 ) -> NodeSide {
     let (store, store_spec) = store(cfg, node_name);
     let local = LocalClient::client(&store);
-    // Events go where people look for them: the cluster's, when there is one.
-    let events_to = cluster
+    // The API the Node, events and static pods' mirrors live in: the cluster's when there
+    // is one (where people look for them), else the store.
+    let node_api = cluster
         .as_ref()
         .map_or(local.clone(), |(r, _)| Client::new(r.clone()));
-    let (events, events_spec) = recorder(&events_to, "kubelet", node_name);
+    let (events, events_spec) = recorder(&node_api, "kubelet", node_name);
     let (node, c, republish) = (
         node_name.to_string(),
         local.clone(),
         kubelet.status_manager.recipient(),
     );
-    // Mirrors of static pods go where the Node is.
-    let mirrors = events_to.clone();
+    let mirrors = node_api.clone();
     let writer = own.writer_slot.with(move || {
         StatusWriter::new(&node, c.clone(), events.recipient())
             .with_republish(Some(republish.clone()))
@@ -164,8 +164,7 @@ pub(crate) fn build(
         .with(move || ApiPodSource::new(&node, c.clone(), sink.clone()));
     let pleg = kubelet.pleg_health.clone();
     let health = Arc::new(move || pleg.check().map_err(|e| Unhealthy(e.to_string())));
-    // The Node is registered where it lives: the cluster's, or the node's own store.
-    let c = events_to.clone();
+    let c = node_api.clone();
     let (_, registrar) =
         ChildSpec::of(move || NodeRegistrar::new(facts.clone(), health.clone(), c.clone())).build();
     let mut last = vec![source, registrar];
@@ -179,7 +178,7 @@ pub(crate) fn build(
                     .build()
                     .1
             }));
-            last.extend(taint_eviction(&local, &events_to, node_name));
+            last.extend(taint_eviction(&local, &node_api, node_name));
         }
     }
     NodeSide {

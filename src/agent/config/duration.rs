@@ -46,3 +46,10 @@ pub(super) fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::E
     let s = String::deserialize(d)?;
     parse_duration(&s).map_err(serde::de::Error::custom)
 }
+
+/// An optional duration: absent, or as [`duration`].
+pub(super) fn optional_duration<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Duration>, D::Error> {
+    duration(d).map(Some)
+}

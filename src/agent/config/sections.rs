@@ -9,7 +9,7 @@ use podvisor_apiserver::pod_security::Level;
 use podvisor_kubelet::pleg::{PlegConfig, PlegMode};
 use serde::Deserialize;
 
-use super::duration::duration;
+use super::duration::{duration, optional_duration};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -259,10 +259,10 @@ pub struct Cluster {
     /// How long joining waits for the cluster to sign the node's certificate.
     #[serde(deserialize_with = "duration")]
     pub bootstrap_wait: Duration,
-    /// The lifetime the node asks for its certificates ("0s": the cluster's default; the
+    /// The lifetime the node asks for its certificates (unset: the cluster's default; the
     /// API's least is 10 minutes).
-    #[serde(deserialize_with = "duration")]
-    pub certificate_lifetime: Duration,
+    #[serde(deserialize_with = "optional_duration")]
+    pub certificate_lifetime: Option<Duration>,
     /// The share of a certificate's lifetime after which the node gets a new one.
     pub rotate_after: f64,
 }
@@ -272,7 +272,7 @@ impl Default for Cluster {
         Self {
             kubeconfig: None,
             bootstrap_wait: Duration::from_secs(300),
-            certificate_lifetime: Duration::ZERO,
+            certificate_lifetime: None,
             rotate_after: 0.8,
         }
     }
@@ -281,7 +281,7 @@ impl Default for Cluster {
 impl Cluster {
     /// The lifetime to ask for, if any.
     pub fn lifetime(&self) -> Option<Duration> {
-        (!self.certificate_lifetime.is_zero()).then_some(self.certificate_lifetime)
+        self.certificate_lifetime
     }
 }
 

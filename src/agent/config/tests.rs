@@ -91,3 +91,16 @@ fn durations() {
     assert!(huge.to_string().contains("at most 24h"), "{huge}");
     assert_eq!(parse_duration("24h"), Ok(Duration::from_secs(86_400)));
 }
+
+#[test]
+fn a_rotation_share_outside_0_to_1_and_a_certificate_under_10_minutes_are_refused() {
+    let bad = AgentConfig::parse("[cluster]\nrotate_after = 1.5").unwrap();
+    let e = bad.validate().unwrap_err().to_string();
+    assert!(e.contains("cluster.rotate_after"), "{e}");
+    let short = AgentConfig::parse("[cluster]\ncertificate_lifetime = \"1m\"").unwrap();
+    let e = short.validate().unwrap_err().to_string();
+    assert!(e.contains("cluster.certificate_lifetime"), "{e}");
+    let ok = AgentConfig::parse("[cluster]\ncertificate_lifetime = \"10m\"").unwrap();
+    assert_eq!(ok.cluster.lifetime(), Some(Duration::from_secs(600)));
+    ok.validate().unwrap();
+}
