@@ -22,6 +22,11 @@ use tracing::{info, warn};
 
 use crate::RemoteClient;
 
+/// A renewal finished (to the actor itself).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Renewed(Result<(), LeaseError>);
+
 /// The kubelet's defaults.
 pub const RENEW: Duration = Duration::from_secs(10);
 pub const DURATION_SECONDS: i32 = 40;
@@ -83,10 +88,6 @@ async fn renew(client: kube::Client, node: String) -> Result<(), LeaseError> {
     }
     Ok(())
 }
-
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Renewed(Result<(), LeaseError>);
 
 pub struct NodeLease {
     node: String,

@@ -20,6 +20,11 @@ use tracing::{info, warn};
 use crate::RemoteClient;
 use crate::bootstrap::{BootstrapError, PEM, issued, request, write_private};
 
+/// A rotation finished: the new certificate's expiry (to the actor itself).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Rotated(Result<SystemTime, BootstrapError>);
+
 const RETRY: Duration = Duration::from_secs(30);
 /// How long a renewal waits for the cluster to sign.
 const WAIT: Duration = Duration::from_secs(60);
@@ -88,10 +93,6 @@ async fn rotate(r: Rotation, remote: RemoteClient) -> Result<SystemTime, Bootstr
     remote.reload(&r.dir.join("kubelet.kubeconfig")).await?;
     Ok(validity(&pem).map(|(_, until)| until).unwrap_or(UNIX_EPOCH))
 }
-
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Rotated(Result<SystemTime, BootstrapError>);
 
 pub struct CertRotation {
     settings: Rotation,

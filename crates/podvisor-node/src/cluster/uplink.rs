@@ -28,6 +28,11 @@ use crate::podset::is_mirror;
 use crate::source::bound_to;
 use crate::status::write::write_status;
 
+/// A job against the cluster finished (to the actor itself).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Done(Job, Result<(), Error>);
+
 type Key = (String, String);
 
 /// Writes to the cluster at once, at most.
@@ -220,10 +225,6 @@ async fn run(cluster: Client, job: Job) -> Result<(), Error> {
         Err(e) => Err(e),
     }
 }
-
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Done(Job, Result<(), Error>);
 
 pub struct ClusterUplink {
     view: Reflector<Pod>,
