@@ -24,6 +24,8 @@ const SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
 const USER: &str = "node";
 /// The node's certificate and key, in the credentials directory.
 pub(crate) const PEM: &str = "kubelet-client.pem";
+/// The bootstrap kubeconfig's CA when the credentials were made.
+const CA_SEEN: &str = "bootstrap-ca.crt";
 
 /// Why the node could not get its credentials.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +51,11 @@ pub enum BootstrapError {
         path: String,
         source: kube::config::KubeconfigError,
     },
+    #[error("cannot read the cluster's CA {path}: {source}")]
+    ReadCa {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("cannot write {path}: {source}")]
     Write {
         path: String,
@@ -69,17 +76,11 @@ pub async fn node_credentials(
 ) -> Result<PathBuf, BootstrapError> {
     let kubeconfig = dir.join("kubelet.kubeconfig");
     let pem = dir.join(PEM);
-    if kubeconfig.exists() {
-        match crate::rotation::validity(&pem) {
-            Ok((_, until)) if until > std::time::SystemTime::now() => return Ok(kubeconfig),
-            Ok(_) => tracing::warn!(
-                node,
-                "the node's client certificate has expired; bootstrapping again"
-            ),
-            Err(e) => {
-                tracing::warn!(node, error = %e, "the node's client certificate is unreadable; bootstrapping again")
-            }
-        }
+    // The cluster the credentials are for, as its CA says: another cluster (a control
+    // plane made again) needs new ones.
+    let ca = cluster_ca(bootstrap)?;
+    if kubeconfig.exists() && kept_usable(node, &pem, &dir.join(CA_SEEN), &ca) {
+        return Ok(kubeconfig);
     }
     let key = rcgen::KeyPair::generate()?;
     let csr = request(node, &key, lifetime)?;
@@ -96,7 +97,49 @@ pub async fn node_credentials(
     write_private(&pem, &both)?;
     let config = node_kubeconfig(bootstrap, &pem)?;
     write_private(&kubeconfig, serde_yaml_ng::to_string(&config)?.as_bytes())?;
+    write_private(&dir.join(CA_SEEN), &ca)?;
     Ok(kubeconfig)
+}
+
+/// Whether the kept certificate at `pem` can still act for the node: readable, not
+/// expired, and from the cluster whose CA is `ca` (recorded in `seen` at bootstrap).
+fn kept_usable(node: &str, pem: &Path, seen: &Path, ca: &[u8]) -> bool {
+    let why = match crate::rotation::validity(pem) {
+        Err(e) => format!("unreadable ({e})"),
+        Ok((_, until)) if until <= std::time::SystemTime::now() => "expired".to_string(),
+        Ok(_) if std::fs::read(seen).ok().as_deref() != Some(ca) => {
+            "from another cluster (its CA differs)".to_string()
+        }
+        Ok(_) => return true,
+    };
+    tracing::warn!(
+        node,
+        "the node's client certificate is {why}; bootstrapping again"
+    );
+    false
+}
+
+/// The CA of the bootstrap kubeconfig's first cluster, as its bytes (inline data or file).
+fn cluster_ca(bootstrap: &Path) -> Result<Vec<u8>, BootstrapError> {
+    let config = Kubeconfig::read_from(bootstrap).map_err(|source| BootstrapError::Kubeconfig {
+        path: bootstrap.display().to_string(),
+        source,
+    })?;
+    let cluster = config.clusters.first().and_then(|c| c.cluster.as_ref());
+    let Some(cluster) = cluster else {
+        return Ok(Vec::new());
+    };
+    if let Some(data) = &cluster.certificate_authority_data {
+        return Ok(data.as_bytes().to_vec());
+    }
+    let Some(file) = &cluster.certificate_authority else {
+        return Ok(Vec::new());
+    };
+    let path = bootstrap.parent().unwrap_or(Path::new(".")).join(file);
+    std::fs::read(&path).map_err(|source| BootstrapError::ReadCa {
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 /// The CertificateSigningRequest for `node`'s client certificate.
