@@ -78,6 +78,12 @@ impl Drop for NodeProc {
             .args(["-TERM", &self.child.id().to_string()])
             .status();
         let _ = self.child.wait();
+        // The kubelet bind-mounts its root directory onto itself (and leaves it so).
+        let root = self.dir.join("root");
+        if self.kind == NodeKind::Kubelet && root.exists() {
+            let _ = Command::new("umount").arg("-R").arg(&root).status();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
