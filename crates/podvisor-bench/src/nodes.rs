@@ -83,7 +83,6 @@ impl Drop for NodeProc {
         if self.kind == NodeKind::Kubelet && root.exists() {
             let _ = Command::new("umount").arg("-R").arg(&root).status();
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
