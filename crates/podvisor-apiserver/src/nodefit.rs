@@ -103,11 +103,16 @@ impl NodeFit {
         }
     }
 
-    /// The requests of the pods bound to this node that still hold resources.
-    fn bound(&self, store: &dyn Objects) -> Vec<Requests> {
+    /// The pods bound to this node, as stored.
+    fn bound_objects(&self, store: &dyn Objects) -> Vec<Arc<StoredObject>> {
         let mut sel = Selector::all(Kind::Pod);
         sel.fields = FieldSelector::equals("spec.nodeName", &self.node);
-        let items = store.select(&sel);
+        store.select(&sel)
+    }
+
+    /// The requests of the pods bound to this node that still hold resources.
+    fn bound(&self, store: &dyn Objects) -> Vec<Requests> {
+        let items = self.bound_objects(store);
         let mut cache = self.requests.lock().unwrap_or_else(|e| e.into_inner());
         let mut seen = HashMap::with_capacity(items.len());
         let out = items
@@ -137,9 +142,7 @@ impl NodeFit {
         name: &str,
     ) -> Result<(), Error> {
         let active: Vec<Arc<Pod>> = if node_admit::wants_host_ports(pod) {
-            let mut sel = Selector::all(Kind::Pod);
-            sel.fields = FieldSelector::equals("spec.nodeName", &self.node);
-            let items = store.select(&sel);
+            let items = self.bound_objects(store);
             let live = items.iter().filter(|o| !finished(o));
             live.filter_map(|o| o.typed::<Pod>().ok()).collect()
         } else {

@@ -1,6 +1,7 @@
 //! The node's admission of a pod the cluster binds to it, at the moment its first copy is
-//! made (`podvisor_core::node_admit`: node affinity, host ports, NoExecute taints; the
-//! sync loop's own admission does resources). A pod that fails is copied as Failed with
+//! made: what podvisor cannot honour (`validate_pod`), then placement
+//! (`podvisor_core::node_admit`: node affinity, host ports, NoExecute taints; the sync
+//! loop's own admission does resources). A pod that fails is copied as Failed with
 //! the kubelet's reason and message, so the kubelet never runs it and the uplink tells
 //! the cluster why, as a kubelet's rejection does.
 
@@ -8,7 +9,9 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod, PodStatus};
 use podvisor_client::{Api, Client, Error};
+use podvisor_core::fit::Rejection;
 use podvisor_core::node_admit;
+use podvisor_core::validation::validate_pod;
 
 use crate::source::bound_to;
 
@@ -23,6 +26,20 @@ async fn is_new(local: &Client, p: &Pod) -> Result<bool, Error> {
 fn settled(p: &Pod) -> bool {
     let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
     p.metadata.deletion_timestamp.is_some() || matches!(phase, Some("Succeeded" | "Failed"))
+}
+
+/// What the node checks of a pod the cluster binds to it: first what it cannot honour
+/// (the same `validate_pod` as the manifest directory's and the node's API: kube-apiserver
+/// admitted fields podvisor does not run, and running without them would ignore them
+/// silently), then placement.
+fn checks(p: &Pod, node: &Node, active: &[&Pod]) -> Result<(), Rejection> {
+    if let Err(errors) = validate_pod(p) {
+        return Err(Rejection {
+            reason: "UnsupportedPodSpec",
+            message: format!("Pod was rejected: podvisor cannot run it as specified: {errors}"),
+        });
+    }
+    node_admit::admit(p, node, active)
 }
 
 /// The copy to keep of the cluster's pod `p`: `p` itself, or `p` Failed when the node
@@ -49,7 +66,7 @@ pub(crate) async fn copy(local: &Client, node: &str, p: Arc<Pod>) -> Result<Arc<
         .filter(|o| !settled(o))
         .map(|o| &**o)
         .collect();
-    let Err(rejection) = node_admit::admit(&p, &me, &active) else {
+    let Err(rejection) = checks(&p, &me, &active) else {
         return Ok(p);
     };
     tracing::info!(
