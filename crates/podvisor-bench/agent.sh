@@ -1,7 +1,8 @@
 # Sourced by api-bench and rs-bench: `start_agent NODE DEBUG_PORT API_PORT [DELETE_KINDS]`
 # starts a release podvisor of its own (`$PODVISOR_BIN`, default target/release/podvisor;
 # another build, for a side-by-side run) (a fresh state directory with its store, PKI and
-# kubeconfig, a manifest directory, its own ports) against the development containerd, sets
+# kubeconfig, a manifest directory, its own ports, clear of scripts/cluster-up's 16443 and
+# 23790-23801, which CI's control plane holds while the benchmarks run) against the development containerd, sets
 # `dir`, `node`, `pid` and the test tools' variables, and cleans everything up on exit.
 
 start_agent() {
@@ -26,7 +27,17 @@ EOT
     "${PODVISOR_BIN:-target/release/podvisor}" run --config "$dir/podvisor.toml" >"$dir/agent.log" 2>&1 &
     pid=$!
     trap stop_agent EXIT
-    for _ in $(seq 100); do [[ -f $dir/state/kubeconfig ]] && break; sleep 0.1; done
+    # Up to a minute for its API (a debug build on a loaded machine is slow to start); an
+    # agent that stops or never serves fails the benchmark with its log, not later with a
+    # client's "no configuration found".
+    for _ in $(seq 600); do
+        [[ -s $dir/state/kubeconfig ]] && return 0
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "start_agent: the agent did not serve its API (kubeconfig $dir/state/kubeconfig); its log:" >&2
+    tail -n 40 "$dir/agent.log" >&2
+    exit 1
 }
 
 owned_containers() {
