@@ -162,8 +162,8 @@ async fn pods_the_node_cannot_take_are_failed_with_the_kubelet_s_reasons() {
         &node,
         "nodeSelector: {disk: hdd}",
     ));
-    // A field podvisor cannot honour yet (issue 31) is refused, never run without.
-    let volume = "volumes: [{name: v, configMap: {name: settings}}]";
+    // A field podvisor cannot honour is refused, never run without.
+    let volume = "volumes: [{name: v, nfs: {server: nfs.invalid, path: /}}]";
     admin.apply(&bound_by_hand(&ns, "unsupported", &node, volume));
     let path = "{.status.phase} {.status.reason}";
     for (pod, want) in [
@@ -283,5 +283,93 @@ async fn the_node_rotates_its_client_certificate_and_keeps_working() {
     )
     .await;
     node_ready(&admin, &node).await;
+    drop(cleanup);
+}
+
+const READER: &str = r#"apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: NS}
+data: {greeting: hello}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds, namespace: NS}
+stringData: {PASSWORD: hunter2}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: reader, namespace: NS}
+spec:
+  nodeSelector: {kubernetes.io/hostname: NODE}
+  terminationGracePeriodSeconds: 1
+  volumes:
+  - {name: conf, configMap: {name: settings}}
+  containers:
+  - name: c
+    image: localhost/podvisor/busybox:test
+    imagePullPolicy: Never
+    env:
+    - {name: PW, valueFrom: {secretKeyRef: {name: creds, key: PASSWORD}}}
+    volumeMounts: [{name: conf, mountPath: /etc/conf}]
+    command: ["/bin/sh", "-c"]
+    args:
+    - |
+      sa=/var/run/secrets/kubernetes.io/serviceaccount
+      echo "token parts $(tr '.' ' ' < $sa/token | wc -w)"
+      echo "ca $(head -n 1 $sa/ca.crt)"
+      echo "namespace $(cat $sa/namespace)"
+      echo "greeting $(cat /etc/conf/greeting) PW=$PW"
+      sleep 3600
+"#;
+
+/// The token file of the pod's service-account volume, read on the node.
+fn token_on_node(agent: &common::agent::Agent, uid: &str) -> String {
+    let projected = agent
+        .state_dir()
+        .join("pods")
+        .join(uid)
+        .join("volumes")
+        .join("kubernetes.io~projected");
+    let volume = std::fs::read_dir(&projected)
+        .unwrap()
+        .flatten()
+        .find(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("kube-api-access-")
+        })
+        .expect("the service-account volume");
+    std::fs::read_to_string(volume.path().join("token")).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_default_pod_runs_with_its_token_and_the_cluster_s_configmaps_and_secrets() {
+    let agent = join("cn-objects", None).await;
+    let (admin, cleanup) = setup(&agent);
+    let (ns, node) = (cleanup.namespace.clone(), agent.node.clone());
+    node_ready(&admin, &node).await;
+    admin.apply(&READER.replace("NS", &ns).replace("NODE", &node));
+    running(&admin, &ns, &node, 1).await;
+    let local = Kubectl::for_agent(&agent);
+    let logs = eventually("the reader's lines", MINUTE, || async {
+        let out = local.run(&["logs", "reader", "-n", &ns]).stdout;
+        out.contains("greeting").then_some(out)
+    })
+    .await;
+    assert!(logs.contains("token parts 3"), "{logs}");
+    assert!(logs.contains("ca -----BEGIN CERTIFICATE-----"), "{logs}");
+    assert!(logs.contains(&format!("namespace {ns}")), "{logs}");
+    assert!(logs.contains("greeting hello PW=hunter2"), "{logs}");
+
+    // The token is the pod's: the cluster authenticates it as the namespace's default
+    // account, bound to this pod.
+    let uid = admin.jsonpath(&["pod", "reader", "-n", &ns], "{.metadata.uid}");
+    let token = token_on_node(&agent, &uid);
+    let as_pod = Kubectl::with(token_kubeconfig(&agent.out_dir(), &token));
+    let who = as_pod.ok(&["auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.extra.authentication\\.kubernetes\\.io/pod-name}"]);
+    assert_eq!(
+        who,
+        format!("system:serviceaccount:{ns}:default [\"reader\"]")
+    );
     drop(cleanup);
 }

@@ -20,7 +20,6 @@ kind: Pod
 metadata: {{name: crasher, namespace: {ns}}}
 spec:
   nodeSelector: {{kubernetes.io/hostname: {node}}}
-  automountServiceAccountToken: false
   containers:
   - name: c
     image: localhost/podvisor/busybox:test

@@ -6,10 +6,11 @@ mod common;
 
 use std::io::Read;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::agent::Agent;
 use common::kubectl::Kubectl;
+use common::wait_for;
 
 const LINES: usize = 60_000;
 
@@ -27,17 +28,6 @@ spec:
     command: ["/bin/sh", "-c", "seq 1 {LINES}; i=0; while [ $i -lt 10 ]; do echo tick $i; i=$((i+1)); sleep 0.3; done"]
 "#
     )
-}
-
-async fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !check() {
-        assert!(
-            t0.elapsed() < limit,
-            "timed out after {limit:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 fn expected_output() -> String {

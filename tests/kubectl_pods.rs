@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::agent::Agent;
 use common::kubectl::Kubectl;
+use common::wait_for;
 
 fn pod_yaml(name: &str, out: &std::path::Path, tier: &str) -> String {
     format!(
@@ -29,17 +30,6 @@ spec:
 "#,
         out = out.display()
     )
-}
-
-async fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !check() {
-        assert!(
-            t0.elapsed() < limit,
-            "timed out after {limit:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -67,7 +67,7 @@ fn a_container_created_but_never_started_is_started_not_doubled() {
                 image: &image,
                 attempt: 0,
                 backoff_base: 0,
-                pod_ip: None,
+                env: &Default::default(),
             };
             let cfg = container_config(&node, &instance).unwrap();
             let left = rt

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use podvisor_actors::{ActorRef, ChildSpec, Reserved};
 use podvisor_apiserver::cluster_owned::ClusterOwned;
+use podvisor_apiserver::no_tokens::NoTokens;
 use podvisor_apiserver::nodefit::NodeFit;
 use podvisor_apiserver::pod_security::PodSecurity;
 use podvisor_apiserver::{NodeInfo, ObjectAdmission};
@@ -58,7 +59,9 @@ pub(crate) struct NodeSide {
     pub last: Vec<ChildSpec>,
 }
 
-fn store(cfg: &AgentConfig, node_name: &str) -> (ActorRef<StoreActor>, ChildSpec) {
+/// The store, with the admission the node's API applies; the tree builds it before either
+/// side (the kubelet reads ConfigMaps and Secrets from it).
+pub(crate) fn store(cfg: &AgentConfig, node_name: &str) -> (ActorRef<StoreActor>, ChildSpec) {
     let store_cfg = StoreConfig {
         path: cfg.state_dir.join("store.redb"),
         window: cfg.api.watch_window,
@@ -71,11 +74,13 @@ fn store(cfg: &AgentConfig, node_name: &str) -> (ActorRef<StoreActor>, ChildSpec
         Arc::new(NodeFit::new(node_name)),
         Arc::new(PodSecurity::new(cfg.api.pod_security)),
     ];
-    // In a cluster the node's API is a view of the cluster's pods, ReplicaSets and Node.
-    if let Some(kubeconfig) = &cfg.cluster.kubeconfig {
-        admission.push(Arc::new(ClusterOwned {
+    // In a cluster the node's API is a view of the cluster's pods, ReplicaSets and Node;
+    // standalone it issues no tokens, and says so.
+    match &cfg.cluster.kubeconfig {
+        Some(kubeconfig) => admission.push(Arc::new(ClusterOwned {
             cluster: kubeconfig.display().to_string(),
-        }));
+        })),
+        None => admission.push(Arc::new(NoTokens)),
     }
     ChildSpec::of(move || {
         StoreActor::new(store_cfg.clone(), queue).with_admission(admission.clone())
@@ -129,13 +134,12 @@ pub(crate) type Cluster = Option<(RemoteClient, Option<Rotation>)>;
 
 /// The node side, bound to its reserved addresses and to the kubelet's actors.
 pub(crate) fn build(
-    cfg: &AgentConfig,
     node_name: &str,
     own: NodeAddresses,
     kubelet: &Agent,
     (facts, cluster): (NodeFacts, Cluster),
+    (store, store_spec): (ActorRef<StoreActor>, ChildSpec),
 ) -> NodeSide {
-    let (store, store_spec) = store(cfg, node_name);
     let local = LocalClient::client(&store);
     // The API the Node, events and static pods' mirrors live in: the cluster's when there
     // is one (where people look for them), else the store.

@@ -8,15 +8,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use podvisor_actors::{ActorRef, ChildSpec, Registry};
+use podvisor_client::Client;
+use podvisor_cluster::ClusterTokens;
 use podvisor_cri::Runtime;
 use podvisor_kubelet::agent::{Agent, AgentParams, KubeletAddresses};
 use podvisor_kubelet::kuberuntime::config::{NodeConfig, read_dns};
+use podvisor_kubelet::kuberuntime::syncer::PodObjects;
 use podvisor_kubelet::log_rotation::LogRotationConfig;
 use podvisor_kubelet::metrics::Metrics;
 use podvisor_kubelet::pleg::PlegConfig;
 use podvisor_kubelet::pod_workers::Timings;
 use podvisor_kubelet::sync_loop::{Allocatable, SyncLoopConfig};
-use podvisor_store::StoreActor;
+use podvisor_store::{LocalClient, StoreActor};
+use podvisor_volumes::{ObjectSource, Objects};
 
 use super::node::{self, NodeAddresses};
 use super::{AgentConfig, host};
@@ -62,7 +66,35 @@ fn node_config(cfg: &AgentConfig, g: &Ground) -> NodeConfig {
     }
 }
 
-fn kubelet_params(cfg: &AgentConfig, g: &Ground, node_side: &NodeAddresses) -> AgentParams {
+/// How long a ConfigMap or Secret read from the cluster serves before it is read again.
+const CLUSTER_OBJECTS_FRESH: Duration = Duration::from_secs(20);
+
+/// Where pods' ConfigMaps, Secrets and tokens come from: the node's store standalone; in a
+/// cluster, the cluster (read as the node, cached; never written to the node's disk) and
+/// its TokenRequest API.
+fn pod_objects(store: &ActorRef<StoreActor>, g: &Ground) -> PodObjects {
+    let source: Arc<dyn ObjectSource> = match &g.cluster {
+        None => Arc::new(Objects::new(LocalClient::client(store))),
+        Some((remote, _)) => Arc::new(
+            Objects::new(Client::new(remote.clone()))
+                .cached_for(CLUSTER_OBJECTS_FRESH)
+                .with_tokens(Arc::new(ClusterTokens::new(remote.clone()))),
+        ),
+    };
+    PodObjects {
+        source,
+        allocatable: g.allocatable,
+        // The address the Node reports (`podvisor_node::node::NodeFacts`).
+        host_ip: Some("127.0.0.1".into()),
+    }
+}
+
+fn kubelet_params(
+    cfg: &AgentConfig,
+    g: &Ground,
+    node_side: &NodeAddresses,
+    objects: PodObjects,
+) -> AgentParams {
     AgentParams {
         runtime: g.runtime.clone(),
         node: node_config(cfg, g),
@@ -97,16 +129,18 @@ fn kubelet_params(cfg: &AgentConfig, g: &Ground, node_side: &NodeAddresses) -> A
             exec: cfg.probes.max_exec_in_flight,
         },
         metrics: g.metrics.clone(),
+        objects,
     }
 }
 
 /// The whole tree.
 pub(crate) fn assemble(cfg: &AgentConfig, g: Ground, registry: &Arc<Registry>) -> Tree {
     let node_side = NodeAddresses::reserve();
-    let params = kubelet_params(cfg, &g, &node_side);
+    let store = node::store(cfg, &g.node_name);
+    let params = kubelet_params(cfg, &g, &node_side, pod_objects(&store.0, &g));
     let mut kubelet = podvisor_kubelet::agent::build(registry, params, KubeletAddresses::reserve());
     let facts = host::facts(cfg, &g.node_name, &g.allocatable, g.runtime_version);
-    let api = node::build(cfg, &g.node_name, node_side, &kubelet, (facts, g.cluster));
+    let api = node::build(&g.node_name, node_side, &kubelet, (facts, g.cluster), store);
     let children = api
         .first
         .into_iter()

@@ -79,6 +79,18 @@ pub async fn remove_pod(rt: &CriRuntime, uid: &str) {
 }
 
 /// Polls `check` every 20 ms until it returns `Some`, or panics after `limit`.
+/// Waits until `check` holds, polling every 100 ms; fails the test naming `what` after `limit`.
+pub async fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
+    let t0 = std::time::Instant::now();
+    while !check() {
+        assert!(
+            t0.elapsed() < limit,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 pub async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
 where
     F: FnMut() -> Fut,

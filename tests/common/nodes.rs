@@ -61,11 +61,11 @@ pub async fn node_ready(admin: &Kubectl, node: &str) {
     .await;
 }
 
-/// A workload that stops at once on SIGTERM, pinned to `node`.
+/// A workload that stops at once on SIGTERM, pinned to `node` (with the service-account
+/// token volume the cluster adds to every pod).
 pub fn pod_spec(node: &str) -> String {
     format!(
         "nodeSelector: {{kubernetes.io/hostname: {node}}}
-      automountServiceAccountToken: false
       terminationGracePeriodSeconds: 30
       containers:
       - name: c
@@ -157,4 +157,20 @@ pub fn names(admin: &Kubectl, ns: &str) -> Vec<String> {
     p.iter()
         .map(|l| l.split(' ').next().unwrap_or_default().to_string())
         .collect()
+}
+
+/// A kubeconfig for the cluster as whoever holds `token` (written into `dir`).
+pub fn token_kubeconfig(dir: &std::path::Path, token: &str) -> std::path::PathBuf {
+    let admin: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(cluster::admin_kubeconfig()).unwrap())
+            .unwrap();
+    let c = &admin["clusters"][0]["cluster"];
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: {}, certificate-authority: {}}}}}]\nusers: [{{name: u, user: {{token: {token}}}}}]\ncontexts: [{{name: x, context: {{cluster: c, user: u}}}}]\ncurrent-context: x\n",
+        c["server"].as_str().unwrap(),
+        c["certificate-authority"].as_str().unwrap(),
+    );
+    let path = dir.join("token.kubeconfig");
+    std::fs::write(&path, text).unwrap();
+    path
 }

@@ -18,6 +18,7 @@ pub mod cluster_owned;
 pub mod defaults;
 mod discovery;
 mod handlers;
+pub mod no_tokens;
 pub mod nodefit;
 mod openapi;
 pub mod pod_security;

@@ -17,6 +17,7 @@ pub mod lease;
 mod paths;
 mod remote;
 pub mod rotation;
+mod tokens;
 
 pub use bootstrap::{BootstrapError, node_credentials};
 pub use error::ConnectError;
@@ -24,3 +25,4 @@ pub use join::{Joined, join};
 pub use lease::NodeLease;
 pub use remote::RemoteClient;
 pub use rotation::{CertRotation, Rotation};
+pub use tokens::ClusterTokens;

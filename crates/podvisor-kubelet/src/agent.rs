@@ -54,6 +54,8 @@ pub struct AgentParams {
     pub log_rotation: LogRotationConfig,
     /// The kubelet's metrics (`metrics::KubeletMetrics`); the PLEG's ride in `pleg`.
     pub metrics: crate::metrics::Metrics,
+    /// What pods' object volumes and environments are read from.
+    pub objects: crate::kuberuntime::syncer::PodObjects,
 }
 
 /// The built tree: children for the root supervisor, in start order, and the handles the
@@ -140,7 +142,8 @@ fn pod_workers(
                 probes_end: Some(to.prober.recipient()),
             },
         )
-        .with_metrics(p.metrics.clone()),
+        .with_metrics(p.metrics.clone())
+        .with_objects(p.objects.clone()),
     );
     let wiring = PodWorkerWiring {
         syncer,

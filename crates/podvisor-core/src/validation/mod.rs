@@ -8,6 +8,8 @@ pub mod names;
 mod pod;
 mod restart;
 pub mod security;
+mod volumes;
 
 pub use field::{FieldError, FieldErrorKind, FieldErrors, FieldPath};
 pub use pod::validate_pod;
+pub use volumes::{ENV_FIELD_PATHS, FILE_FIELD_PATHS, RESOURCES};

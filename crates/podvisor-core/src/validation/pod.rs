@@ -3,25 +3,15 @@
 
 use std::collections::HashSet;
 
-use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, PodSpec, Volume, VolumeMount};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, VolumeMount};
 
 use super::field::{FieldError, FieldErrors, FieldPath};
 use super::lifecycle::{self, Role};
-use super::{names, restart, security};
+use super::{names, restart, security, volumes};
 use crate::grace::GracePeriod;
 use crate::phase::RestartPolicy;
 use crate::quantity;
 use crate::restart as restart_rules;
-
-/// The downward-API fields podvisor can give a container's environment.
-pub(crate) const SUPPORTED_FIELD_REFS: [&str; 6] = [
-    "metadata.name",
-    "metadata.namespace",
-    "metadata.uid",
-    "spec.nodeName",
-    "spec.serviceAccountName",
-    "status.podIP",
-];
 
 /// Every problem with the pod, or nothing.
 pub fn validate_pod(pod: &Pod) -> Result<(), FieldErrors> {
@@ -83,7 +73,7 @@ fn validate_spec(spec: &PodSpec, path: &FieldPath, errs: &mut FieldErrors) {
             "must be greater than 0",
         ));
     }
-    let volumes = validate_volumes(
+    let volumes = volumes::validate_volumes(
         spec.volumes.as_deref().unwrap_or(&[]),
         &path.child("volumes"),
         errs,
@@ -134,40 +124,6 @@ fn validate_containers(
     }
 }
 
-/// Checks every volume; returns the declared names.
-fn validate_volumes<'a>(
-    volumes: &'a [Volume],
-    path: &FieldPath,
-    errs: &mut FieldErrors,
-) -> HashSet<&'a str> {
-    let mut declared = HashSet::new();
-    for (i, v) in volumes.iter().enumerate() {
-        let v_path = path.index(i);
-        errs.0.extend(names::label(&v_path.child("name"), &v.name));
-        if !declared.insert(v.name.as_str()) {
-            errs.push(FieldError::duplicate(&v_path.child("name"), &v.name));
-        }
-        match &v.host_path {
-            Some(hp) if !hp.path.starts_with('/') => {
-                errs.push(FieldError::invalid(
-                    &v_path.child("hostPath").child("path"),
-                    &hp.path,
-                    "must be an absolute path",
-                ));
-            }
-            Some(_) => {}
-            None if v.empty_dir.is_none() => {
-                errs.push(FieldError::forbidden(
-                    &v_path,
-                    "podvisor supports only emptyDir and hostPath volumes",
-                ));
-            }
-            None => {}
-        }
-    }
-    declared
-}
-
 fn validate_container(
     c: &Container,
     path: &FieldPath,
@@ -201,7 +157,10 @@ fn validate_container(
         validate_mount(m, &path.child("volumeMounts").index(i), volumes, errs);
     }
     for (i, e) in c.env.iter().flatten().enumerate() {
-        validate_env(e, &path.child("env").index(i), errs);
+        volumes::validate_env(e, &path.child("env").index(i), errs);
+    }
+    for (i, e) in c.env_from.iter().flatten().enumerate() {
+        volumes::validate_env_from(e, &path.child("envFrom").index(i), errs);
     }
 }
 
@@ -253,29 +212,6 @@ fn validate_mount(
         } else if sub.split('/').any(|part| part == "..") {
             errs.push(FieldError::invalid(&sub_path, sub, "must not contain '..'"));
         }
-    }
-}
-
-fn validate_env(e: &EnvVar, path: &FieldPath, errs: &mut FieldErrors) {
-    if e.name.is_empty() {
-        errs.push(FieldError::required(&path.child("name"), ""));
-    }
-    let Some(from) = &e.value_from else { return };
-    let from_path = path.child("valueFrom");
-    match &from.field_ref {
-        Some(f) if !SUPPORTED_FIELD_REFS.contains(&f.field_path.as_str()) => {
-            let fp = from_path.child("fieldRef").child("fieldPath");
-            errs.push(FieldError::not_supported(
-                &fp,
-                &f.field_path,
-                &SUPPORTED_FIELD_REFS,
-            ));
-        }
-        Some(_) => {}
-        None => errs.push(FieldError::forbidden(
-            &from_path,
-            "podvisor supports only fieldRef",
-        )),
     }
 }
 

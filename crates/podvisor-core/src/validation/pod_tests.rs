@@ -12,14 +12,14 @@ fn every_problem_is_reported_with_its_field_path() {
         "metadata": {"name": "Web_Server"},
         "spec": {
             "restartPolicy": "Sometimes",
-            "volumes": [{"name": "d", "configMap": {"name": "x"}}],
+            "volumes": [{"name": "d", "nfs": {"server": "x", "path": "/"}}],
             "initContainers": [{"name": "app", "image": "i"}],
             "containers": [{
                 "name": "app",
                 "ports": [{"containerPort": 70000}],
                 "resources": {"requests": {"cpu": "lots"}},
                 "volumeMounts": [{"name": "nope", "mountPath": "rel", "subPath": "../x"}],
-                "env": [{"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}}]
+                "env": [{"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "spec.bogus"}}}]
             }]
         }
     }"#);
@@ -248,5 +248,63 @@ fn security_contexts_podvisor_cannot_honour_are_refused_with_the_reason() {
             .unwrap_err()
             .to_string()
             .contains("hostNetwork")
+    );
+}
+
+#[test]
+fn object_volumes_and_env_sources_pass_and_what_podvisor_cannot_honour_is_named() {
+    let good = pod(r#"{
+        "metadata": {"name": "web"},
+        "spec": {
+            "volumes": [
+                {"name": "c", "configMap": {"name": "x", "items": [{"key": "k", "path": "a/b"}]}},
+                {"name": "s", "secret": {"secretName": "x", "defaultMode": 256}},
+                {"name": "d", "downwardAPI": {"items": [{"path": "l", "fieldRef": {"fieldPath": "metadata.labels"}}]}},
+                {"name": "p", "projected": {"sources": [
+                    {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}},
+                    {"configMap": {"name": "kube-root-ca.crt"}}
+                ]}},
+                {"name": "m", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}
+            ],
+            "containers": [{
+                "name": "app", "image": "i",
+                "envFrom": [{"configMapRef": {"name": "x"}, "prefix": "P_"}],
+                "env": [
+                    {"name": "A", "valueFrom": {"secretKeyRef": {"name": "x", "key": "k"}}},
+                    {"name": "B", "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['a']"}}},
+                    {"name": "C", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory"}}}
+                ]
+            }]
+        }
+    }"#);
+    assert_eq!(validate_pod(&good), Ok(()));
+    let bad = pod(r#"{
+        "metadata": {"name": "web"},
+        "spec": {
+            "volumes": [
+                {"name": "c", "configMap": {"name": "x", "items": [{"key": "k", "path": "../b"}]}},
+                {"name": "d", "downwardAPI": {"items": [{"path": "ip", "fieldRef": {"fieldPath": "status.podIP"}}]}},
+                {"name": "p", "projected": {"sources": [{"clusterTrustBundle": {"path": "b"}}]}},
+                {"name": "e", "emptyDir": {"sizeLimit": "1Gi"}}
+            ],
+            "containers": [{
+                "name": "app", "image": "i",
+                "envFrom": [{"prefix": "P_"}],
+                "env": [{"name": "A", "valueFrom": {"fileKeyRef": {"path": "f", "key": "k", "volumeName": "c"}}}]
+            }]
+        }
+    }"#);
+    let errs = validate_pod(&bad).unwrap_err();
+    let fields: Vec<&str> = errs.0.iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(
+        fields,
+        [
+            "spec.volumes[0].configMap.items[0].path",
+            "spec.volumes[1].downwardAPI.items[0].fieldRef.fieldPath",
+            "spec.volumes[2].projected.sources[0].clusterTrustBundle",
+            "spec.volumes[3].emptyDir.sizeLimit",
+            "spec.containers[0].env[0].valueFrom.fileKeyRef",
+            "spec.containers[0].envFrom[0]",
+        ]
     );
 }

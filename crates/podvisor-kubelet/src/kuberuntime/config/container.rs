@@ -1,11 +1,11 @@
-//! One container instance's config (the kubelet's `generateContainerConfig`): command,
-//! environment with the downward API, mounts, resources as Linux resources, security
+//! One container instance's config (the kubelet's `generateContainerConfig`): command and
+//! arguments expanded with the environment made before, mounts, resources as Linux resources, security
 //! context, labels and the annotations podvisor reads back (spec hash, attempt, backoff).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, VolumeMount};
+use k8s_openapi::api::core::v1::{Container, Pod, VolumeMount};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use podvisor_core::{PodExt, PodUid, quantity};
 use podvisor_cri::labels;
@@ -13,9 +13,10 @@ use podvisor_cri::proto::{
     ContainerConfig, ContainerMetadata, ImageSpec, KeyValue, LinuxContainerConfig,
     LinuxContainerResources, Mount,
 };
+use podvisor_volumes::{Environment, volume_dir};
 
 use super::backoff::BACKOFF_BASE;
-use super::paths::{empty_dir_path, subpath_target};
+use super::paths::{empty_dir_path, pod_state_dir, subpath_target};
 use super::security::{container_security, host_apparmor};
 use super::{ConfigError, NodeConfig};
 use crate::kuberuntime::actions::{CONTAINER_HASH, container_hash};
@@ -33,39 +34,9 @@ pub struct Instance<'a> {
     pub attempt: u32,
     /// The attempt at which the current crash-loop streak started.
     pub backoff_base: u32,
-    pub pod_ip: Option<&'a str>,
-}
-
-fn env_value(i: &Instance, node: &NodeConfig, e: &EnvVar) -> Result<String, ConfigError> {
-    if let Some(v) = &e.value {
-        return Ok(v.clone());
-    }
-    let Some(from) = &e.value_from else {
-        return Ok(String::new());
-    };
-    let unsupported = |why: String| ConfigError::UnsupportedEnv {
-        name: e.name.clone(),
-        why,
-    };
-    let Some(field) = &from.field_ref else {
-        return Err(unsupported(
-            "only fieldRef is supported in valueFrom".into(),
-        ));
-    };
-    let pod = i.pod;
-    Ok(match field.field_path.as_str() {
-        "metadata.name" => pod.name().to_string(),
-        "metadata.namespace" => pod.namespace().to_string(),
-        "metadata.uid" => pod.metadata.uid.clone().unwrap_or_default(),
-        "spec.nodeName" => node.node_name.clone(),
-        "spec.serviceAccountName" => pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.service_account_name.clone())
-            .unwrap_or_default(),
-        "status.podIP" => i.pod_ip.unwrap_or_default().to_string(),
-        other => return Err(unsupported(format!("fieldRef {other:?} is not supported"))),
-    })
+    /// The container's environment, made from its `envFrom` and `env`
+    /// (`podvisor_volumes::container_env`).
+    pub env: &'a Environment,
 }
 
 /// Where a volume mount's volume is on the host.
@@ -88,6 +59,8 @@ fn volume_root(
         Ok(empty_dir_path(node, &uid, &v.name))
     } else if let Some(hp) = &v.host_path {
         Ok(PathBuf::from(&hp.path))
+    } else if let Some(dir) = volume_dir(&pod_state_dir(node, &uid).join("volumes"), v) {
+        Ok(dir)
     } else {
         Err(ConfigError::UnsupportedVolume(v.name.clone()))
     }
@@ -121,7 +94,8 @@ pub(crate) fn sub_paths(
 
 /// The container's mounts. A subPath is never joined onto the volume's path here: a
 /// symlink planted in the volume would lead the runtime anywhere on the host. The runtime
-/// gets the bind `sub_paths` prepares instead.
+/// gets the bind `sub_paths` prepares instead. A volume filled from objects is always
+/// read-only (its files are the node's to write), as the kubelet mounts it.
 fn mounts(node: &NodeConfig, pod: &Pod, c: &Container) -> Result<Vec<Mount>, ConfigError> {
     let uid = PodUid::from(pod.metadata.uid.as_deref().unwrap_or(""));
     let mut out = Vec::new();
@@ -131,10 +105,14 @@ fn mounts(node: &NodeConfig, pod: &Pod, c: &Container) -> Result<Vec<Mount>, Con
             Some(_) => subpath_target(node, &uid, &m.name, &c.name, index),
             None => root,
         };
+        let filled = pod
+            .volumes()
+            .iter()
+            .any(|v| v.name == m.name && volume_dir(Path::new(""), v).is_some());
         out.push(Mount {
             container_path: m.mount_path.clone(),
             host_path: host.to_string_lossy().into_owned(),
-            readonly: m.read_only.unwrap_or(false),
+            readonly: m.read_only.unwrap_or(false) || filled,
             ..Default::default()
         });
     }
@@ -201,17 +179,20 @@ pub fn container_config(node: &NodeConfig, i: &Instance) -> Result<ContainerConf
             i.pod.spec_grace_period().seconds().to_string(),
         ),
     ]);
-    let envs = c
+    let envs = i
         .env
+        .vars
         .iter()
-        .flatten()
-        .map(|e| {
-            Ok(KeyValue {
-                key: e.name.clone(),
-                value: env_value(i, node, e)?,
-            })
+        .map(|(key, value)| KeyValue {
+            key: key.clone(),
+            value: value.clone(),
         })
-        .collect::<Result<Vec<_>, ConfigError>>()?;
+        .collect();
+    // `$(VAR)` in the command and its arguments, from the environment (the kubelet's
+    // `ExpandContainerCommandAndArgs`).
+    let expand = |v: &Option<Vec<String>>| -> Vec<String> {
+        v.iter().flatten().map(|s| i.env.expand(s)).collect()
+    };
     Ok(ContainerConfig {
         metadata: Some(ContainerMetadata {
             name: c.name.clone(),
@@ -221,8 +202,8 @@ pub fn container_config(node: &NodeConfig, i: &Instance) -> Result<ContainerConf
             image: i.image.to_string(),
             ..Default::default()
         }),
-        command: c.command.clone().unwrap_or_default(),
-        args: c.args.clone().unwrap_or_default(),
+        command: expand(&c.command),
+        args: expand(&c.args),
         working_dir: c.working_dir.clone().unwrap_or_default(),
         envs,
         mounts: mounts(node, i.pod, c)?,

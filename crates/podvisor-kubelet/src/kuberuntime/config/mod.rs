@@ -39,10 +39,8 @@ pub struct NodeConfig {
 pub enum ConfigError {
     #[error("volume {volume:?} mounted by container {container:?} is not declared")]
     MissingVolume { container: String, volume: String },
-    #[error("volume {0:?}: only emptyDir and hostPath volumes are supported")]
+    #[error("volume {0:?}: podvisor cannot mount volumes of its kind")]
     UnsupportedVolume(String),
-    #[error("env {name:?}: {why}")]
-    UnsupportedEnv { name: String, why: String },
     /// Asked of the node or the image, and not true of them (AppArmor on a node without
     /// it, runAsNonRoot for an image that runs as root).
     #[error("{0}")]

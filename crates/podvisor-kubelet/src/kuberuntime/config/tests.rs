@@ -2,8 +2,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, HostPathVolumeSource,
-    ObjectFieldSelector, Pod, PodSpec, ResourceRequirements, Volume, VolumeMount,
+    Container, ContainerPort, EmptyDirVolumeSource, HostPathVolumeSource, Pod, PodSpec,
+    ResourceRequirements, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
@@ -15,6 +15,7 @@ use super::backoff::BACKOFF_BASE;
 use super::container::resources;
 use super::*;
 use crate::kuberuntime::actions::{CONTAINER_HASH, container_hash};
+use podvisor_volumes::Environment;
 
 /// One instance's config, as the syncer asks for it.
 fn config_of(
@@ -23,15 +24,19 @@ fn config_of(
     image: &str,
     attempt: u32,
     backoff_base: u32,
-    pod_ip: Option<&str>,
+    env: &[(&str, &str)],
 ) -> Result<podvisor_cri::proto::ContainerConfig, ConfigError> {
+    let env: Environment = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     let i = Instance {
         pod,
         container,
         image,
         attempt,
         backoff_base,
-        pod_ip,
+        env: &env,
     };
     container_config(&node(), &i)
 }
@@ -71,47 +76,23 @@ fn pod_with(c: Container, volumes: Vec<Volume>) -> Pod {
 }
 
 #[test]
-fn downward_api_fields_are_filled_in() {
-    let field = |name: &str, path: &str| EnvVar {
-        name: name.into(),
-        value_from: Some(EnvVarSource {
-            field_ref: Some(ObjectFieldSelector {
-                field_path: path.into(),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
+fn the_environment_is_given_in_order_and_expands_command_and_args() {
     let mut c = app();
-    c.env = Some(vec![
-        EnvVar {
-            name: "PLAIN".into(),
-            value: Some("x".into()),
-            ..Default::default()
-        },
-        field("NAME", "metadata.name"),
-        field("NS", "metadata.namespace"),
-        field("UID", "metadata.uid"),
-        field("IP", "status.podIP"),
-        field("NODE", "spec.nodeName"),
-    ]);
+    c.command = Some(vec!["/bin/echo".into(), "$(GREETING)".into()]);
+    c.args = Some(vec!["$(NAME)-$(UNSET)".into(), "$$(NAME)".into()]);
     let p = pod_with(c.clone(), vec![]);
-    let cfg = config_of(&p, &c, "busybox", 0, 0, Some("10.88.0.7")).unwrap();
-    let env: BTreeMap<String, String> = cfg.envs.into_iter().map(|kv| (kv.key, kv.value)).collect();
-    assert_eq!(env["PLAIN"], "x");
-    assert_eq!(env["NAME"], "web-node-a");
-    assert_eq!(env["NS"], "default");
-    assert_eq!(env["UID"], "u1");
-    assert_eq!(env["IP"], "10.88.0.7");
-    assert_eq!(env["NODE"], "node-a");
-    let mut bad = app();
-    bad.env = Some(vec![field("X", "status.hostIP.nope")]);
-    let p = pod_with(bad.clone(), vec![]);
-    assert!(matches!(
-        config_of(&p, &bad, "busybox", 0, 0, None),
-        Err(ConfigError::UnsupportedEnv { .. })
-    ));
+    let env = [("GREETING", "hello"), ("NAME", "web")];
+    let cfg = config_of(&p, &c, "busybox", 0, 0, &env).unwrap();
+    let vars: Vec<(String, String)> = cfg.envs.into_iter().map(|kv| (kv.key, kv.value)).collect();
+    assert_eq!(
+        vars,
+        [
+            ("GREETING".into(), "hello".into()),
+            ("NAME".into(), "web".into())
+        ]
+    );
+    assert_eq!(cfg.command, ["/bin/echo", "hello"]);
+    assert_eq!(cfg.args, ["web-$(UNSET)", "$(NAME)"]);
 }
 
 #[test]
@@ -147,7 +128,7 @@ fn empty_dir_and_host_path_volumes_are_mounted() {
         },
     ];
     let p = pod_with(c.clone(), volumes);
-    let cfg = config_of(&p, &c, "busybox", 2, 1, None).unwrap();
+    let cfg = config_of(&p, &c, "busybox", 2, 1, &[]).unwrap();
     assert_eq!(
         cfg.mounts[0].host_path,
         "/var/lib/podvisor/pods/u1/volumes/empty-dir/scratch"
@@ -180,7 +161,7 @@ fn empty_dir_and_host_path_volumes_are_mounted() {
     }]);
     let p = pod_with(missing.clone(), vec![]);
     assert!(matches!(
-        config_of(&p, &missing, "b", 0, 0, None),
+        config_of(&p, &missing, "b", 0, 0, &[]),
         Err(ConfigError::MissingVolume { .. })
     ));
 }
@@ -197,7 +178,7 @@ fn resources_become_shares_quota_and_memory_limit() {
         ..Default::default()
     });
     let p = pod_with(c.clone(), vec![]);
-    let r = config_of(&p, &c, "b", 0, 0, None)
+    let r = config_of(&p, &c, "b", 0, 0, &[])
         .unwrap()
         .linux
         .unwrap()
@@ -210,7 +191,7 @@ fn resources_become_shares_quota_and_memory_limit() {
     assert_eq!(r.memory_limit_in_bytes, 64 << 20);
     // A container that asks for nothing weighs the least, not the runtime's default.
     let bare = app();
-    let r = config_of(&pod_with(bare.clone(), vec![]), &bare, "b", 0, 0, None)
+    let r = config_of(&pod_with(bare.clone(), vec![]), &bare, "b", 0, 0, &[])
         .unwrap()
         .linux
         .unwrap()
@@ -258,7 +239,7 @@ fn sandbox_config_follows_the_pod_network_and_ports() {
 fn every_container_is_told_the_pods_namespaces_with_a_pid_namespace_of_its_own() {
     let container_ns = |p: &Pod| {
         let c = p.spec.as_ref().unwrap().containers[0].clone();
-        let cfg = config_of(p, &c, "busybox", 0, 0, Some("10.88.0.7")).unwrap();
+        let cfg = config_of(p, &c, "busybox", 0, 0, &[]).unwrap();
         cfg.linux
             .unwrap()
             .security_context

@@ -26,6 +26,7 @@ use crate::protocol::status::{
 use crate::protocol::sync::SyncOutcome;
 use crate::protocol::sync::{PodSyncer, SyncContext, SyncError, Termination};
 use crate::protocol::updates::UpdateType;
+pub use verbs::PodObjects;
 use verbs::{Stop, Target, Waits, pod_ip, running_of, running_of_listing};
 
 /// What the CRI syncer's own steps can fail with (the runtime's calls fail with
@@ -55,6 +56,8 @@ pub(crate) enum CriSyncError {
     SubPath(#[from] super::subpath::SubPathError),
     #[error("a blocking task failed: {0}")]
     Blocking(String),
+    #[error(transparent)]
+    Volume(#[from] podvisor_volumes::VolumeError),
 }
 
 impl From<CriSyncError> for SyncError {
@@ -79,6 +82,7 @@ pub struct CriSyncer {
     pub(super) runtime: Arc<dyn Runtime>,
     pub(super) node: NodeConfig,
     pub(super) out: SyncerOutputs,
+    pub(super) objects: PodObjects,
     metrics: crate::metrics::Metrics,
 }
 
@@ -88,8 +92,15 @@ impl CriSyncer {
             runtime,
             node,
             out,
+            objects: PodObjects::default(),
             metrics: crate::metrics::Metrics::default(),
         }
+    }
+
+    /// Reads the pods' ConfigMaps, Secrets and tokens from `objects`.
+    pub fn with_objects(mut self, objects: PodObjects) -> Self {
+        self.objects = objects;
+        self
     }
 
     /// Counts container starts in `metrics` (`kubelet_started_containers_*`).
@@ -307,6 +318,10 @@ impl PodSyncer for CriSyncer {
             });
         }
         self.make_dirs(pod).await?;
+        if let Err(e) = self.set_up_volumes(pod).await {
+            self.report(pod, HashMap::new());
+            return Err(e.into());
+        }
         let verdicts = self.verdicts(pod).await;
         let actions = compute_pod_actions(pod, status, &verdicts);
         if actions.is_noop() {

@@ -1,10 +1,11 @@
 //! A pod's directories: its log directory (marked as podvisor's), its state directory, its
-//! emptyDir volumes and the hostPath directories it asks to have created.
+//! emptyDir volumes (a tmpfs for `medium: Memory`) and the hostPath directories it asks to
+//! have created.
 
 use std::path::{Path, PathBuf};
 
-use k8s_openapi::api::core::v1::Container;
-use podvisor_core::{PodExt, SharedPod};
+use k8s_openapi::api::core::v1::{Container, EmptyDirVolumeSource};
+use podvisor_core::{PodExt, SharedPod, quantity};
 
 use super::super::{CriSyncError, CriSyncer};
 use crate::kuberuntime::config::{empty_dir_path, pod_log_directory, pod_state_dir, sub_paths};
@@ -40,6 +41,20 @@ fn share_empty_dir(dir: &Path, fs_group: Option<i64>) -> std::io::Result<()> {
     std::fs::write(marker, b"")
 }
 
+/// An emptyDir with `medium: Memory`: a tmpfs, of its `sizeLimit` bytes when it has one.
+struct Memory(Option<u64>);
+
+fn memory(e: &EmptyDirVolumeSource) -> Option<Memory> {
+    if e.medium.as_deref() != Some("Memory") {
+        return None;
+    }
+    let size = e
+        .size_limit
+        .as_ref()
+        .and_then(|q| quantity::parse_units(&q.0).ok());
+    Some(Memory(size.and_then(|s| u64::try_from(s).ok())))
+}
+
 impl CriSyncer {
     fn pod_dirs(&self, pod: &SharedPod) -> Vec<PathBuf> {
         let mut dirs = vec![
@@ -64,11 +79,11 @@ impl CriSyncer {
     /// hand-off to the blocking pool, and a sync made five of them.
     pub(crate) async fn make_dirs(&self, pod: &SharedPod) -> Result<(), CriSyncError> {
         let dirs = self.pod_dirs(pod);
-        let empty_dirs: Vec<PathBuf> = pod
+        let empty_dirs: Vec<(PathBuf, Option<Memory>)> = pod
             .volumes()
             .iter()
-            .filter(|v| v.empty_dir.is_some())
-            .map(|v| empty_dir_path(&self.node, pod.uid(), &v.name))
+            .filter_map(|v| Some((v, v.empty_dir.as_ref()?)))
+            .map(|(v, e)| (empty_dir_path(&self.node, pod.uid(), &v.name), memory(e)))
             .collect();
         let fs_group = pod
             .spec
@@ -80,7 +95,10 @@ impl CriSyncer {
             for d in &dirs {
                 std::fs::create_dir_all(d).map_err(|e| io("create", d, e))?;
             }
-            for d in &empty_dirs {
+            for (d, memory) in &empty_dirs {
+                if let Some(Memory(size)) = memory {
+                    podvisor_volumes::prepare_dir(d, Some(0o777), *size)?;
+                }
                 share_empty_dir(d, fs_group).map_err(|e| io("set the owner and mode of", d, e))?;
             }
             cleanup::mark_log_dir(&node, &dirs[0]).map_err(|e| io("create", &dirs[0], e))

@@ -72,20 +72,25 @@ impl CriSyncer {
                 (first, first)
             }
         };
-        let instance = Instance {
-            pod: t.pod,
-            container: c,
-            image: &image,
-            attempt,
-            backoff_base,
-            pod_ip: t.sandbox.ip.as_deref(),
-        };
         let config_error = |waits: &mut Waits, e: String| {
             wait(waits, c, WaitingReason::CreateContainerConfigError, e);
         };
         self.verify_non_root(t.pod, c, &image)
             .await
             .inspect_err(|e| config_error(waits, e.to_string()))?;
+        let env = self.environment(t, c).await.map_err(|e| {
+            config_error(waits, e.to_string());
+            self.event(t.pod, EventType::Warning, "Failed", format!("Error: {e}"));
+            CriSyncError::Volume(e)
+        })?;
+        let instance = Instance {
+            pod: t.pod,
+            container: c,
+            image: &image,
+            attempt,
+            backoff_base,
+            env: &env,
+        };
         let cfg = container_config(&self.node, &instance).map_err(|e| {
             config_error(waits, e.to_string());
             CriSyncError::Config(e)
