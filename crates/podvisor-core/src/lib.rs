@@ -20,6 +20,7 @@ pub mod phase;
 pub mod pod;
 pub mod ports;
 pub mod private_file;
+pub mod qos;
 pub mod quantity;
 pub mod restart;
 pub mod stats;

@@ -193,9 +193,10 @@ fn status_manager_spec(
         p.status_sink.clone(),
         prober.recipient(),
     );
-    let metrics = p.metrics.clone();
+    let (metrics, host_ip) = (p.metrics.clone(), p.objects.host_ip.clone());
     slot.with(move || {
         StatusManager::new()
+            .with_host_ip(host_ip.clone())
             .with_prior(prior.clone())
             .with_sink(sink.clone())
             .with_prober(Some(resend.clone()))

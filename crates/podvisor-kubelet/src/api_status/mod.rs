@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::{
     Container, ContainerState as ApiState, ContainerStateRunning, ContainerStateTerminated,
-    ContainerStateWaiting, ContainerStatus as ApiContainerStatus, Pod, PodIP,
+    ContainerStateWaiting, ContainerStatus as ApiContainerStatus, HostIP, Pod, PodIP,
     PodStatus as ApiPodStatus,
 };
 use podvisor_core::PodExt;
@@ -179,7 +179,21 @@ pub(crate) fn api_status(
         pod_ips: (!ips.is_empty()).then(|| ips.iter().map(|ip| PodIP { ip: ip.clone() }).collect()),
         init_container_statuses: (!inits.is_empty()).then_some(inits),
         container_statuses: Some(statuses),
+        qos_class: Some(podvisor_core::qos::qos_class(pod).as_str().to_string()),
+        observed_generation: pod.metadata.generation,
         ..Default::default()
+    }
+}
+
+/// The node's address as the pod's `hostIP(s)`, and a host-network pod's `podIP(s)`, as
+/// the kubelet sets them.
+pub(crate) fn stamp_host(pod: &Pod, status: &mut ApiPodStatus, host_ip: Option<&str>) {
+    let Some(ip) = host_ip else { return };
+    status.host_ip = Some(ip.to_string());
+    status.host_ips = Some(vec![HostIP { ip: ip.to_string() }]);
+    if pod.host_network() {
+        status.pod_ip = Some(ip.to_string());
+        status.pod_ips = Some(vec![PodIP { ip: ip.to_string() }]);
     }
 }
 

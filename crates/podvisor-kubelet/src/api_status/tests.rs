@@ -497,3 +497,25 @@ fn a_container_whose_post_start_hook_runs_is_not_running_yet_and_the_sandbox_con
         ]
     );
 }
+
+#[test]
+fn the_node_s_address_qos_class_and_generation_are_reported() {
+    let mut p = pod("Always", &[], &["app"]);
+    p.metadata.generation = Some(3);
+    let running = rt(vec![cs("app", 0, 1, None)]);
+    let mut s = api_status(&p, &running, &HashMap::new(), false, ProbeView::default());
+    assert_eq!(s.qos_class.as_deref(), Some("BestEffort"));
+    assert_eq!(s.observed_generation, Some(3));
+    stamp_host(&p, &mut s, Some("192.0.2.7"));
+    assert_eq!(s.host_ip.as_deref(), Some("192.0.2.7"));
+    assert_eq!(s.host_ips.as_ref().map(Vec::len), Some(1));
+    assert_ne!(s.pod_ip.as_deref(), Some("192.0.2.7"));
+    p.spec.as_mut().unwrap().host_network = Some(true);
+    let mut s = api_status(&p, &running, &HashMap::new(), false, ProbeView::default());
+    stamp_host(&p, &mut s, Some("192.0.2.7"));
+    assert_eq!(
+        s.pod_ip.as_deref(),
+        Some("192.0.2.7"),
+        "a host-network pod has the node's"
+    );
+}

@@ -8,8 +8,8 @@ use k8s_openapi::api::core::v1::PodStatus as ApiPodStatus;
 use podvisor_core::SharedPod;
 use podvisor_cri::PodStatus;
 
-use crate::api_status::api_status;
 use crate::api_status::probes::ProbeView;
+use crate::api_status::{api_status, stamp_host};
 use crate::protocol::status::Waiting;
 use crate::protocol::updates::StatusFn;
 
@@ -31,11 +31,17 @@ impl Inputs {
     }
 
     /// The API status as `runtime` (nothing in the runtime if `None`) and the probes
-    /// (`view`) show the pod.
-    pub(crate) fn status(&self, runtime: Option<&PodStatus>, view: ProbeView<'_>) -> ApiPodStatus {
+    /// (`view`) show the pod, on the node at `host_ip`.
+    pub(crate) fn status(
+        &self,
+        runtime: Option<&PodStatus>,
+        view: ProbeView<'_>,
+        host_ip: Option<&str>,
+    ) -> ApiPodStatus {
         let empty = PodStatus::default();
         let rt = runtime.unwrap_or(&empty);
         let mut status = api_status(&self.pod, rt, &self.waiting, self.terminated, view);
+        stamp_host(&self.pod, &mut status, host_ip);
         for f in &self.status_fns {
             f(&mut status);
         }

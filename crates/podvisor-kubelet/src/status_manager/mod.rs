@@ -60,6 +60,8 @@ pub struct StatusManager {
     /// after every message, and counting 500 records each time was the agent's busiest
     /// code with 500 idle pods.
     by_phase: std::cell::RefCell<Option<BTreeMap<String, usize>>>,
+    /// The node's address (each pod's `hostIP`).
+    host_ip: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -86,7 +88,14 @@ impl StatusManager {
             prober: None,
             starts: starts::Starts::default(),
             by_phase: Default::default(),
+            host_ip: None,
         }
+    }
+
+    /// Gives each pod's status the node's address.
+    pub fn with_host_ip(mut self, host_ip: Option<String>) -> Self {
+        self.host_ip = host_ip;
+        self
     }
 
     /// Observes pod starts in `metrics` (`kubelet_pod_start_*`).
@@ -130,7 +139,7 @@ impl StatusManager {
         let runtime = self.runtime.get(uid).map(|(s, _)| s.as_ref());
         let previous = self.records.get(uid).and_then(|r| r.pod.status.as_ref());
         let view = ProbeView::new(self.probes.get(uid), previous);
-        let status = inputs.status(runtime, view);
+        let status = inputs.status(runtime, view, self.host_ip.as_deref());
         let (pod, terminated) = (inputs.pod.clone(), inputs.terminated);
         if self.set(&pod, status) {
             self.publish(&uid.clone(), terminated);
