@@ -314,7 +314,7 @@ async fn editing_a_manifest_replaces_the_pod_after_the_old_one_terminated() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bridge_pods_get_an_ip_and_host_network_pods_do_not() {
+async fn bridge_pods_get_an_ip_and_host_network_pods_the_node_s() {
     let agent = Agent::start("network").await;
     agent.write(
         "bridge.yaml",
@@ -341,7 +341,10 @@ async fn bridge_pods_get_an_ip_and_host_network_pods_do_not() {
             running(p, "c")
         })
         .await;
-    assert_eq!(host.status.unwrap().pod_ip, None);
+    // As the kubelet reports it: a host-network pod's IP is the node's.
+    let status = host.status.unwrap();
+    assert_eq!(status.pod_ip, status.host_ip);
+    assert_eq!(status.host_ip.as_deref(), Some("127.0.0.1"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
