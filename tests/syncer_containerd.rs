@@ -31,6 +31,8 @@ fn a_container_created_but_never_started_is_started_not_doubled() {
                 pod_log_dir: dir.join("logs"),
                 pod_dir: dir.join("pods"),
                 dns: None,
+                cluster_dns: Vec::new(),
+                cluster_domain: "cluster.local".into(),
             };
             let pod: SharedPod = SharedPod::new(
                 serde_json::from_value(serde_json::json!({
@@ -68,6 +70,8 @@ fn a_container_created_but_never_started_is_started_not_doubled() {
                 attempt: 0,
                 backoff_base: 0,
                 env: &Default::default(),
+                etc_hosts: None,
+                termination_log: None,
             };
             let cfg = container_config(&node, &instance).unwrap();
             let left = rt

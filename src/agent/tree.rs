@@ -63,6 +63,8 @@ fn node_config(cfg: &AgentConfig, g: &Ground) -> NodeConfig {
         pod_log_dir: cfg.pod_log_dir.clone(),
         pod_dir: cfg.state_dir.join("pods"),
         dns: read_dns(std::path::Path::new("/etc/resolv.conf")),
+        cluster_dns: cfg.node.cluster_dns.clone(),
+        cluster_domain: cfg.node.cluster_domain.clone(),
     }
 }
 

@@ -13,6 +13,12 @@ pub const MANAGED_BY: &str = "podvisor.io/managed-by";
 /// key), so a container can be stopped with it when no spec is at hand.
 pub const GRACE_PERIOD: &str = "io.kubernetes.pod.terminationGracePeriod";
 
+/// An annotation on a container: the host file bound to its `terminationMessagePath`,
+/// read for its termination message once it exited.
+pub const TERMINATION_LOG: &str = "podvisor.io/termination-log";
+/// An annotation on a container: its `terminationMessagePolicy`.
+pub const TERMINATION_POLICY: &str = "podvisor.io/termination-message-policy";
+
 /// Whether the agent of node `node` created this runtime pod.
 pub fn owned_by(pod: &crate::Pod, node: &str) -> bool {
     let mine = |m: &Option<String>| m.as_deref() == Some(node);

@@ -52,6 +52,8 @@ fn syncer(fake: &FakeRuntime, dir: &std::path::Path) -> CriSyncer {
             pod_log_dir: dir.join("logs"),
             pod_dir: dir.join("pods"),
             dns: None,
+            cluster_dns: Vec::new(),
+            cluster_domain: "cluster.local".into(),
         },
         SyncerOutputs {
             images: images.recipient(),

@@ -140,14 +140,29 @@ impl RuntimeSection {
     }
 }
 
-/// `[node]`: what the Node object starts with.
-#[derive(Debug, Clone, Default, Deserialize)]
+/// `[node]`: what the Node object starts with, and what pods learn of the cluster.
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct NodeSection {
     /// Taints the node registers with (`key=value:Effect`), like the kubelet's
     /// `--register-with-taints`: applied when the Node object is created, never re-added
     /// after `kubectl taint ... key-` removed them.
     pub taints: Vec<String>,
+    /// The cluster's DNS servers, as the kubelet's `clusterDNS`: `dnsPolicy: ClusterFirst`
+    /// pods resolve through them (none: the host's resolver, as the kubelet falls back).
+    pub cluster_dns: Vec<String>,
+    /// The cluster's domain, as the kubelet's `clusterDomain`.
+    pub cluster_domain: String,
+}
+
+impl Default for NodeSection {
+    fn default() -> Self {
+        Self {
+            taints: Vec::new(),
+            cluster_dns: Vec::new(),
+            cluster_domain: "cluster.local".into(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -48,6 +48,17 @@ impl AgentConfig {
         for t in &self.node.taints {
             podvisor_core::taints::parse(t).map_err(|e| refuse("node.taints", e.to_string()))?;
         }
+        for ip in &self.node.cluster_dns {
+            ip.parse::<std::net::IpAddr>()
+                .map_err(|e| refuse("node.cluster_dns", format!("{ip:?}: {e}")))?;
+        }
+        podvisor_core::validation::names::subdomain(
+            &podvisor_core::validation::FieldPath::new("node.cluster_domain"),
+            &self.node.cluster_domain,
+        )
+        .map_or(Ok(()), |e| {
+            Err(refuse("node.cluster_domain", e.to_string()))
+        })?;
         quantity("allocatable.cpu", self.allocatable.cpu.as_ref(), true)?;
         quantity(
             "allocatable.memory",

@@ -2,6 +2,7 @@
 //! field paths and error kinds, so a refusal names the field and the reason the way the
 //! API server would.
 
+mod dns;
 pub mod field;
 mod lifecycle;
 pub mod names;

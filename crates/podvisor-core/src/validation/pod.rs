@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, VolumeMount};
 
 use super::field::{FieldError, FieldErrors, FieldPath};
 use super::lifecycle::{self, Role};
-use super::{names, restart, security, volumes};
+use super::{dns, names, restart, security, volumes};
 use crate::grace::GracePeriod;
 use crate::phase::RestartPolicy;
 use crate::quantity;
@@ -85,6 +85,7 @@ fn validate_spec(spec: &PodSpec, path: &FieldPath, errs: &mut FieldErrors) {
         ));
     }
     security::validate_pod(spec, path, errs);
+    dns::validate(spec, path, errs);
     validate_containers(spec, path, &volumes, errs);
 }
 
@@ -153,6 +154,19 @@ fn validate_container(
         }
     }
     validate_resources(c, &path.child("resources"), errs);
+    const POLICIES: [&str; 2] = ["File", "FallbackToLogsOnError"];
+    if let Some(p) = c.termination_message_policy.as_deref()
+        && !POLICIES.contains(&p)
+    {
+        let at = path.child("terminationMessagePolicy");
+        errs.push(FieldError::not_supported(&at, p, &POLICIES));
+    }
+    if let Some(p) = c.termination_message_path.as_deref()
+        && !p.starts_with('/')
+    {
+        let at = path.child("terminationMessagePath");
+        errs.push(FieldError::invalid(&at, p, "must be an absolute path"));
+    }
     for (i, m) in c.volume_mounts.iter().flatten().enumerate() {
         validate_mount(m, &path.child("volumeMounts").index(i), volumes, errs);
     }

@@ -308,3 +308,37 @@ fn object_volumes_and_env_sources_pass_and_what_podvisor_cannot_honour_is_named(
         ]
     );
 }
+
+#[test]
+fn dns_settings_and_host_aliases_are_checked() {
+    let p = pod(r#"{
+        "metadata": {"name": "web"},
+        "spec": {
+            "dnsPolicy": "None",
+            "dnsConfig": {"searches": ["a"], "options": [{"name": ""}]},
+            "hostAliases": [{"ip": "not-an-ip", "hostnames": ["x"]}, {"ip": "::1"}],
+            "containers": [{"name": "app", "image": "i"}]
+        }
+    }"#);
+    let errs = validate_pod(&p).unwrap_err();
+    let fields: Vec<&str> = errs.0.iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(
+        fields,
+        [
+            "spec.dnsConfig.nameservers",
+            "spec.dnsConfig.options[0].name",
+            "spec.hostAliases[0].ip",
+            "spec.hostAliases[1].hostnames",
+        ]
+    );
+    let ok = pod(r#"{
+        "metadata": {"name": "web"},
+        "spec": {
+            "dnsPolicy": "None",
+            "dnsConfig": {"nameservers": ["192.0.2.53"], "options": [{"name": "ndots", "value": "2"}]},
+            "hostAliases": [{"ip": "192.0.2.9", "hostnames": ["foo.local"]}],
+            "containers": [{"name": "app", "image": "i"}]
+        }
+    }"#);
+    assert_eq!(validate_pod(&ok), Ok(()));
+}

@@ -88,7 +88,7 @@ impl From<proto::ContainerStatus> for ContainerStatus {
     fn from(c: proto::ContainerStatus) -> Self {
         let state = c.state().into();
         let meta = c.metadata.unwrap_or_default();
-        Self {
+        let mut status = Self {
             id: c.id,
             sandbox_id: String::new(),
             name: meta.name,
@@ -105,7 +105,11 @@ impl From<proto::ContainerStatus> for ContainerStatus {
             labels: labels(c.labels),
             annotations: labels(c.annotations),
             log_path: c.log_path,
+        };
+        if let Some(m) = super::termination::message(&status) {
+            status.message = m;
         }
+        status
     }
 }
 

@@ -233,6 +233,7 @@ pub struct ContainerEvent {
 // ---- conversions from CRI messages -------------------------------------------------------
 
 mod convert;
+mod termination;
 
 pub use convert::group_pods;
 

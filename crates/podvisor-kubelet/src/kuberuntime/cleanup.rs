@@ -100,6 +100,8 @@ mod tests {
             pod_log_dir: root.join("logs"),
             pod_dir: root.join("pods"),
             dns: None,
+            cluster_dns: Vec::new(),
+            cluster_domain: "cluster.local".into(),
         };
         for d in [
             "pods/known",

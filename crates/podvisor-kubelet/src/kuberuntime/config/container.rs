@@ -37,7 +37,15 @@ pub struct Instance<'a> {
     /// The container's environment, made from its `envFrom` and `env`
     /// (`podvisor_volumes::container_env`).
     pub env: &'a Environment,
+    /// The pod's hosts file, mounted at `/etc/hosts` unless the container mounts something
+    /// there itself (`None`: the runtime's own).
+    pub etc_hosts: Option<&'a Path>,
+    /// This instance's termination-message file, bound to its `terminationMessagePath`.
+    pub termination_log: Option<&'a Path>,
 }
+
+/// Where a container writes its termination message unless it says otherwise.
+pub const TERMINATION_MESSAGE_PATH: &str = "/dev/termination-log";
 
 /// Where a volume mount's volume is on the host.
 fn volume_root(
@@ -96,7 +104,12 @@ pub(crate) fn sub_paths(
 /// symlink planted in the volume would lead the runtime anywhere on the host. The runtime
 /// gets the bind `sub_paths` prepares instead. A volume filled from objects is always
 /// read-only (its files are the node's to write), as the kubelet mounts it.
-fn mounts(node: &NodeConfig, pod: &Pod, c: &Container) -> Result<Vec<Mount>, ConfigError> {
+fn mounts(
+    node: &NodeConfig,
+    pod: &Pod,
+    c: &Container,
+    (etc_hosts, termination_log): (Option<&Path>, Option<&Path>),
+) -> Result<Vec<Mount>, ConfigError> {
     let uid = PodUid::from(pod.metadata.uid.as_deref().unwrap_or(""));
     let mut out = Vec::new();
     for (index, m) in c.volume_mounts.iter().flatten().enumerate() {
@@ -116,7 +129,29 @@ fn mounts(node: &NodeConfig, pod: &Pod, c: &Container) -> Result<Vec<Mount>, Con
             ..Default::default()
         });
     }
+    let files = [
+        (etc_hosts, "/etc/hosts"),
+        (termination_log, termination_path(c)),
+    ];
+    for (host, at) in files {
+        let Some(host) = host.filter(|_| !out.iter().any(|m| m.container_path == at)) else {
+            continue;
+        };
+        out.push(Mount {
+            container_path: at.into(),
+            host_path: host.to_string_lossy().into_owned(),
+            ..Default::default()
+        });
+    }
     Ok(out)
+}
+
+/// The container's `terminationMessagePath`.
+pub(crate) fn termination_path(c: &Container) -> &str {
+    c.termination_message_path
+        .as_deref()
+        .filter(|p| !p.is_empty())
+        .unwrap_or(TERMINATION_MESSAGE_PATH)
 }
 
 fn get(m: &Option<BTreeMap<String, Quantity>>, k: &str) -> Option<String> {
@@ -167,10 +202,11 @@ fn instance_labels(node: &NodeConfig, i: &Instance) -> BTreeMap<String, String> 
     ])
 }
 
-/// The config of one container instance.
-pub fn container_config(node: &NodeConfig, i: &Instance) -> Result<ContainerConfig, ConfigError> {
+/// The annotations podvisor reads back from a container: its spec hash, attempt, backoff
+/// base, grace period and termination-message policy and file.
+fn instance_annotations(i: &Instance) -> BTreeMap<String, String> {
     let c = i.container;
-    let annotations = BTreeMap::from([
+    let mut annotations = BTreeMap::from([
         (CONTAINER_HASH.to_string(), container_hash(c)),
         (RESTART_COUNT.to_string(), i.attempt.to_string()),
         (BACKOFF_BASE.to_string(), i.backoff_base.to_string()),
@@ -178,7 +214,25 @@ pub fn container_config(node: &NodeConfig, i: &Instance) -> Result<ContainerConf
             labels::GRACE_PERIOD.to_string(),
             i.pod.spec_grace_period().seconds().to_string(),
         ),
+        (
+            labels::TERMINATION_POLICY.to_string(),
+            c.termination_message_policy
+                .clone()
+                .unwrap_or_else(|| "File".into()),
+        ),
     ]);
+    if let Some(log) = i.termination_log {
+        annotations.insert(
+            labels::TERMINATION_LOG.into(),
+            log.to_string_lossy().into_owned(),
+        );
+    }
+    annotations
+}
+
+/// The config of one container instance.
+pub fn container_config(node: &NodeConfig, i: &Instance) -> Result<ContainerConfig, ConfigError> {
+    let c = i.container;
     let envs = i
         .env
         .vars
@@ -206,9 +260,9 @@ pub fn container_config(node: &NodeConfig, i: &Instance) -> Result<ContainerConf
         args: expand(&c.args),
         working_dir: c.working_dir.clone().unwrap_or_default(),
         envs,
-        mounts: mounts(node, i.pod, c)?,
+        mounts: mounts(node, i.pod, c, (i.etc_hosts, i.termination_log))?,
         labels: instance_labels(node, i),
-        annotations,
+        annotations: instance_annotations(i),
         log_path: format!("{}/{}.log", c.name, i.attempt),
         stdin: c.stdin.unwrap_or(false),
         stdin_once: c.stdin_once.unwrap_or(false),

@@ -6,6 +6,8 @@
 
 mod backoff;
 mod container;
+mod dns;
+mod hosts;
 mod paths;
 mod sandbox;
 mod security;
@@ -18,7 +20,9 @@ use podvisor_cri::proto::DnsConfig;
 pub(crate) use backoff::{backoff_left, crash_backoff, next_attempt};
 pub(crate) use container::sub_paths;
 pub use container::{Instance, container_config};
-pub(crate) use paths::{empty_dir_path, pod_state_dir};
+pub use dns::{DnsType, dns_type, pod_dns};
+pub(crate) use hosts::{etc_hosts_path, hosts_file};
+pub(crate) use paths::{empty_dir_path, pod_state_dir, termination_log_path};
 pub use paths::{pod_log_directory, read_dns};
 pub use sandbox::sandbox_config;
 pub(crate) use security::{check_image_user, must_check_image_user};
@@ -31,8 +35,14 @@ pub struct NodeConfig {
     pub pod_log_dir: PathBuf,
     /// Per-pod state (`<uid>/volumes/...`).
     pub pod_dir: PathBuf,
-    /// DNS for pods on the pod network: the host's resolver settings.
+    /// The host's resolver settings (pods with `dnsPolicy: Default`, and `ClusterFirst`
+    /// without cluster DNS).
     pub dns: Option<DnsConfig>,
+    /// The cluster's DNS servers (the kubelet's `clusterDNS`): `ClusterFirst` pods use them.
+    pub cluster_dns: Vec<String>,
+    /// The cluster's domain (`clusterDomain`, `cluster.local`), for search domains and
+    /// hostnames.
+    pub cluster_domain: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -29,6 +29,19 @@ pub(crate) fn empty_dir_path(node: &NodeConfig, uid: &PodUid, volume: &str) -> P
         .join(volume)
 }
 
+/// The file instance `attempt` of `container` writes its termination message to.
+pub(crate) fn termination_log_path(
+    node: &NodeConfig,
+    uid: &PodUid,
+    container: &str,
+    attempt: u32,
+) -> PathBuf {
+    pod_state_dir(node, uid)
+        .join("containers")
+        .join(container)
+        .join(format!("{attempt}-termination-log"))
+}
+
 /// Where podvisor binds what the `index`-th volume mount of `container` resolved its
 /// subPath to (`subpath.rs`), as the kubelet places it.
 pub(crate) fn subpath_target(

@@ -35,22 +35,6 @@ pub(super) fn pod_labels(node: &NodeConfig, pod: &Pod) -> BTreeMap<String, Strin
     l
 }
 
-/// A pod name may have 253 characters, a hostname 64 (sethostname fails beyond): cut to
-/// 63 and drop trailing '-' and '.', as the kubelet does.
-fn pod_hostname(mut name: String) -> String {
-    if name.len() > 63 {
-        // Validated names are ASCII; the boundary search only keeps a bad one from panicking.
-        let cut = (0..=63)
-            .rev()
-            .find(|&i| name.is_char_boundary(i))
-            .unwrap_or(0);
-        name.truncate(cut);
-        let trimmed = name.trim_end_matches(['-', '.']).len();
-        name.truncate(trimmed);
-    }
-    name
-}
-
 fn port_mappings(pod: &Pod) -> Vec<PortMapping> {
     pod.containers()
         .iter()
@@ -117,10 +101,10 @@ pub fn sandbox_config(node: &NodeConfig, pod: &Pod, attempt: u32) -> PodSandboxC
         hostname: if host_net {
             String::new()
         } else {
-            pod_hostname(spec.hostname.clone().unwrap_or(name))
+            super::hosts::sandbox_hostname(node, pod)
         },
         log_directory: pod_log_directory(node, pod).to_string_lossy().into_owned(),
-        dns_config: if host_net { None } else { node.dns.clone() },
+        dns_config: super::dns::pod_dns(node, pod),
         port_mappings: port_mappings(pod),
         labels: pod_labels(node, pod),
         annotations: pod

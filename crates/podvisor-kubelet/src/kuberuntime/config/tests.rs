@@ -37,6 +37,8 @@ fn config_of(
         attempt,
         backoff_base,
         env: &env,
+        etc_hosts: None,
+        termination_log: None,
     };
     container_config(&node(), &i)
 }
@@ -51,6 +53,8 @@ fn node() -> NodeConfig {
             searches: vec![],
             options: vec![],
         }),
+        cluster_dns: Vec::new(),
+        cluster_domain: "cluster.local".into(),
     }
 }
 

@@ -15,8 +15,8 @@ use super::SandboxInfo;
 use crate::kuberuntime::actions::{CONTAINER_HASH, container_hash};
 use crate::kuberuntime::cleanup;
 use crate::kuberuntime::config::{
-    Instance, backoff_left, check_image_user, container_config, crash_backoff,
-    must_check_image_user, next_attempt, pod_log_directory,
+    Instance, backoff_left, check_image_user, container_config, crash_backoff, etc_hosts_path,
+    hosts_file, must_check_image_user, next_attempt, pod_log_directory, termination_log_path,
 };
 use crate::protocol::images::{EnsureImage, PullPolicy};
 use crate::protocol::status::{EventType, Waiting, WaitingReason};
@@ -83,6 +83,8 @@ impl CriSyncer {
             self.event(t.pod, EventType::Warning, "Failed", format!("Error: {e}"));
             CriSyncError::Volume(e)
         })?;
+        let etc_hosts = self.write_etc_hosts(t).await?;
+        let termination_log = self.termination_log(t, c, attempt).await?;
         let instance = Instance {
             pod: t.pod,
             container: c,
@@ -90,6 +92,8 @@ impl CriSyncer {
             attempt,
             backoff_base,
             env: &env,
+            etc_hosts: Some(&etc_hosts),
+            termination_log: Some(&termination_log),
         };
         let cfg = container_config(&self.node, &instance).map_err(|e| {
             config_error(waits, e.to_string());
@@ -102,6 +106,57 @@ impl CriSyncer {
             Started::Now(id) => self.post_start(t, c, &id, waits).await.map(|()| true),
             Started::Before => Ok(true),
         }
+    }
+
+    /// Writes the pod's hosts file (its addresses may have changed with a new sandbox; a
+    /// host-network pod's follows the node's own file).
+    async fn write_etc_hosts(&self, t: &Target<'_>) -> Result<std::path::PathBuf, CriSyncError> {
+        let path = etc_hosts_path(&self.node, t.pod.uid());
+        let ips: Vec<String> = t.sandbox.ip.iter().cloned().collect();
+        let host = match t.pod.host_network() {
+            true => tokio::fs::read_to_string("/etc/hosts").await.ok(),
+            false => None,
+        };
+        let text = hosts_file(&self.node, t.pod, &ips, host.as_deref());
+        if tokio::fs::read_to_string(&path).await.ok().as_deref() != Some(text.as_str()) {
+            tokio::fs::write(&path, text)
+                .await
+                .map_err(|source| CriSyncError::Io {
+                    action: "write",
+                    path: path.clone(),
+                    source,
+                })?;
+        }
+        Ok(path)
+    }
+
+    /// A fresh, empty termination-message file for this instance (writable by any user,
+    /// as the kubelet makes it); the one of two instances back goes (the last one's stays
+    /// for the previous state's message).
+    async fn termination_log(
+        &self,
+        t: &Target<'_>,
+        c: &Container,
+        attempt: u32,
+    ) -> Result<std::path::PathBuf, CriSyncError> {
+        use std::os::unix::fs::PermissionsExt;
+        let path = termination_log_path(&self.node, t.pod.uid(), &c.name, attempt);
+        if let Some(old) = attempt.checked_sub(2) {
+            let stale = termination_log_path(&self.node, t.pod.uid(), &c.name, old);
+            let _ = tokio::fs::remove_file(stale).await;
+        }
+        let io = |source| CriSyncError::Io {
+            action: "create",
+            path: path.clone(),
+            source,
+        };
+        if let Some(dir) = path.parent() {
+            tokio::fs::create_dir_all(dir).await.map_err(io)?;
+        }
+        tokio::fs::write(&path, b"").await.map_err(io)?;
+        let mode = std::fs::Permissions::from_mode(0o666);
+        tokio::fs::set_permissions(&path, mode).await.map_err(io)?;
+        Ok(path)
     }
 
     /// `runAsNonRoot` with no `runAsUser`: the image's user must not be root (the

@@ -1,0 +1,125 @@
+//! The rest of a real pod spec, honoured as the kubelet honours it, against a real agent
+//! and containerd, driven by kubectl: `dnsPolicy` and `dnsConfig` (and the node's cluster
+//! DNS for `ClusterFirst`), `hostAliases`, `hostname` and `subdomain` in the pod's
+//! `/etc/hosts` and hostname, and the termination message from the file or, with
+//! `FallbackToLogsOnError`, from the log.
+
+mod common;
+
+use std::time::Duration;
+
+use common::agent::Agent;
+use common::kubectl::Kubectl;
+use common::wait_for;
+
+const NAMES: &str = r#"apiVersion: v1
+kind: Pod
+metadata: {name: names}
+spec:
+  terminationGracePeriodSeconds: 1
+  hostname: db
+  subdomain: sts
+  setHostnameAsFQDN: true
+  dnsPolicy: None
+  dnsConfig:
+    nameservers: [192.0.2.53]
+    searches: [a.example]
+    options: [{name: ndots, value: "2"}, {name: edns0}]
+  hostAliases:
+  - {ip: 192.0.2.9, hostnames: [foo.local, bar.local]}
+  containers:
+  - name: main
+    image: localhost/podvisor/busybox:test
+    command: ["/bin/sh", "-c", "cat /etc/resolv.conf /etc/hosts; echo hostname $(hostname); echo done; sleep 3600"]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: cluster-first}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: localhost/podvisor/busybox:test
+    command: ["/bin/sh", "-c", "cat /etc/resolv.conf; echo done; sleep 3600"]
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dns_hosts_and_hostname_are_as_the_spec_and_the_node_say() {
+    let node = "[node]\ncluster_dns = [\"10.96.0.10\"]\ncluster_domain = \"example.internal\"\n";
+    let agent = Agent::start_with("pod-fields-dns", node).await;
+    let k = Kubectl::for_agent(&agent);
+    k.apply(NAMES);
+    let logs = |pod: &str| k.run(&["logs", pod]).stdout;
+    wait_for("both pods' output", Duration::from_secs(60), || {
+        logs("names").contains("done") && logs("cluster-first").contains("done")
+    })
+    .await;
+    let out = logs("names");
+    assert!(out.contains("nameserver 192.0.2.53\n"), "{out}");
+    assert!(!out.contains("nameserver 10.96.0.10"), "{out}");
+    assert!(out.contains("search a.example\n"), "{out}");
+    assert!(out.contains("options ndots:2 edns0\n"), "{out}");
+    assert!(out.contains("# Kubernetes-managed hosts file.\n"), "{out}");
+    let ip = k.jsonpath(&["pod", "names"], "{.status.podIP}");
+    let fqdn = "db.sts.default.svc.example.internal";
+    assert!(out.contains(&format!("{ip}\t{fqdn}\tdb\n")), "{out}");
+    assert!(out.contains("192.0.2.9\tfoo.local\tbar.local\n"), "{out}");
+    assert!(out.contains(&format!("hostname {fqdn}\n")), "{out}");
+
+    let out = logs("cluster-first");
+    assert!(out.contains("nameserver 10.96.0.10\n"), "{out}");
+    assert!(
+        out.contains("search default.svc.example.internal svc.example.internal example.internal"),
+        "{out}"
+    );
+    assert!(out.contains("options ndots:5"), "{out}");
+    k.ok(&["delete", "pods", "--all", "--wait=true"]);
+}
+
+const ENDINGS: &str = r#"apiVersion: v1
+kind: Pod
+metadata: {name: endings}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: file
+    image: localhost/podvisor/busybox:test
+    command: ["/bin/sh", "-c", "echo -n 'disk full' > /dev/termination-log; exit 3"]
+  - name: custom
+    image: localhost/podvisor/busybox:test
+    terminationMessagePath: /tmp/why
+    command: ["/bin/sh", "-c", "echo -n 'my own path' > /tmp/why"]
+  - name: fallback
+    image: localhost/podvisor/busybox:test
+    terminationMessagePolicy: FallbackToLogsOnError
+    command: ["/bin/sh", "-c", "echo starting; echo 'cannot connect' >&2; exit 1"]
+  - name: quiet
+    image: localhost/podvisor/busybox:test
+    terminationMessagePolicy: FallbackToLogsOnError
+    command: ["/bin/sh", "-c", "echo fine"]
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn termination_messages_come_from_the_file_or_the_log_of_a_failure() {
+    let agent = Agent::start("pod-fields-end").await;
+    let k = Kubectl::for_agent(&agent);
+    k.apply(ENDINGS);
+    wait_for("endings Failed", Duration::from_secs(60), || {
+        k.jsonpath(&["pod", "endings"], "{.status.phase}") == "Failed"
+    })
+    .await;
+    let message = |c: &str| {
+        let path =
+            format!("{{.status.containerStatuses[?(@.name==\"{c}\")].state.terminated.message}}");
+        k.jsonpath(&["pod", "endings"], &path)
+    };
+    assert_eq!(message("file"), "disk full");
+    assert_eq!(message("custom"), "my own path");
+    assert_eq!(message("fallback"), "starting\ncannot connect\n");
+    assert_eq!(
+        message("quiet"),
+        "",
+        "a success gets no message from its log"
+    );
+    k.ok(&["delete", "pod", "endings", "--wait=true"]);
+}
