@@ -123,3 +123,43 @@ async fn termination_messages_come_from_the_file_or_the_log_of_a_failure() {
     );
     k.ok(&["delete", "pod", "endings", "--wait=true"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_past_its_active_deadline_is_failed_and_stopped() {
+    let agent = Agent::start("pod-fields-deadline").await;
+    let k = Kubectl::for_agent(&agent);
+    k.apply(
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: bounded}
+spec:
+  activeDeadlineSeconds: 4
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: main, image: localhost/podvisor/busybox:test, command: ["/bin/sh", "-c", "sleep 3600"]}
+"#,
+    );
+    wait_for("bounded Running", Duration::from_secs(60), || {
+        k.jsonpath(&["pod", "bounded"], "{.status.phase}") == "Running"
+    })
+    .await;
+    let t0 = std::time::Instant::now();
+    let path = "{.status.phase} {.status.reason}";
+    wait_for("bounded Failed", Duration::from_secs(30), || {
+        k.jsonpath(&["pod", "bounded"], path) == "Failed DeadlineExceeded"
+    })
+    .await;
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    let state = "{.status.containerStatuses[0].state.terminated.reason}";
+    wait_for("its container stopped", Duration::from_secs(30), || {
+        !k.jsonpath(&["pod", "bounded"], state).is_empty()
+    })
+    .await;
+    // It stays Failed: nothing restarts it.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        k.jsonpath(&["pod", "bounded"], path),
+        "Failed DeadlineExceeded"
+    );
+    k.ok(&["delete", "pod", "bounded", "--wait=true"]);
+}

@@ -16,6 +16,7 @@ use podvisor_core::time::from_nanos as time;
 use podvisor_cri::{ContainerState, ContainerStatus, PodStatus};
 
 mod conditions;
+pub(crate) mod deadline;
 mod phase;
 pub(crate) mod probes;
 mod role;
@@ -166,7 +167,11 @@ pub(crate) fn api_status(
         .iter()
         .map(|c| container_status(&parts(c, Role::App, app_default)))
         .collect();
-    let phase = phase(pod, rt, &statuses, &inits);
+    let deadline = deadline::exceeded(pod, rt, podvisor_core::time::now_nanos());
+    let phase = match deadline {
+        true => podvisor_core::Phase::Failed,
+        false => phase(pod, rt, &statuses, &inits),
+    };
     let ips: Vec<String> = if pod.host_network() {
         Vec::new()
     } else {
@@ -179,6 +184,8 @@ pub(crate) fn api_status(
         pod_ips: (!ips.is_empty()).then(|| ips.iter().map(|ip| PodIP { ip: ip.clone() }).collect()),
         init_container_statuses: (!inits.is_empty()).then_some(inits),
         container_statuses: Some(statuses),
+        reason: deadline.then(|| deadline::REASON.to_string()),
+        message: deadline.then(|| deadline::MESSAGE.to_string()),
         qos_class: Some(podvisor_core::qos::qos_class(pod).as_str().to_string()),
         observed_generation: pod.metadata.generation,
         ..Default::default()

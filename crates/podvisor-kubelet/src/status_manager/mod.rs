@@ -26,7 +26,7 @@ use tracing::{info, warn};
 
 use crate::api_status::probes::{ProbeResults, ProbeView};
 use inputs::Inputs;
-use record::{keep_times, phase_and_ready, terminal};
+use record::{keep_times, kept_finished, phase_and_ready, terminal};
 
 use crate::protocol::cache::StatusChanged;
 use crate::protocol::probes::{ProbeChanged, ResendProbeResults};
@@ -156,7 +156,7 @@ impl StatusManager {
             // A finished pod stays finished (the kubelet's rule): its containers are removed
             // once it terminated, and a runtime status without them must not make it
             // Pending again.
-            status = done.clone();
+            status = kept_finished(done, &status);
         }
         keep_times(previous, &mut status);
         self.starts.saw(&uid, pod, previous, &status);

@@ -2,7 +2,9 @@
 //! transition times of conditions that did not change; and what the log line of a change
 //! reports (phase and readiness).
 
-use k8s_openapi::api::core::v1::PodStatus as ApiPodStatus;
+use k8s_openapi::api::core::v1::{
+    ContainerState, ContainerStateTerminated, ContainerStatus, PodStatus as ApiPodStatus,
+};
 use podvisor_core::Phase;
 
 /// A pod's start time and the transition time of every unchanged condition stay.
@@ -37,4 +39,109 @@ pub(super) fn phase_and_ready(status: Option<&ApiPodStatus>) -> (Option<&str>, b
         .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
         .is_some_and(|c| c.status == "True");
     (phase, ready)
+}
+
+/// A finished pod's status, kept when a later one would make it unfinished (its
+/// containers removed): a container it still shows unfinished takes the newer status's
+/// word if that shows it terminated, else is terminated as unknown, as the kubelet reports
+/// a container it could not find in a terminal pod.
+pub(super) fn kept_finished(done: &ApiPodStatus, newer: &ApiPodStatus) -> ApiPodStatus {
+    let mut out = done.clone();
+    let lists = [
+        (&mut out.container_statuses, &newer.container_statuses),
+        (
+            &mut out.init_container_statuses,
+            &newer.init_container_statuses,
+        ),
+    ];
+    for (list, newer) in lists {
+        for c in list.iter_mut().flatten() {
+            if c.state.as_ref().is_some_and(|s| s.terminated.is_some()) {
+                continue;
+            }
+            let found = newer.iter().flatten().find(|n| {
+                n.name == c.name && n.state.as_ref().is_some_and(|s| s.terminated.is_some())
+            });
+            match found {
+                Some(n) => *c = n.clone(),
+                None => unknown(c),
+            }
+        }
+    }
+    out
+}
+
+fn unknown(c: &mut ContainerStatus) {
+    c.ready = false;
+    c.started = Some(false);
+    c.state = Some(ContainerState {
+        terminated: Some(ContainerStateTerminated {
+            exit_code: 137,
+            reason: Some("ContainerStatusUnknown".into()),
+            message: Some("The container could not be located when the pod was terminated".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(phase: &str, containers: serde_json::Value) -> ApiPodStatus {
+        serde_json::from_value(serde_json::json!({"phase": phase, "containerStatuses": containers}))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_kept_finished_status_shows_no_container_running() {
+        let done = status(
+            "Failed",
+            serde_json::json!([
+                {"name": "a", "image": "i", "imageID": "", "ready": true, "restartCount": 0,
+                 "state": {"running": {}}},
+                {"name": "b", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+                 "state": {"terminated": {"exitCode": 2}}}
+            ]),
+        );
+        let kept = kept_finished(&done, &status("Pending", serde_json::json!([])));
+        let a = &kept.container_statuses.as_ref().unwrap()[0];
+        let t = a.state.as_ref().unwrap().terminated.as_ref().unwrap();
+        assert_eq!(
+            (t.exit_code, t.reason.as_deref()),
+            (137, Some("ContainerStatusUnknown"))
+        );
+        assert!(!a.ready);
+        let b = &kept.container_statuses.as_ref().unwrap()[1];
+        assert_eq!(
+            b.state
+                .as_ref()
+                .unwrap()
+                .terminated
+                .as_ref()
+                .unwrap()
+                .exit_code,
+            2
+        );
+        let newer = status(
+            "Failed",
+            serde_json::json!([
+                {"name": "a", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+                 "state": {"terminated": {"exitCode": 143}}}
+            ]),
+        );
+        let kept = kept_finished(&done, &newer);
+        let a = &kept.container_statuses.as_ref().unwrap()[0];
+        assert_eq!(
+            a.state
+                .as_ref()
+                .unwrap()
+                .terminated
+                .as_ref()
+                .unwrap()
+                .exit_code,
+            143
+        );
+    }
 }

@@ -15,19 +15,18 @@ use podvisor_probe::Verdicts;
 use tracing::{debug, info, warn};
 
 use super::actions::{ContainerKill, PodActions, Step, compute_pod_actions};
-use super::config::{ConfigError, NodeConfig, backoff_left};
+use super::config::{ConfigError, NodeConfig};
+use crate::api_status::deadline;
 mod verbs;
 
 use crate::protocol::images::{EnsureImage, ImageError};
 use crate::protocol::probes::{EndProbes, ProbesEnd, SyncProbes};
-use crate::protocol::status::{
-    EventType, PodSynced, PodTerminated, RecordEvent, Waiting, WaitingReason,
-};
+use crate::protocol::status::{EventType, PodSynced, PodTerminated, RecordEvent, Waiting};
 use crate::protocol::sync::SyncOutcome;
 use crate::protocol::sync::{PodSyncer, SyncContext, SyncError, Termination};
 use crate::protocol::updates::UpdateType;
 pub use verbs::PodObjects;
-use verbs::{Stop, Target, Waits, pod_ip, running_of, running_of_listing};
+use verbs::{Stop, Target, Waits, backoff_ends_in, pod_ip, running_of, running_of_listing};
 
 /// What the CRI syncer's own steps can fail with (the runtime's calls fail with
 /// `CriError`); reported to the pod workers as `SyncError::Other`.
@@ -324,14 +323,21 @@ impl PodSyncer for CriSyncer {
         }
         let verdicts = self.verdicts(pod).await;
         let actions = compute_pod_actions(pod, status, &verdicts);
+        // A pod with an active deadline is synced again when it comes.
+        let deadline = deadline::left(pod, status, podvisor_core::time::now_nanos());
         if actions.is_noop() {
             self.report(pod, HashMap::new());
-            return Ok(SyncOutcome::default());
+            return Ok(SyncOutcome {
+                recheck_in: deadline,
+                ..SyncOutcome::default()
+            });
         }
         debug!(pod_uid = %pod.uid(), ?actions, "syncing pod");
         // Allocated only now: most syncs find nothing to do, and the future of what they
         // may do is some 10 KiB (tests/syncer.rs).
-        Box::pin(self.act(pod, status, &actions)).await
+        let mut outcome = Box::pin(self.act(pod, status, &actions)).await?;
+        outcome.recheck_in = deadline::sooner(outcome.recheck_in, deadline);
+        Ok(outcome)
     }
 
     async fn sync_terminating_pod(
@@ -377,16 +383,6 @@ impl PodSyncer for CriSyncer {
         info!(pod_uid = %pod.uid(), "pod cleaned up");
         Ok(())
     }
-}
-
-/// The soonest end of a crash-loop backoff a container of the pod waits out.
-fn backoff_ends_in(status: &PodStatus, waits: &Waits) -> Option<std::time::Duration> {
-    let now = podvisor_core::time::now_nanos();
-    waits
-        .iter()
-        .filter(|(_, w)| w.reason == WaitingReason::CrashLoopBackOff)
-        .filter_map(|(name, _)| backoff_left(status.container(name)?, now))
-        .min()
 }
 
 fn phase_of(status: &k8s_openapi::api::core::v1::PodStatus) -> Option<podvisor_core::Phase> {

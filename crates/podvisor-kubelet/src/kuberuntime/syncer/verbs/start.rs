@@ -40,6 +40,16 @@ pub(crate) struct Target<'a> {
     pub sandbox: &'a SandboxInfo,
 }
 
+/// The soonest end of a crash-loop backoff a container of the pod waits out.
+pub(crate) fn backoff_ends_in(status: &PodStatus, waits: &Waits) -> Option<std::time::Duration> {
+    let now = podvisor_core::time::now_nanos();
+    waits
+        .iter()
+        .filter(|(_, w)| w.reason == WaitingReason::CrashLoopBackOff)
+        .filter_map(|(name, _)| backoff_left(status.container(name)?, now))
+        .min()
+}
+
 fn wait(waits: &mut Waits, c: &Container, reason: WaitingReason, message: String) {
     waits.insert(c.name.clone(), Waiting::new(reason, message));
 }
