@@ -242,3 +242,33 @@ spec:
         r.stderr
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_root_container_reads_its_secret_through_fs_group() {
+    let agent = Agent::start("pod-objects-group").await;
+    let k = Kubectl::for_agent(&agent);
+    k.apply(OBJECTS);
+    k.apply(
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: grouped}
+spec:
+  terminationGracePeriodSeconds: 1
+  securityContext: {runAsUser: 1000, runAsGroup: 1000, fsGroup: 2000}
+  volumes:
+  - {name: creds, secret: {secretName: creds, defaultMode: 0400}}
+  containers:
+  - name: main
+    image: localhost/podvisor/busybox:test
+    volumeMounts: [{name: creds, mountPath: /etc/creds}]
+    command: ["/bin/sh", "-c", "echo \"read $(cat /etc/creds/PASSWORD) as $(id -u)\"; sleep 3600"]
+"#,
+    );
+    wait_for("the secret read", Duration::from_secs(60), || {
+        k.run(&["logs", "grouped"])
+            .stdout
+            .contains("read hunter2 as 1000")
+    })
+    .await;
+    k.ok(&["delete", "pod", "grouped", "--wait=true"]);
+}

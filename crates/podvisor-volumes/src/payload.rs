@@ -17,6 +17,8 @@ pub const DEFAULT_MODE: u32 = 0o644;
 pub struct FileProjection {
     pub data: Vec<u8>,
     pub mode: u32,
+    /// The group the file is given (the pod's `fsGroup`), if any.
+    pub group: Option<u32>,
 }
 
 /// A volume's files by their path inside the volume.
@@ -75,6 +77,7 @@ pub(crate) fn keys_payload(
                 let file = FileProjection {
                     data: v.clone(),
                     mode: default_mode,
+                    group: None,
                 };
                 (k.clone(), file)
             })
@@ -94,10 +97,21 @@ pub(crate) fn keys_payload(
         let file = FileProjection {
             data: v.clone(),
             mode: mode(item.mode, default_mode),
+            group: None,
         };
         out.insert(item.path.clone(), file);
     }
     Ok(out)
+}
+
+/// With an `fsGroup`, every file belongs to it and its members may read it (the kubelet's
+/// ownership change for a read-only volume: group, and `0440` added to the mode).
+pub(crate) fn with_group(payload: &mut Payload, fs_group: Option<u32>) {
+    let Some(gid) = fs_group else { return };
+    for f in payload.values_mut() {
+        f.group = Some(gid);
+        f.mode |= 0o440;
+    }
 }
 
 /// Adds `more` to `into`; a path given twice is an error (a projected volume's sources
@@ -216,6 +230,7 @@ mod tests {
         let f = FileProjection {
             data: vec![],
             mode: 0,
+            group: None,
         };
         let mut p = Payload::from([("x".to_string(), f.clone())]);
         assert!(merge(&mut p, Payload::from([("y".to_string(), f.clone())])).is_ok());

@@ -9,7 +9,7 @@ use rustix::mount::{MountFlags, mount};
 
 use crate::downward::PodFacts;
 use crate::error::VolumeError;
-use crate::payload::Payload;
+use crate::payload::{Payload, with_group};
 use crate::source::ObjectSource;
 use crate::volumes::{in_memory, payload, volume_dir};
 use crate::writer;
@@ -46,6 +46,11 @@ pub fn prepare_dir(dir: &Path, memory: Option<u32>, size: Option<u64>) -> Result
     .map_err(|e| VolumeError::io("mount a tmpfs on", dir, e.into()))
 }
 
+fn fs_group(f: &PodFacts) -> Option<u32> {
+    let sc = f.pod.spec.as_ref()?.security_context.as_ref()?;
+    u32::try_from(sc.fs_group?).ok()
+}
+
 fn set_up_before(dir: &Path) -> bool {
     std::fs::symlink_metadata(dir.join("..data")).is_ok()
 }
@@ -65,7 +70,7 @@ pub async fn set_up(
         let Some(dir) = volume_dir(volumes_dir, v) else {
             continue;
         };
-        let p = match payload(source, f, v).await {
+        let mut p = match payload(source, f, v).await {
             Ok(p) => p.unwrap_or_default(),
             // The API is away and the volume was set up before: it keeps what it holds
             // (a restarted container finds its files), and is brought up to date later.
@@ -75,6 +80,7 @@ pub async fn set_up(
             }
             Err(e) => return Err(e.in_volume(&v.name)),
         };
+        with_group(&mut p, fs_group(f));
         work.push((v.name.clone(), dir, in_memory(v), p));
     }
     if work.is_empty() {

@@ -156,6 +156,7 @@ fn downward(
         let file = FileProjection {
             data: value.into_bytes(),
             mode: mode(item.mode, default_mode),
+            group: None,
         };
         out.insert(item.path.clone(), file);
     }
@@ -186,6 +187,7 @@ async fn projected(
             let file = FileProjection {
                 data: token.into_bytes(),
                 mode: default_mode,
+                group: None,
             };
             Payload::from([(t.path.clone(), file)])
         } else {

@@ -42,8 +42,13 @@ fn visible(payload: &Payload) -> BTreeSet<String> {
 fn holds(dir: &Path, payload: &Payload) -> bool {
     let same = payload.iter().all(|(p, f)| {
         let path = dir.join(p);
-        let mode = fs::metadata(&path).map(|m| m.permissions().mode() & 0o7777);
-        mode.is_ok_and(|m| m == f.mode) && fs::read(&path).is_ok_and(|d| d == f.data)
+        let meta = fs::metadata(&path);
+        let same_group = |m: &fs::Metadata| {
+            f.group
+                .is_none_or(|g| std::os::unix::fs::MetadataExt::gid(m) == g)
+        };
+        meta.is_ok_and(|m| m.permissions().mode() & 0o7777 == f.mode && same_group(&m))
+            && fs::read(&path).is_ok_and(|d| d == f.data)
     });
     same && count_files(dir) == payload.len()
 }
@@ -83,6 +88,10 @@ fn write_version(dir: &Path, payload: &Payload) -> Result<(), VolumeError> {
         fs::write(&path, &f.data).map_err(io("write", &path))?;
         fs::set_permissions(&path, fs::Permissions::from_mode(f.mode))
             .map_err(io("set the mode of", &path))?;
+        if let Some(gid) = f.group {
+            std::os::unix::fs::chown(&path, None, Some(gid))
+                .map_err(io("set the group of", &path))?;
+        }
     }
     Ok(())
 }

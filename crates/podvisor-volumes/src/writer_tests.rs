@@ -14,6 +14,7 @@ fn file(data: &str, mode: u32) -> FileProjection {
     FileProjection {
         data: data.as_bytes().to_vec(),
         mode,
+        group: None,
     }
 }
 
@@ -93,5 +94,23 @@ fn paths_outside_the_volume_are_refused() {
     }
     assert!(check_path("a/b.c").is_ok());
     assert!(check_path("dir/..x").is_ok());
+    fs::remove_dir_all(d).unwrap();
+}
+
+#[test]
+fn a_group_is_given_and_a_group_change_is_a_change() {
+    use std::os::unix::fs::MetadataExt;
+    let d = dir("group");
+    let mut p = Payload::from([("a".to_string(), file("1", 0o400))]);
+    crate::payload::with_group(&mut p, Some(4321));
+    assert!(write(&d, &p).unwrap());
+    let meta = fs::metadata(d.join("a")).unwrap();
+    assert_eq!(
+        (meta.gid(), meta.permissions().mode() & 0o777),
+        (4321, 0o440)
+    );
+    assert!(!write(&d, &p).unwrap());
+    crate::payload::with_group(&mut p, Some(4322));
+    assert!(write(&d, &p).unwrap());
     fs::remove_dir_all(d).unwrap();
 }

@@ -2,6 +2,10 @@
 //! field paths and error kinds, so a refusal names the field and the reason the way the
 //! API server would.
 
+#[cfg(test)]
+mod coverage_fields;
+#[cfg(test)]
+mod coverage_tests;
 mod dns;
 pub mod field;
 mod lifecycle;
@@ -9,6 +13,7 @@ pub mod names;
 mod pod;
 mod restart;
 pub mod security;
+mod unsupported;
 mod volumes;
 
 pub use field::{FieldError, FieldErrorKind, FieldErrors, FieldPath};

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, VolumeMount};
 
 use super::field::{FieldError, FieldErrors, FieldPath};
 use super::lifecycle::{self, Role};
-use super::{dns, names, restart, security, volumes};
+use super::{dns, names, restart, security, unsupported, volumes};
 use crate::grace::GracePeriod;
 use crate::phase::RestartPolicy;
 use crate::quantity;
@@ -86,6 +86,7 @@ fn validate_spec(spec: &PodSpec, path: &FieldPath, errs: &mut FieldErrors) {
     }
     security::validate_pod(spec, path, errs);
     dns::validate(spec, path, errs);
+    unsupported::validate_spec(spec, path, errs);
     validate_containers(spec, path, &volumes, errs);
 }
 
@@ -154,6 +155,23 @@ fn validate_container(
         }
     }
     validate_resources(c, &path.child("resources"), errs);
+    validate_termination(c, path, errs);
+    unsupported::validate_container(c, path, errs);
+    let privileged = c.security_context.as_ref().and_then(|s| s.privileged) == Some(true);
+    for (i, m) in c.volume_mounts.iter().flatten().enumerate() {
+        let at = path.child("volumeMounts").index(i);
+        validate_mount(m, &at, volumes, errs);
+        unsupported::validate_mount(m, privileged, &at, errs);
+    }
+    for (i, e) in c.env.iter().flatten().enumerate() {
+        volumes::validate_env(e, &path.child("env").index(i), errs);
+    }
+    for (i, e) in c.env_from.iter().flatten().enumerate() {
+        volumes::validate_env_from(e, &path.child("envFrom").index(i), errs);
+    }
+}
+
+fn validate_termination(c: &Container, path: &FieldPath, errs: &mut FieldErrors) {
     const POLICIES: [&str; 2] = ["File", "FallbackToLogsOnError"];
     if let Some(p) = c.termination_message_policy.as_deref()
         && !POLICIES.contains(&p)
@@ -166,15 +184,6 @@ fn validate_container(
     {
         let at = path.child("terminationMessagePath");
         errs.push(FieldError::invalid(&at, p, "must be an absolute path"));
-    }
-    for (i, m) in c.volume_mounts.iter().flatten().enumerate() {
-        validate_mount(m, &path.child("volumeMounts").index(i), volumes, errs);
-    }
-    for (i, e) in c.env.iter().flatten().enumerate() {
-        volumes::validate_env(e, &path.child("env").index(i), errs);
-    }
-    for (i, e) in c.env_from.iter().flatten().enumerate() {
-        volumes::validate_env_from(e, &path.child("envFrom").index(i), errs);
     }
 }
 

@@ -11,7 +11,7 @@ use podvisor_core::{PodExt, PodUid, quantity};
 use podvisor_cri::labels;
 use podvisor_cri::proto::{
     ContainerConfig, ContainerMetadata, ImageSpec, KeyValue, LinuxContainerConfig,
-    LinuxContainerResources, Mount,
+    LinuxContainerResources, Mount, MountPropagation,
 };
 use podvisor_volumes::{Environment, volume_dir};
 
@@ -74,6 +74,15 @@ fn volume_root(
     }
 }
 
+/// `mountPropagation` as CRI names it (validation allows only these three).
+fn propagation(m: &VolumeMount) -> MountPropagation {
+    match m.mount_propagation.as_deref() {
+        Some("HostToContainer") => MountPropagation::PropagationHostToContainer,
+        Some("Bidirectional") => MountPropagation::PropagationBidirectional,
+        _ => MountPropagation::PropagationPrivate,
+    }
+}
+
 fn sub_path(m: &VolumeMount) -> Option<&str> {
     m.sub_path.as_deref().filter(|s| !s.is_empty())
 }
@@ -126,6 +135,7 @@ fn mounts(
             container_path: m.mount_path.clone(),
             host_path: host.to_string_lossy().into_owned(),
             readonly: m.read_only.unwrap_or(false) || filled,
+            propagation: propagation(m) as i32,
             ..Default::default()
         });
     }

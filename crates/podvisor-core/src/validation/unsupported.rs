@@ -1,0 +1,129 @@
+//! Pod fields podvisor cannot honour, each refused with the reason, so none is silently
+//! ignored (`coverage_tests.rs` classifies every field of the pod's types and fails on a
+//! new one).
+
+use k8s_openapi::api::core::v1::{Container, PodSpec, VolumeMount};
+
+use super::field::{FieldError, FieldErrors, FieldPath};
+
+fn refuse(set: bool, at: FieldPath, why: &str, errs: &mut FieldErrors) {
+    if set {
+        errs.push(FieldError::forbidden(&at, why));
+    }
+}
+
+fn non_empty<T>(v: Option<&Vec<T>>) -> bool {
+    v.is_some_and(|v| !v.is_empty())
+}
+
+pub(super) fn validate_spec(spec: &PodSpec, path: &FieldPath, errs: &mut FieldErrors) {
+    let fields: [(bool, &str, &str); 7] = [
+        (
+            non_empty(spec.ephemeral_containers.as_ref()),
+            "ephemeralContainers",
+            "podvisor does not run ephemeral containers",
+        ),
+        (
+            spec.hostname_override.is_some(),
+            "hostnameOverride",
+            "podvisor does not override a pod's hostname",
+        ),
+        (
+            non_empty(spec.image_pull_secrets.as_ref()),
+            "imagePullSecrets",
+            "podvisor does not pull with registry credentials yet",
+        ),
+        (
+            spec.overhead.as_ref().is_some_and(|o| !o.is_empty()),
+            "overhead",
+            "podvisor has no RuntimeClasses and does not account pod overhead",
+        ),
+        (
+            non_empty(spec.resource_claims.as_ref()),
+            "resourceClaims",
+            "podvisor does not allocate dynamic resources",
+        ),
+        (
+            spec.resources.is_some(),
+            "resources",
+            "podvisor sizes containers, not pods: set each container's resources",
+        ),
+        (
+            spec.runtime_class_name
+                .as_deref()
+                .is_some_and(|r| !r.is_empty()),
+            "runtimeClassName",
+            "podvisor runs every pod with the runtime's default handler",
+        ),
+    ];
+    for (set, field, why) in fields {
+        refuse(set, path.child(field), why, errs);
+    }
+    if let Some(os) = spec.os.as_ref().filter(|os| os.name != "linux") {
+        errs.push(FieldError::not_supported(
+            &path.child("os").child("name"),
+            &os.name,
+            &["linux"],
+        ));
+    }
+}
+
+pub(super) fn validate_container(c: &Container, path: &FieldPath, errs: &mut FieldErrors) {
+    let claims = c.resources.as_ref().and_then(|r| r.claims.as_ref());
+    let fields: [(bool, FieldPath, &str); 3] = [
+        (
+            non_empty(c.resize_policy.as_ref()),
+            path.child("resizePolicy"),
+            "podvisor does not resize containers in place",
+        ),
+        (
+            non_empty(claims),
+            path.child("resources").child("claims"),
+            "podvisor does not allocate dynamic resources",
+        ),
+        (
+            non_empty(c.volume_devices.as_ref()),
+            path.child("volumeDevices"),
+            "podvisor does not attach block devices",
+        ),
+    ];
+    for (set, at, why) in fields {
+        refuse(set, at, why, errs);
+    }
+}
+
+const PROPAGATION: [&str; 3] = ["None", "HostToContainer", "Bidirectional"];
+const RECURSIVE: [&str; 3] = ["Disabled", "IfPossible", "Enabled"];
+
+pub(super) fn validate_mount(
+    m: &VolumeMount,
+    privileged: bool,
+    path: &FieldPath,
+    errs: &mut FieldErrors,
+) {
+    if let Some(p) = m.mount_propagation.as_deref() {
+        let at = path.child("mountPropagation");
+        if !PROPAGATION.contains(&p) {
+            errs.push(FieldError::not_supported(&at, p, &PROPAGATION));
+        } else if p == "Bidirectional" && !privileged {
+            errs.push(FieldError::forbidden(
+                &at,
+                "Bidirectional mount propagation is available only to privileged containers",
+            ));
+        }
+    }
+    match m.recursive_read_only.as_deref() {
+        None | Some("Disabled" | "IfPossible") => {}
+        Some("Enabled") => errs.push(FieldError::forbidden(
+            &path.child("recursiveReadOnly"),
+            "podvisor does not make recursively read-only mounts (IfPossible falls back to read-only)",
+        )),
+        Some(other) => errs.push(FieldError::not_supported(&path.child("recursiveReadOnly"), other, &RECURSIVE)),
+    }
+    refuse(
+        m.sub_path_expr.as_deref().is_some_and(|s| !s.is_empty()),
+        path.child("subPathExpr"),
+        "podvisor does not expand subPathExpr: use subPath",
+        errs,
+    );
+}
