@@ -341,10 +341,14 @@ async fn bridge_pods_get_an_ip_and_host_network_pods_the_node_s() {
             running(p, "c")
         })
         .await;
-    // As the kubelet reports it: a host-network pod's IP is the node's.
+    // As the kubelet reports it: a host-network pod's IP is the node's address.
     let status = host.status.unwrap();
     assert_eq!(status.pod_ip, status.host_ip);
-    assert_eq!(status.host_ip.as_deref(), Some("127.0.0.1"));
+    let internal = r#"{.status.addresses[?(@.type=="InternalIP")].address}"#;
+    let k = common::kubectl::Kubectl::for_agent(&agent);
+    let address = k.jsonpath(&["node", &agent.node], internal);
+    assert_eq!(status.host_ip.as_deref(), Some(address.as_str()));
+    assert!(address.parse::<std::net::IpAddr>().is_ok(), "{address:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

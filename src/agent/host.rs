@@ -24,6 +24,21 @@ fn memory_bytes() -> i64 {
         .map_or(i64::MAX, |kb| kb * 1024)
 }
 
+/// The node's address: configured, else the one the default route leaves by (a UDP
+/// socket's route lookup; nothing is sent), else loopback.
+pub(crate) fn address(c: &AgentConfig) -> std::net::IpAddr {
+    use std::net::{IpAddr, Ipv4Addr, UdpSocket};
+    let routed = || {
+        let s = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).ok()?;
+        s.connect((Ipv4Addr::new(8, 8, 8, 8), 53)).ok()?;
+        Some(s.local_addr().ok()?.ip()).filter(|ip| !ip.is_unspecified())
+    };
+    c.node
+        .address
+        .or_else(routed)
+        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
+}
+
 /// What pods may take: the configured quantities, else the whole machine.
 pub(crate) fn allocatable(c: &AgentConfig) -> anyhow::Result<Allocatable> {
     let cpu = c.allocatable.cpu.as_deref();
@@ -52,6 +67,7 @@ pub(crate) fn facts(
 ) -> NodeFacts {
     NodeFacts {
         name: node_name.to_string(),
+        address: address(cfg).to_string(),
         cpu_milli: cpu_milli(),
         memory_bytes: memory_bytes(),
         pods: cfg.allocatable.pods,

@@ -131,6 +131,7 @@ async fn serve(cfg: AgentConfig) -> anyhow::Result<()> {
         runtime_version,
         metrics: metrics.clone(),
         cluster,
+        address: host::address(&cfg),
     };
     let node_name = ground.node_name.clone();
     let registry = Registry::new();

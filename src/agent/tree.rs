@@ -35,6 +35,8 @@ pub(crate) struct Ground {
     pub metrics: Metrics,
     /// The cluster this node has joined, if any.
     pub cluster: node::Cluster,
+    /// The node's address (`host::address`).
+    pub address: std::net::IpAddr,
 }
 
 /// The assembled tree: its children in start order, and the handles the servers read.
@@ -87,7 +89,7 @@ fn pod_objects(store: &ActorRef<StoreActor>, g: &Ground) -> PodObjects {
         source,
         allocatable: g.allocatable,
         // The address the Node reports (`podvisor_node::node::NodeFacts`).
-        host_ip: Some("127.0.0.1".into()),
+        host_ip: Some(g.address.to_string()),
     }
 }
 

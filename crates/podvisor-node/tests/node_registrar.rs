@@ -18,6 +18,7 @@ use serde_json::Value;
 fn facts() -> NodeFacts {
     NodeFacts {
         name: "n1".into(),
+        address: "192.0.2.7".into(),
         cpu_milli: 2000,
         memory_bytes: 1 << 30,
         pods: 110,

@@ -153,6 +153,9 @@ pub struct NodeSection {
     pub cluster_dns: Vec<String>,
     /// The cluster's domain, as the kubelet's `clusterDomain`.
     pub cluster_domain: String,
+    /// The node's address (the Node's `InternalIP`, pods' `hostIP`), as the kubelet's
+    /// `--node-ip`; unset: the address the default route leaves by, else 127.0.0.1.
+    pub address: Option<std::net::IpAddr>,
 }
 
 impl Default for NodeSection {
@@ -161,6 +164,7 @@ impl Default for NodeSection {
             taints: Vec::new(),
             cluster_dns: Vec::new(),
             cluster_domain: "cluster.local".into(),
+            address: None,
         }
     }
 }

@@ -10,6 +10,8 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 #[derive(Debug, Clone)]
 pub struct NodeFacts {
     pub name: String,
+    /// The node's address (`InternalIP`).
+    pub address: String,
     pub cpu_milli: i64,
     pub memory_bytes: i64,
     pub pods: usize,
@@ -89,7 +91,7 @@ impl NodeFacts {
             )),
             addresses: Some(vec![
                 address("Hostname", hostname()),
-                address("InternalIP", "127.0.0.1".into()),
+                address("InternalIP", self.address.clone()),
             ]),
             daemon_endpoints: Some(NodeDaemonEndpoints {
                 kubelet_endpoint: Some(DaemonEndpoint { port: 0 }),

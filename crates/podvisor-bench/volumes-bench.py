@@ -1,0 +1,125 @@
+"""volumes-bench: what ConfigMap and Secret volumes cost a pod's start, through a real client
+(the Python `kubernetes` package) against podvisor's own API, side by side in one run:
+  - create → Running with 0 volumes and with 5 (3 ConfigMaps, 2 Secrets, one envFrom), one
+    at a time and N at once;
+  - the agent's RSS with 1,000 ConfigMaps and Secrets stored (500 each, 1 KiB of data).
+
+VOLUMES_BENCH_SCALE (default 1) divides every count: 25 gives the smoke run CI makes.
+Run it with crates/podvisor-bench/volumes-bench, which starts an agent of its own.
+"""
+
+import os
+import sys
+import threading
+import time
+
+from kubernetes import client, config, watch
+
+state_dir, pid = sys.argv[1], int(sys.argv[2])
+config.load_kube_config(config_file=os.path.join(state_dir, "kubeconfig"))
+core = client.CoreV1Api()
+IMAGE = "localhost/podvisor/busybox:test"
+SCALE = max(1, int(os.environ.get("VOLUMES_BENCH_SCALE", "1")))
+
+
+def n(count):
+    return max(2, count // SCALE)
+
+
+def rss():
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS"):
+            return int(line.split()[1]) / 1024
+
+
+def pct(v, q):
+    v = sorted(v)
+    return v[min(len(v) - 1, max(0, int(q * len(v) + 0.999) - 1))] * 1000
+
+
+def row(name, v):
+    print(f"| {name} | {len(v)} | {pct(v, .5):.0f} | {pct(v, .99):.0f} |")
+
+
+def objects():
+    for i in range(3):
+        core.create_namespaced_config_map("default", client.V1ConfigMap(
+            metadata=client.V1ObjectMeta(name=f"cm-{i}"), data={"k": "v" * 100, "K": "x"}))
+    for i in range(2):
+        core.create_namespaced_secret("default", client.V1Secret(
+            metadata=client.V1ObjectMeta(name=f"s-{i}"), string_data={"k": "secret"}))
+
+
+def pod(name, volumes):
+    spec = {"terminationGracePeriodSeconds": 0, "containers": [{
+        "name": "main", "image": IMAGE, "command": ["/bin/sh", "-c", "sleep 3600"]}]}
+    if volumes:
+        spec["volumes"] = [{"name": f"cm{i}", "configMap": {"name": f"cm-{i}"}} for i in range(3)] + \
+            [{"name": f"s{i}", "secret": {"secretName": f"s-{i}"}} for i in range(2)]
+        spec["containers"][0]["volumeMounts"] = [{"name": v["name"], "mountPath": f"/v/{v['name']}"}
+                                                 for v in spec["volumes"]]
+        spec["containers"][0]["envFrom"] = [{"configMapRef": {"name": "cm-0"}}]
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+def wait_running(names, timeout=300):
+    left, seen = set(names), {}
+    w = watch.Watch()
+    for ev in w.stream(core.list_namespaced_pod, "default", timeout_seconds=timeout):
+        o = ev["object"]
+        if o.metadata.name in left and o.status and o.status.phase == "Running":
+            seen[o.metadata.name] = time.perf_counter()
+            left.discard(o.metadata.name)
+            if not left:
+                w.stop()
+    return seen
+
+
+def delete_all():
+    for p in core.list_namespaced_pod("default").items:
+        core.delete_namespaced_pod(p.metadata.name, "default", grace_period_seconds=0)
+    while core.list_namespaced_pod("default").items:
+        time.sleep(0.2)
+
+
+def one_at_a_time(volumes, count):
+    out = []
+    for i in range(count):
+        name = f"one-{int(volumes)}-{i}"
+        t0 = time.perf_counter()
+        core.create_namespaced_pod("default", pod(name, volumes))
+        out.append(wait_running([name])[name] - t0)
+    delete_all()
+    return out
+
+
+def at_once(volumes, count):
+    names = [f"many-{int(volumes)}-{i}" for i in range(count)]
+    done = {}
+    t = threading.Thread(target=lambda: done.update(wait_running(names)))
+    t.start()
+    time.sleep(0.5)
+    t0 = time.perf_counter()
+    for name in names:
+        core.create_namespaced_pod("default", pod(name, volumes))
+    t.join()
+    delete_all()
+    return [done[name] - t0 for name in names]
+
+
+objects()
+print("| create → Running | pods | p50 ms | p99 ms |\n|---|---:|---:|---:|")
+for volumes in (False, True):
+    row(f"{5 if volumes else 0} volumes, one at a time", one_at_a_time(volumes, n(20)))
+for volumes in (False, True):
+    row(f"{5 if volumes else 0} volumes, {n(50)} at once", at_once(volumes, n(50)))
+
+r0 = rss()
+for i in range(n(500)):
+    core.create_namespaced_config_map("default", client.V1ConfigMap(
+        metadata=client.V1ObjectMeta(name=f"bulk-{i}"), data={"k": "c" * 1024}))
+    core.create_namespaced_secret("default", client.V1Secret(
+        metadata=client.V1ObjectMeta(name=f"bulk-{i}"), string_data={"k": "s" * 1024}))
+time.sleep(2)
+r1 = rss()
+print(f"\nagent RSS: {r0:.1f} MiB before, {r1:.1f} MiB with {2 * n(500)} ConfigMaps and Secrets stored (+{r1 - r0:.1f} MiB)")
