@@ -9,13 +9,14 @@ Run it with crates/podvisor-bench/volumes-bench, which starts an agent of its ow
 """
 
 import os
+import subprocess
 import sys
 import threading
 import time
 
 from kubernetes import client, config, watch
 
-state_dir, pid = sys.argv[1], int(sys.argv[2])
+state_dir, pid, sock, node = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 config.load_kube_config(config_file=os.path.join(state_dir, "kubeconfig"))
 core = client.CoreV1Api()
 IMAGE = "localhost/podvisor/busybox:test"
@@ -75,10 +76,19 @@ def wait_running(names, timeout=300):
     return seen
 
 
+def owned_containers():
+    out = subprocess.run(["ctr", "--address", sock, "-n", "k8s.io", "containers", "ls", "-q",
+                          f'labels."podvisor.io/managed-by"=={node}'], capture_output=True, text=True)
+    return out.stdout.split()
+
+
 def delete_all():
+    """Every pod gone from the API and from the runtime: a round never competes with the
+    teardown of the one before."""
     for p in core.list_namespaced_pod("default").items:
         core.delete_namespaced_pod(p.metadata.name, "default", grace_period_seconds=0)
-    while core.list_namespaced_pod("default").items:
+    deadline = time.time() + 120
+    while (core.list_namespaced_pod("default").items or owned_containers()) and time.time() < deadline:
         time.sleep(0.2)
 
 
