@@ -319,6 +319,7 @@ spec:
       echo "ca $(head -n 1 $sa/ca.crt)"
       echo "namespace $(cat $sa/namespace)"
       echo "greeting $(cat /etc/conf/greeting) PW=$PW"
+      echo "api $KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT"
       sleep 3600
 "#;
 
@@ -353,13 +354,24 @@ async fn a_default_pod_runs_with_its_token_and_the_cluster_s_configmaps_and_secr
     let local = Kubectl::for_agent(&agent);
     let logs = eventually("the reader's lines", MINUTE, || async {
         let out = local.run(&["logs", "reader", "-n", &ns]).stdout;
-        out.contains("greeting").then_some(out)
+        out.contains("api ").then_some(out)
     })
     .await;
     assert!(logs.contains("token parts 3"), "{logs}");
     assert!(logs.contains("ca -----BEGIN CERTIFICATE-----"), "{logs}");
     assert!(logs.contains(&format!("namespace {ns}")), "{logs}");
     assert!(logs.contains("greeting hello PW=hunter2"), "{logs}");
+    // In-cluster clients find the API server by the `kubernetes` Service's variables.
+    let ip = admin.jsonpath(
+        &["service", "kubernetes", "-n", "default"],
+        "{.spec.clusterIP}",
+    );
+    let port = admin.jsonpath(
+        &["service", "kubernetes", "-n", "default"],
+        "{.spec.ports[0].port}",
+    );
+    assert!(!ip.is_empty());
+    assert!(logs.contains(&format!("api {ip}:{port}\n")), "{logs}");
 
     // The token is the pod's: the cluster authenticates it as the namespace's default
     // account, bound to this pod.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use podvisor_actors::{ActorRef, ChildSpec, Registry};
 use podvisor_client::Client;
-use podvisor_cluster::ClusterTokens;
+use podvisor_cluster::{ClusterServices, ClusterTokens};
 use podvisor_cri::Runtime;
 use podvisor_kubelet::agent::{Agent, AgentParams, KubeletAddresses};
 use podvisor_kubelet::kuberuntime::config::{NodeConfig, read_dns};
@@ -82,7 +82,8 @@ fn pod_objects(store: &ActorRef<StoreActor>, g: &Ground) -> PodObjects {
         Some((remote, _)) => Arc::new(
             Objects::new(Client::new(remote.clone()))
                 .cached_for(CLUSTER_OBJECTS_FRESH)
-                .with_tokens(Arc::new(ClusterTokens::new(remote.clone()))),
+                .with_tokens(Arc::new(ClusterTokens::new(remote.clone())))
+                .with_services(Arc::new(ClusterServices::new(remote.clone()))),
         ),
     };
     PodObjects {

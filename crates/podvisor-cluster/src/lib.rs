@@ -17,6 +17,7 @@ pub mod lease;
 mod paths;
 mod remote;
 pub mod rotation;
+mod services;
 mod tokens;
 
 pub use bootstrap::{BootstrapError, node_credentials};
@@ -25,4 +26,5 @@ pub use join::{Joined, join};
 pub use lease::NodeLease;
 pub use remote::RemoteClient;
 pub use rotation::{CertRotation, Rotation};
+pub use services::ClusterServices;
 pub use tokens::ClusterTokens;

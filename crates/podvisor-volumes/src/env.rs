@@ -1,9 +1,10 @@
-//! A container's environment as the kubelet makes it (`makeEnvironmentVariables`): first
-//! `envFrom` (each ConfigMap's or Secret's keys, with the prefix; keys that are not
-//! variable names are skipped and reported), then `env` in order, a later name replacing
-//! an earlier one. A value's `$(VAR)` references expand to what is defined before it; a
-//! `valueFrom` reads the downward API, a ConfigMap key or a Secret key. A required object
-//! or key that does not exist fails the container's start (`CreateContainerConfigError`).
+//! A container's environment as the kubelet makes it (`makeEnvironmentVariables`): the
+//! Services' variables (`services.rs`), then `envFrom` (each ConfigMap's or Secret's keys,
+//! with the prefix; keys that are not variable names are skipped and reported), then `env`
+//! in order, a later name replacing an earlier one. A value's `$(VAR)` references expand
+//! to what is defined before it; a `valueFrom` reads the downward API, a ConfigMap key or a
+//! Secret key. A required object or key that does not exist fails the container's start
+//! (`CreateContainerConfigError`).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -11,8 +12,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Container, EnvFromSource, EnvVar};
 use podvisor_core::expand::expand;
 
 use crate::downward::{For, PodFacts, field_value, resource_value};
-use crate::error::VolumeError;
+use crate::error::{SourceError, VolumeError};
 use crate::payload::secret_data;
+use crate::services::service_env;
 use crate::source::ObjectSource;
 
 /// The variables in the order they were first defined.
@@ -23,6 +25,8 @@ pub struct Environment {
     /// `envFrom` keys that are not valid variable names (the kubelet's
     /// `InvalidEnvironmentVariableNames` event lists them).
     pub skipped: Vec<String>,
+    /// Why the Services' variables are missing: the cluster could not be asked.
+    pub services_unavailable: Option<String>,
 }
 
 impl Environment {
@@ -72,7 +76,20 @@ pub async fn container_env(
     f: &PodFacts<'_>,
     c: &Container,
 ) -> Result<Environment, VolumeError> {
-    let mut env = Environment::default();
+    // The Services' variables first: anything the container defines replaces them, and
+    // its values may refer to them.
+    let ns = f.pod.metadata.namespace.as_deref().unwrap_or("default");
+    let links = f.pod.spec.as_ref().and_then(|s| s.enable_service_links) != Some(false);
+    // Beyond the kubelet, which would hold the container: a cluster that cannot be reached
+    // (and was not read since the agent started) does not keep a container from
+    // restarting; it starts without the Services' variables, and says so.
+    let (services, unavailable) = match source.services(ns, links).await {
+        Ok(s) => (s, None),
+        Err(SourceError::Unavailable(why)) => (Vec::new(), Some(why)),
+        Err(e) => return Err(fetch_error("services", ns, "", e)),
+    };
+    let mut env: Environment = service_env(&services).into_iter().collect();
+    env.services_unavailable = unavailable;
     for from in c.env_from.iter().flatten() {
         env_from(source, f, from, &mut env).await?;
     }

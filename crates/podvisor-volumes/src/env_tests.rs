@@ -216,3 +216,44 @@ fn variable_names() {
         assert!(!is_env_name(bad), "{bad}");
     }
 }
+
+#[tokio::test]
+async fn the_services_come_first_and_anything_defined_replaces_them() {
+    let mut o = objects();
+    o.services = vec![Arc::new(
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "kubernetes"},
+            "spec": {"clusterIP": "10.96.0.1", "ports": [{"name": "https", "port": 443}]}
+        }))
+        .unwrap(),
+    )];
+    let c = Container {
+        env: Some(vec![
+            val("KUBERNETES_SERVICE_PORT", "8443"),
+            val(
+                "API",
+                "$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)",
+            ),
+        ]),
+        ..Default::default()
+    };
+    let p = pod();
+    let env = container_env(&o, &facts(&p), &c).await.unwrap();
+    assert_eq!(env.get("KUBERNETES_SERVICE_HOST"), Some("10.96.0.1"));
+    assert_eq!(env.get("KUBERNETES_SERVICE_PORT"), Some("8443"));
+    assert_eq!(env.get("API"), Some("10.96.0.1:8443"));
+}
+
+#[tokio::test]
+async fn a_cluster_out_of_reach_leaves_out_the_services_and_says_so() {
+    let mut o = objects();
+    o.away = true;
+    let c = Container {
+        env: Some(vec![val("A", "1")]),
+        ..Default::default()
+    };
+    let p = pod();
+    let env = container_env(&o, &facts(&p), &c).await.unwrap();
+    assert_eq!(env.get("A"), Some("1"));
+    assert!(env.services_unavailable.is_some());
+}

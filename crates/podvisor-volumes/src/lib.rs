@@ -20,6 +20,7 @@ mod downward;
 mod env;
 mod error;
 mod payload;
+mod services;
 mod setup;
 mod source;
 #[cfg(test)]
@@ -33,5 +34,5 @@ pub use error::{SourceError, VolumeError};
 pub use payload::{DEFAULT_MODE, FileProjection, Payload};
 pub use podvisor_core::fit::Allocatable;
 pub use setup::{prepare_dir, set_up};
-pub use source::{NoObjects, ObjectSource, Objects, TokenIssuer, TokenSpec};
+pub use source::{NoObjects, ObjectSource, Objects, ServiceLister, TokenIssuer, TokenSpec};
 pub use volumes::{in_memory, payload, volume_dir};

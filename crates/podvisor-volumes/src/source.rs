@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use podvisor_client::{Api, Client, Error as ClientError, Object};
 use tokio::time::Instant;
 
@@ -40,6 +40,17 @@ pub trait ObjectSource: Send + Sync {
     -> Result<Option<Arc<ConfigMap>>, SourceError>;
     async fn secret(&self, ns: &str, name: &str) -> Result<Option<Arc<Secret>>, SourceError>;
     async fn token(&self, spec: &TokenSpec) -> Result<String, SourceError>;
+    /// The Services a pod of namespace `ns` learns of from its environment: those of `ns`
+    /// when `links`, and the API server's own (none, on a node without Services).
+    async fn services(&self, _ns: &str, _links: bool) -> Result<Vec<Arc<Service>>, SourceError> {
+        Ok(Vec::new())
+    }
+}
+
+/// Who lists the cluster's Services (in a cluster, the kube-apiserver).
+#[async_trait]
+pub trait ServiceLister: Send + Sync {
+    async fn services(&self, ns: &str, links: bool) -> Result<Vec<Arc<Service>>, SourceError>;
 }
 
 type Key = (&'static str, String, String);
@@ -49,6 +60,7 @@ type Cached = (Instant, Option<podvisor_client::AnyObject>);
 pub struct Objects {
     client: Client,
     tokens: Option<Arc<dyn TokenIssuer>>,
+    services: Option<Arc<dyn ServiceLister>>,
     /// How long a read answers again without asking (zero: always ask; the node's own
     /// store answers at once).
     fresh_for: Duration,
@@ -65,6 +77,7 @@ impl Objects {
         Self {
             client,
             tokens: None,
+            services: None,
             fresh_for: Duration::ZERO,
             timeout: Duration::from_secs(5),
             cache: Mutex::new(HashMap::new()),
@@ -82,6 +95,12 @@ impl Objects {
     #[must_use]
     pub fn with_tokens(mut self, tokens: Arc<dyn TokenIssuer>) -> Self {
         self.tokens = Some(tokens);
+        self
+    }
+
+    #[must_use]
+    pub fn with_services(mut self, services: Arc<dyn ServiceLister>) -> Self {
+        self.services = Some(services);
         self
     }
 
@@ -165,6 +184,13 @@ impl ObjectSource for Objects {
                 "podvisor's own API issues no service-account tokens: a pod gets one in a cluster"
                     .into(),
             )),
+        }
+    }
+
+    async fn services(&self, ns: &str, links: bool) -> Result<Vec<Arc<Service>>, SourceError> {
+        match &self.services {
+            Some(s) => s.services(ns, links).await,
+            None => Ok(Vec::new()),
         }
     }
 }

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 
 use crate::error::SourceError;
 use crate::source::{ObjectSource, TokenSpec};
@@ -24,6 +24,7 @@ pub struct FakeObjects {
     pub token_requests: Mutex<Vec<TokenSpec>>,
     /// Every read fails as an unreachable API would.
     pub away: bool,
+    pub services: Vec<Arc<Service>>,
 }
 
 impl FakeObjects {
@@ -60,5 +61,10 @@ impl ObjectSource for FakeObjects {
         self.token
             .clone()
             .ok_or_else(|| SourceError::Unsupported("no tokens".into()))
+    }
+
+    async fn services(&self, _: &str, _: bool) -> Result<Vec<Arc<Service>>, SourceError> {
+        self.check()?;
+        Ok(self.services.clone())
     }
 }

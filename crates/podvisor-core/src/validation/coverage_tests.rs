@@ -66,12 +66,7 @@ fn pod_spec() -> Table {
             h("containers"),
             h("dnsConfig"),
             h("dnsPolicy"),
-            (
-                "enableServiceLinks",
-                NoEffect(
-                    "standalone there are no Services; in a cluster service environment variables are not set yet (a known gap)",
-                ),
-            ),
+            h("enableServiceLinks"),
             (
                 "ephemeralContainers",
                 Refused(json!([{"name": "dbg", "image": "i"}])),

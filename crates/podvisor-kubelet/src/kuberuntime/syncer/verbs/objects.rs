@@ -90,6 +90,13 @@ impl CriSyncer {
                 message,
             );
         }
+        if let Some(why) = &env.services_unavailable {
+            let message = format!(
+                "Container {} starts without the Services' environment variables: the cluster cannot be reached ({why})",
+                c.name
+            );
+            self.event(t.pod, EventType::Warning, "ServicesUnavailable", message);
+        }
         Ok(env)
     }
 }
