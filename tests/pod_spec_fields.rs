@@ -92,7 +92,7 @@ spec:
   - name: fallback
     image: localhost/podvisor/busybox:test
     terminationMessagePolicy: FallbackToLogsOnError
-    command: ["/bin/sh", "-c", "echo starting; echo 'cannot connect' >&2; exit 1"]
+    command: ["/bin/sh", "-c", "echo starting >&2; echo 'cannot connect' >&2; exit 1"]
   - name: quiet
     image: localhost/podvisor/busybox:test
     terminationMessagePolicy: FallbackToLogsOnError
@@ -115,6 +115,7 @@ async fn termination_messages_come_from_the_file_or_the_log_of_a_failure() {
     };
     assert_eq!(message("file"), "disk full");
     assert_eq!(message("custom"), "my own path");
+    // One stream: the runtime orders lines within a stream, not across stdout and stderr.
     assert_eq!(message("fallback"), "starting\ncannot connect\n");
     assert_eq!(
         message("quiet"),
