@@ -22,11 +22,13 @@ import time
 
 from kubernetes import client, config, watch
 
+from benchlib import row, rss_mib, scale
+
 state_dir, manifest_dir, pid, node = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 config.load_kube_config(config_file=os.path.join(state_dir, "kubeconfig"))
 core = client.CoreV1Api()
 IMAGE = "localhost/podvisor/busybox:test"
-SCALE = max(1, int(os.environ.get("API_BENCH_SCALE", "1")))
+SCALE = scale("API_BENCH_SCALE")
 
 
 def n(count):
@@ -34,18 +36,7 @@ def n(count):
 
 
 def rss():
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmRSS"):
-            return int(line.split()[1]) / 1024
-
-
-def pct(v, q):
-    v = sorted(v)
-    return v[min(len(v) - 1, max(0, int(q * len(v) + 0.999) - 1))] * 1000
-
-
-def row(name, v):
-    print(f"| {name} | {len(v)} | {pct(v, .5):.2f} | {pct(v, .99):.2f} |")
+    return rss_mib(pid)
 
 
 def pod(name, node_name, sample=False):

@@ -16,11 +16,13 @@ import time
 
 from kubernetes import client, config, watch
 
+from benchlib import row as table_row, rss_mib, scale
+
 state_dir, pid, sock, node = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 config.load_kube_config(config_file=os.path.join(state_dir, "kubeconfig"))
 core = client.CoreV1Api()
 IMAGE = "localhost/podvisor/busybox:test"
-SCALE = max(1, int(os.environ.get("VOLUMES_BENCH_SCALE", "1")))
+SCALE = scale("VOLUMES_BENCH_SCALE")
 
 
 def n(count):
@@ -28,18 +30,7 @@ def n(count):
 
 
 def rss():
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmRSS"):
-            return int(line.split()[1]) / 1024
-
-
-def pct(v, q):
-    v = sorted(v)
-    return v[min(len(v) - 1, max(0, int(q * len(v) + 0.999) - 1))] * 1000
-
-
-def row(name, v):
-    print(f"| {name} | {len(v)} | {pct(v, .5):.0f} | {pct(v, .99):.0f} |")
+    return rss_mib(pid)
 
 
 def objects():
@@ -115,6 +106,10 @@ def at_once(volumes, count):
     t.join()
     delete_all()
     return [done[name] - t0 for name in names]
+
+
+def row(name, v):
+    table_row(name, v, digits=0)
 
 
 objects()

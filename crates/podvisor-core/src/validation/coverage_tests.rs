@@ -306,6 +306,37 @@ fn small_tables() -> Vec<Table> {
             ],
         },
         Table {
+            name: "Probe",
+            fields: fields::<Probe>(),
+            at: "/spec/containers/0/livenessProbe",
+            classes: [
+                "exec",
+                "failureThreshold",
+                "grpc",
+                "httpGet",
+                "initialDelaySeconds",
+                "periodSeconds",
+                "successThreshold",
+                "tcpSocket",
+                "terminationGracePeriodSeconds",
+                "timeoutSeconds",
+            ]
+            .into_iter()
+            .map(h)
+            .collect(),
+        },
+        Table {
+            name: "LifecycleHandler",
+            fields: fields::<LifecycleHandler>(),
+            at: "/spec/containers/0/lifecycle/preStop",
+            classes: vec![
+                h("exec"),
+                h("httpGet"),
+                h("sleep"),
+                ("tcpSocket", Refused(json!({"port": 80}))),
+            ],
+        },
+        Table {
             name: "Affinity",
             fields: fields::<Affinity>(),
             at: "/spec/affinity",

@@ -1,7 +1,7 @@
 //! A pod's resolver settings, as the kubelet makes them (`GetPodDNS`): by `dnsPolicy`, the
 //! node's cluster DNS (`ClusterFirst`, and `ClusterFirstWithHostNet` for host-network
 //! pods) with the cluster's search domains and `ndots:5`, or the host's resolver settings
-//! (`Default`, and `ClusterFirst` on a node without cluster DNS, with an event saying so),
+//! (`Default`, and `ClusterFirst` on a node without cluster DNS, as the kubelet falls back),
 //! or nothing (`None`); then `dnsConfig` merged in.
 
 use k8s_openapi::api::core::v1::{Pod, PodDNSConfig};
@@ -12,16 +12,15 @@ use super::NodeConfig;
 
 /// What the policy resolves to on this node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DnsType {
+enum DnsType {
     Cluster,
+    /// The host's resolver settings: `Default`, and `ClusterFirst` on a node without
+    /// cluster DNS (the kubelet's fallback).
     Host,
-    /// `ClusterFirst` asked, the node has no cluster DNS: the host's, as the kubelet falls
-    /// back (with its `MissingClusterDNS` event).
-    HostFallback,
     None,
 }
 
-pub fn dns_type(node: &NodeConfig, pod: &Pod) -> DnsType {
+fn dns_type(node: &NodeConfig, pod: &Pod) -> DnsType {
     let policy = pod
         .spec
         .as_ref()
@@ -33,10 +32,10 @@ pub fn dns_type(node: &NodeConfig, pod: &Pod) -> DnsType {
         "ClusterFirstWithHostNet" => true,
         _ => !pod.host_network(),
     };
-    match (cluster, node.cluster_dns.is_empty()) {
-        (false, _) => DnsType::Host,
-        (true, false) => DnsType::Cluster,
-        (true, true) => DnsType::HostFallback,
+    if cluster && !node.cluster_dns.is_empty() {
+        DnsType::Cluster
+    } else {
+        DnsType::Host
     }
 }
 
@@ -78,7 +77,7 @@ pub fn pod_dns(node: &NodeConfig, pod: &Pod) -> Option<DnsConfig> {
     let kind = dns_type(node, pod);
     let mut dns = match kind {
         DnsType::None => DnsConfig::default(),
-        DnsType::Host | DnsType::HostFallback => node.dns.clone().unwrap_or_default(),
+        DnsType::Host => node.dns.clone().unwrap_or_default(),
         DnsType::Cluster => {
             let domain = &node.cluster_domain;
             let mut searches = vec![
@@ -100,7 +99,7 @@ pub fn pod_dns(node: &NodeConfig, pod: &Pod) -> Option<DnsConfig> {
     if let Some(extra) = pod.spec.as_ref().and_then(|s| s.dns_config.as_ref()) {
         merge(&mut dns, extra);
     }
-    let host_files = pod.host_network() && matches!(kind, DnsType::Host | DnsType::HostFallback);
+    let host_files = pod.host_network() && kind == DnsType::Host;
     (!host_files || dns != node.dns.clone().unwrap_or_default()).then_some(dns)
 }
 
@@ -145,7 +144,7 @@ mod tests {
             ]
         );
         assert_eq!(dns.options, ["ndots:5"]);
-        assert_eq!(dns_type(&node(&[]), &p), DnsType::HostFallback);
+        assert_eq!(dns_type(&node(&[]), &p), DnsType::Host);
         assert_eq!(pod_dns(&node(&[]), &p).unwrap().servers, ["192.0.2.53"]);
     }
 
