@@ -124,10 +124,11 @@ async fn serve(cfg: AgentConfig) -> anyhow::Result<()> {
     let (runtime, runtime_version) = connect(&cfg, &metrics).await?;
     let node_name = cfg.node_name();
     let cluster = join(&cfg, &node_name).await?;
+    let runtime: Arc<dyn Runtime> = Arc::new(runtime);
     let ground = tree::Ground {
         node_name,
         allocatable: host::allocatable(&cfg)?,
-        runtime: Arc::new(runtime),
+        runtime: runtime.clone(),
         runtime_version,
         metrics: metrics.clone(),
         cluster,
@@ -144,7 +145,7 @@ async fn serve(cfg: AgentConfig) -> anyhow::Result<()> {
         Escalation::exit_process,
     );
     let stats = tree.kubelet.stats.recipient();
-    let api = servers::kubernetes(&cfg, tree.store.clone(), stats)?;
+    let api = servers::kubernetes(&cfg, tree.store.clone(), stats, runtime)?;
     let endpoint = servers::debug(&cfg, registry, &tree.kubelet, (&metrics, prometheus))?;
     memory::return_freed_memory();
     info!(node = %node_name, manifests = %cfg.manifest_dir.display(), endpoint = %format!("http://{}", endpoint.address()), "podvisor running");

@@ -7,12 +7,14 @@ use std::sync::atomic::Ordering;
 use anyhow::Context as _;
 use podvisor_actors::{ActorRef, Recipient, Registry};
 use podvisor_apiserver::{ApiConfig, ApiServer, ApiState};
+use podvisor_cri::Runtime;
 use podvisor_debug::history::{Extra, Extras};
 use podvisor_debug::{CheckError, DebugConfig, DebugServer, Health, MoreMetrics};
 use podvisor_kubelet::agent::Agent;
 use podvisor_kubelet::metrics::Metrics;
 use podvisor_kubelet::stats::GetSummary;
 use podvisor_store::StoreActor;
+use podvisor_streaming::Streams;
 use tracing::warn;
 
 use super::{AgentConfig, api};
@@ -100,6 +102,7 @@ pub(crate) fn kubernetes(
     cfg: &AgentConfig,
     store: ActorRef<StoreActor>,
     stats: Recipient<GetSummary>,
+    runtime: Arc<dyn Runtime>,
 ) -> anyhow::Result<ApiServer> {
     let api = ApiConfig {
         address: cfg.api.address,
@@ -114,6 +117,7 @@ pub(crate) fn kubernetes(
         store,
         pod_log_dir: cfg.pod_log_dir.clone(),
         usage: Some(usage),
+        streams: Some(Arc::new(Streams::new(runtime, cfg.streaming.limits()))),
     };
     ApiServer::start(&api, state).context("cannot start the Kubernetes API")
 }

@@ -3,15 +3,23 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use actix_web::dev::{Service, ServiceResponse};
-use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use actix_service::{ServiceFactory, map_config};
+use actix_web::dev::{AppConfig, Service, ServiceRequest, ServiceResponse};
+use actix_web::{App, HttpRequest, HttpResponse, web};
 use futures_util::future::{Either, ready};
-use tracing::info;
+use tokio::sync::{oneshot, watch};
+use tokio_rustls::TlsAcceptor;
+use tracing::{error, info};
 
 use crate::discovery;
+use crate::front;
 use crate::handlers::{self, ApiState};
 use crate::status::ApiError;
+use crate::streams::StreamGate;
 use crate::tls::{self, Credentials, TlsError};
 
 /// kube-apiserver's limit on a request body.
@@ -40,7 +48,8 @@ pub enum ApiServerError {
 
 pub struct ApiServer {
     address: SocketAddr,
-    handle: actix_web::dev::ServerHandle,
+    stop: watch::Sender<bool>,
+    finished: Mutex<Option<oneshot::Receiver<()>>>,
 }
 
 fn open_path(path: &str) -> bool {
@@ -113,51 +122,107 @@ fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 impl ApiServer {
+    /// Binds and serves on a thread of its own (the agent's actors keep theirs).
     pub fn start(config: &ApiConfig, state: ApiState) -> Result<ApiServer, ApiServerError> {
         let creds = tls::load_or_make(&config.pki_dir)?;
-        let tls_config = creds.server_config()?;
-        let token: std::sync::Arc<str> = creds.token.clone().into();
-        let state = web::Data::new(state);
-        let server = HttpServer::new(move || {
-            let token = token.clone();
-            App::new()
-                .app_data(state.clone())
-                .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
-                .wrap_fn(move |req, srv| {
-                    let ok = open_path(req.path())
-                        || podvisor_debug::auth::authorized(req.request(), Some(&token));
-                    if ok {
-                        Either::Left(srv.call(req))
-                    } else {
-                        let (r, _) = req.into_parts();
-                        Either::Right(ready(Ok(unauthorized(r))))
-                    }
-                })
-                .configure(configure)
-        })
-        .workers(1)
-        .disable_signals()
-        .bind_rustls_0_23(config.address, tls_config)
-        .map_err(|source| ApiServerError::Bind {
+        let mut tls_config = creds.server_config()?;
+        tls_config.alpn_protocols = front::ALPN.iter().map(|p| p.to_vec()).collect();
+        let token: Arc<str> = creds.token.clone().into();
+        let bind = |source| ApiServerError::Bind {
             address: config.address,
             source,
-        })?;
-        let address = server.addrs().first().copied().unwrap_or(config.address);
-        let server = server.run();
-        let handle = server.handle();
-        actix_web::rt::spawn(server);
+        };
+        let listener = std::net::TcpListener::bind(config.address).map_err(bind)?;
+        listener.set_nonblocking(true).map_err(bind)?;
+        let address = listener.local_addr().unwrap_or(config.address);
+        let (stop, stopping) = watch::channel(false);
+        let (done, finished) = oneshot::channel();
+        let acceptor = TlsAcceptor::from(Arc::new(tls_config));
+        std::thread::Builder::new()
+            .name("api".into())
+            .spawn(move || {
+                let system = actix_web::rt::System::new();
+                system.block_on(run(listener, acceptor, state, token, stopping));
+                let _ = done.send(());
+            })
+            .map_err(bind)?;
         write_kubeconfig(&creds, config, address)?;
         info!(%address, kubeconfig = %config.kubeconfig.display(), "Kubernetes API listening");
-        Ok(ApiServer { address, handle })
+        Ok(ApiServer {
+            address,
+            stop,
+            finished: Mutex::new(Some(finished)),
+        })
     }
 
     pub fn address(&self) -> SocketAddr {
         self.address
     }
 
+    /// Stops accepting and closes every connection.
     pub async fn stop(&self) {
-        self.handle.stop(true).await;
+        let _ = self.stop.send(true);
+        let finished = self.finished.lock().ok().and_then(|mut f| f.take());
+        if let Some(finished) = finished {
+            let _ = finished.await;
+        }
     }
+}
+
+/// The API's own runtime: the app built once, connections accepted until `stopping`.
+async fn run(
+    listener: std::net::TcpListener,
+    acceptor: TlsAcceptor,
+    state: ApiState,
+    token: Arc<str>,
+    stopping: watch::Receiver<bool>,
+) {
+    let listener = match tokio::net::TcpListener::from_std(listener) {
+        Ok(l) => l,
+        Err(e) => return error!(error = %e, "API: cannot listen"),
+    };
+    let gate = Arc::new(StreamGate::new(token.clone(), state.clone()));
+    let factory = actix_http::HttpService::build()
+        // actix-web's HttpServer defaults: a second to finish a response to a client that
+        // is still sending (a refused oversized body) before the connection closes.
+        .client_request_timeout(Duration::from_secs(5))
+        .client_disconnect_timeout(Duration::from_secs(1))
+        .finish(map_config(app(web::Data::new(state), token), |_| {
+            AppConfig::default()
+        }));
+    match factory.new_service(()).await {
+        Ok(svc) => front::serve(listener, acceptor, Rc::new(svc), gate, stopping).await,
+        Err(e) => error!(error = ?e, "API: cannot build the app"),
+    }
+}
+
+/// The app every request that is not a streaming session goes to.
+fn app(
+    state: web::Data<ApiState>,
+    token: Arc<str>,
+) -> App<
+    impl ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    App::new()
+        .app_data(state)
+        .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
+        .wrap_fn(move |req, srv| {
+            let ok = open_path(req.path())
+                || podvisor_debug::auth::authorized(req.request(), Some(&token));
+            if ok {
+                Either::Left(srv.call(req))
+            } else {
+                let (r, _) = req.into_parts();
+                Either::Right(ready(Ok(unauthorized(r))))
+            }
+        })
+        .configure(configure)
 }
 
 async fn openapi_gv(gv: web::Path<String>) -> HttpResponse {

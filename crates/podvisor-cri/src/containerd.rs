@@ -185,6 +185,10 @@ impl Runtime for CriRuntime {
             .collect())
     }
 
+    async fn stream_url(&self, request: &StreamRequest) -> Result<String, CriError> {
+        self.client.stream_url(request).await
+    }
+
     async fn exec_sync(
         &self,
         container_id: &str,

@@ -79,4 +79,8 @@ pub trait Runtime: Send + Sync + 'static {
     /// The runtime's container event stream. Runtimes that cannot stream answer
     /// [`CriError::Unimplemented`] (containerd 1.6 does).
     async fn container_events(&self) -> Result<EventStream, CriError>;
+
+    /// Prepares one exec, attach or port-forward session and answers the URL of the
+    /// runtime's stream server serving it (single use).
+    async fn stream_url(&self, request: &StreamRequest) -> Result<String, CriError>;
 }

@@ -6,15 +6,19 @@ use actix_web::http::header::AUTHORIZATION;
 /// `true` if no token is configured or the request carries it.
 pub fn authorized(req: &HttpRequest, token: Option<&str>) -> bool {
     let Some(token) = token else { return true };
-    let Some(given) = req
+    let header = req
         .headers()
         .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-    else {
-        return false;
-    };
-    constant_time_eq(given.as_bytes(), token.as_bytes())
+        .and_then(|v| v.to_str().ok());
+    bearer_matches(header, token)
+}
+
+/// Whether an `Authorization` header's value is `Bearer <token>`.
+pub fn bearer_matches(header: Option<&str>, token: &str) -> bool {
+    match header.and_then(|v| v.strip_prefix("Bearer ")) {
+        Some(given) => constant_time_eq(given.as_bytes(), token.as_bytes()),
+        None => false,
+    }
 }
 
 /// Compares without an early exit, so response timing does not reveal how much of a

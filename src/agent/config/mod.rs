@@ -14,7 +14,7 @@ use serde::Deserialize;
 use duration::duration;
 pub use sections::{
     Allocatable, Api, Cluster, Debug, Log, LogFormat, Logs, NodeSection, Pleg, Probes,
-    RuntimeSection, Supervisor,
+    RuntimeSection, Streaming, Supervisor,
 };
 
 #[derive(Debug, Clone, Deserialize)]
@@ -45,6 +45,7 @@ pub struct AgentConfig {
     pub supervisor: Supervisor,
     pub debug: Debug,
     pub api: Api,
+    pub streaming: Streaming,
     pub cluster: Cluster,
     pub log: Log,
 }
@@ -71,6 +72,7 @@ impl Default for AgentConfig {
             supervisor: Supervisor::default(),
             debug: Debug::default(),
             api: Api::default(),
+            streaming: Streaming::default(),
             cluster: Cluster::default(),
             log: Log::default(),
         }

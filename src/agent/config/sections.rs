@@ -267,6 +267,37 @@ impl Default for Api {
     }
 }
 
+/// `[streaming]`: `kubectl exec`, `attach`, `port-forward` and `cp` sessions.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Streaming {
+    /// Sessions open at once on the node; one more is answered 429.
+    pub max_sessions: usize,
+    /// A session with no traffic either way for this long is closed (the kubelet's
+    /// `streamingConnectionIdleTimeout`).
+    #[serde(deserialize_with = "duration")]
+    pub idle_timeout: Duration,
+}
+
+impl Default for Streaming {
+    fn default() -> Self {
+        let d = podvisor_streaming::StreamLimits::default();
+        Self {
+            max_sessions: d.max_sessions,
+            idle_timeout: d.idle_timeout,
+        }
+    }
+}
+
+impl Streaming {
+    pub fn limits(&self) -> podvisor_streaming::StreamLimits {
+        podvisor_streaming::StreamLimits {
+            max_sessions: self.max_sessions,
+            idle_timeout: self.idle_timeout,
+        }
+    }
+}
+
 /// `[cluster]`: the cluster this node joins. Without a kubeconfig the node stands alone.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]

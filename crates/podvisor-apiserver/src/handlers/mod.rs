@@ -35,12 +35,15 @@ pub struct ApiState {
     pub pod_log_dir: PathBuf,
     /// What the node and its pods use, for `metrics.k8s.io` (not served without it).
     pub usage: Option<UsageSource>,
+    /// The node's streaming sessions (`pods/exec`, `attach`, `portforward`); without
+    /// them those answer 503.
+    pub streams: Option<std::sync::Arc<podvisor_streaming::Streams>>,
 }
 
 impl ApiState {
     /// One store request: a store that cannot answer is a 503, its refusal the matching
     /// Status.
-    async fn ask<M, T>(&self, msg: M) -> Result<T, ApiError>
+    pub(crate) async fn ask<M, T>(&self, msg: M) -> Result<T, ApiError>
     where
         StoreActor: Handler<M>,
         M: Message<Result = Result<T, ClientError>> + Send + 'static,
@@ -130,6 +133,11 @@ async fn route(
         (Method::PUT | Method::PATCH, true, Some("scale")) => scale::set(req, body, state, t).await,
         (Method::DELETE, true, None) => write::delete(req, body, state, p, t).await,
         (Method::DELETE, false, None) => write::delete_collection(req, body, state, p, t).await,
+        (Method::GET | Method::POST, true, Some("exec" | "attach" | "portforward")) => {
+            Err(ApiError::bad_request(
+                "Upgrade request required (SPDY or WebSocket, on a connection of its own)",
+            ))
+        }
         _ => Err(ApiError::method_not_allowed(req.path())),
     }
 }

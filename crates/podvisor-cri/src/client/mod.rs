@@ -33,6 +33,7 @@ mod flow;
 mod images;
 pub(crate) mod listing;
 mod stats;
+mod streams;
 
 pub use flow::{DEFAULT_MUTATIONS, MUTATIONS, STOP_HOLD};
 pub use listing::decode_views;

@@ -252,6 +252,30 @@ impl Runtime for FakeRuntime {
         }
     }
 
+    /// A URL naming what it would serve (the fake has no stream server): tests see which
+    /// container or sandbox a request resolved to.
+    async fn stream_url(&self, request: &StreamRequest) -> Result<String, CriError> {
+        let inner = self.lock();
+        let (verb, id, known) = match request {
+            StreamRequest::Exec { container_id, .. } => {
+                let known = inner.state.containers.contains_key(container_id);
+                ("exec", container_id, known)
+            }
+            StreamRequest::Attach { container_id, .. } => {
+                let known = inner.state.containers.contains_key(container_id);
+                ("attach", container_id, known)
+            }
+            StreamRequest::PortForward { sandbox_id, .. } => {
+                let known = inner.state.sandboxes.contains_key(sandbox_id);
+                ("portforward", sandbox_id, known)
+            }
+        };
+        if !known {
+            return Err(CriError::not_found("stream", id.clone()));
+        }
+        Ok(format!("http://fake.invalid/{verb}/{id}"))
+    }
+
     async fn container_events(&self) -> Result<EventStream, CriError> {
         self.enter(Op::Events, "").await?;
         let rx = match &self.lock().events {

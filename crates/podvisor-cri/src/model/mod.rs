@@ -237,6 +237,9 @@ mod termination;
 
 pub use convert::group_pods;
 
+mod streams;
 mod usage;
+
+pub use streams::{StreamIo, StreamRequest};
 
 pub use usage::{ContainerUsage, CpuSample, MemorySample};
