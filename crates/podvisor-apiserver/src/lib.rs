@@ -17,7 +17,6 @@ pub mod admission;
 pub mod cluster_owned;
 pub mod defaults;
 mod discovery;
-mod front;
 mod handlers;
 pub mod no_tokens;
 pub mod nodefit;

@@ -16,7 +16,6 @@ use tokio_rustls::TlsAcceptor;
 use tracing::{error, info};
 
 use crate::discovery;
-use crate::front;
 use crate::handlers::{self, ApiState};
 use crate::status::ApiError;
 use crate::streams::StreamGate;
@@ -126,7 +125,10 @@ impl ApiServer {
     pub fn start(config: &ApiConfig, state: ApiState) -> Result<ApiServer, ApiServerError> {
         let creds = tls::load_or_make(&config.pki_dir)?;
         let mut tls_config = creds.server_config()?;
-        tls_config.alpn_protocols = front::ALPN.iter().map(|p| p.to_vec()).collect();
+        tls_config.alpn_protocols = podvisor_streaming::front::ALPN
+            .iter()
+            .map(|p| p.to_vec())
+            .collect();
         let token: Arc<str> = creds.token.clone().into();
         let bind = |source| ApiServerError::Bind {
             address: config.address,
@@ -181,7 +183,7 @@ async fn run(
         Ok(l) => l,
         Err(e) => return error!(error = %e, "API: cannot listen"),
     };
-    let gate = Arc::new(StreamGate::new(token.clone(), state.clone()));
+    let gate = Rc::new(StreamGate::new(token.clone(), state.clone()));
     let factory = actix_http::HttpService::build()
         // actix-web's HttpServer defaults: a second to finish a response to a client that
         // is still sending (a refused oversized body) before the connection closes.
@@ -191,7 +193,9 @@ async fn run(
             AppConfig::default()
         }));
     match factory.new_service(()).await {
-        Ok(svc) => front::serve(listener, acceptor, Rc::new(svc), gate, stopping).await,
+        Ok(svc) => {
+            podvisor_streaming::front::serve(listener, acceptor, Rc::new(svc), gate, stopping).await
+        }
         Err(e) => error!(error = ?e, "API: cannot build the app"),
     }
 }

@@ -7,13 +7,14 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use podvisor_core::Kind;
 use podvisor_store::actor::Get;
+use podvisor_streaming::front::{Gate, TlsConn};
 use podvisor_streaming::{PodTarget, Session, Sniffed, StreamError, Streams, Verb, refuse};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::handlers::ApiState;
 use crate::target;
 
-mod checks;
+pub(crate) mod checks;
 
 /// A streaming request, as its path names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,25 +32,6 @@ pub(crate) struct StreamGate {
 impl StreamGate {
     pub(crate) fn new(token: Arc<str>, state: ApiState) -> StreamGate {
         StreamGate { token, state }
-    }
-
-    /// The session an upgrade request asks for; `None` for every other request.
-    pub(crate) fn route(&self, head: &podvisor_streaming::RequestHead) -> Option<Route> {
-        if !head.is_upgrade() {
-            return None;
-        }
-        route(head.path())
-    }
-
-    /// Serves the session, or answers why not.
-    pub(crate) async fn serve<C>(&self, mut io: C, sniffed: &Sniffed, route: Route)
-    where
-        C: AsyncRead + AsyncWrite + Unpin,
-    {
-        if let Err(e) = self.session(&mut io, sniffed, route).await {
-            tracing::debug!(error = %e, "API: streaming request refused");
-            let _ = refuse(&mut io, &e).await;
-        }
     }
 
     async fn session<C>(
@@ -98,6 +80,26 @@ impl StreamGate {
         })?;
         serde_json::from_slice(&stored.json)
             .map_err(|e| StreamError::Upstream(format!("the stored pod does not decode: {e}")))
+    }
+}
+
+impl Gate for StreamGate {
+    type Route = Route;
+
+    /// The session an upgrade request asks for; `None` for every other request.
+    fn route(&self, head: &podvisor_streaming::RequestHead) -> Option<Route> {
+        if !head.is_upgrade() {
+            return None;
+        }
+        route(head.path())
+    }
+
+    /// Serves the session, or answers why not.
+    async fn serve(&self, mut io: TlsConn, sniffed: Sniffed, route: Route) {
+        if let Err(e) = self.session(&mut io, &sniffed, route).await {
+            tracing::debug!(error = %e, "API: streaming request refused");
+            let _ = refuse(&mut io, &e).await;
+        }
     }
 }
 

@@ -9,7 +9,9 @@
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 mod error;
+pub mod front;
 pub mod head;
+pub mod logs;
 mod proxy;
 mod reply;
 mod rewind;

@@ -18,6 +18,11 @@ impl<T> Rewind<T> {
     pub fn new(inner: T, read: Bytes) -> Self {
         Rewind { read, inner }
     }
+
+    /// The connection underneath (a TLS stream's peer certificates, say).
+    pub fn get_ref(&self) -> &T {
+        &self.inner
+    }
 }
 
 impl<T: AsyncRead + Unpin> AsyncRead for Rewind<T> {

@@ -79,6 +79,9 @@ pub struct Params {
     pub previous: Option<bool>,
     pub tail_lines: Option<usize>,
     pub limit_bytes: Option<u64>,
+    pub timestamps: Option<bool>,
+    pub since_seconds: Option<i64>,
+    pub since_time: Option<String>,
     pub field_validation: Option<String>,
 }
 

@@ -6,7 +6,6 @@ use k8s_openapi::api::core::v1::Pod;
 use podvisor_streaming::{Session, StreamError, Verb};
 
 pub(super) fn session_for(pod: &Pod, verb: Verb, session: Session) -> Result<Session, StreamError> {
-    let name = pod.metadata.name.as_deref().unwrap_or_default();
     let phase = pod
         .status
         .as_ref()
@@ -25,6 +24,14 @@ pub(super) fn session_for(pod: &Pod, verb: Verb, session: Session) -> Result<Ses
     if verb == Verb::PortForward {
         return Ok(session);
     }
+    let container = container_for(pod, session.container()).map_err(StreamError::BadRequest)?;
+    Ok(session.with_container(&container))
+}
+
+/// The container a request names, or the pod's only one; else why not, as kube-apiserver
+/// words it (for logs too).
+pub(crate) fn container_for(pod: &Pod, asked: Option<&str>) -> Result<String, String> {
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
     let spec = pod.spec.as_ref();
     let main: Vec<&str> = spec
         .map(|s| s.containers.iter().map(|c| c.name.as_str()).collect())
@@ -33,12 +40,10 @@ pub(super) fn session_for(pod: &Pod, verb: Verb, session: Session) -> Result<Ses
         .and_then(|s| s.init_containers.as_ref())
         .map(|cs| cs.iter().map(|c| c.name.as_str()).collect())
         .unwrap_or_default();
-    match session.container() {
-        Some(c) if main.contains(&c) || init.contains(&c) => Ok(session),
-        Some(c) => Err(StreamError::BadRequest(format!(
-            "container {c} is not valid for pod {name}"
-        ))),
-        None if main.len() == 1 => Ok(session.with_container(main[0])),
+    match asked {
+        Some(c) if main.contains(&c) || init.contains(&c) => Ok(c.to_string()),
+        Some(c) => Err(format!("container {c} is not valid for pod {name}")),
+        None if main.len() == 1 => Ok(main[0].to_string()),
         None => {
             let mut msg = format!(
                 "a container name must be specified for pod {name}, choose one of: [{}]",
@@ -47,7 +52,7 @@ pub(super) fn session_for(pod: &Pod, verb: Verb, session: Session) -> Result<Ses
             if !init.is_empty() {
                 msg += &format!(" or one of the init containers: [{}]", init.join(" "));
             }
-            Err(StreamError::BadRequest(msg))
+            Err(msg)
         }
     }
 }

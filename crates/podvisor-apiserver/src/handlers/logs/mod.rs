@@ -1,24 +1,18 @@
 //! GET pods/{name}/log: a container's output from the CRI log files the node agent keeps,
-//! with `container`, `previous`, `tailLines`, `limitBytes` and `follow` (streamed until
-//! that instance of the container stops or the client leaves), always streamed a chunk at
-//! a time (`file.rs`), never read whole.
+//! with `container`, `previous`, `tailLines`, `limitBytes`, `timestamps`, `sinceSeconds`,
+//! `sinceTime` and `follow` (streamed until that instance of the container stops or the
+//! client leaves), a chunk at a time (`podvisor_streaming::logs`), never read whole.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use actix_web::HttpResponse;
-use actix_web::web::Bytes;
 use k8s_openapi::api::core::v1::Pod;
+use podvisor_streaming::logs::{LogOptions, log_stream};
 
 use super::{ApiState, Params, read};
 use crate::status::ApiError;
 use crate::target::Target;
 use podvisor_core::pod::MIRROR_ANNOTATION;
-
-mod file;
-mod wait;
-
-use file::LogReader;
 
 /// One container instance's log file.
 struct LogTarget {
@@ -43,26 +37,7 @@ fn restarts(pod: &Pod, container: &str) -> Option<(i32, bool)> {
 }
 
 fn choose(pod: &Pod, asked: Option<&str>) -> Result<String, ApiError> {
-    let spec = pod.spec.clone().unwrap_or_default();
-    let names: Vec<String> = spec
-        .init_containers
-        .iter()
-        .flatten()
-        .chain(&spec.containers)
-        .map(|c| c.name.clone())
-        .collect();
-    let pod_name = pod.metadata.name.clone().unwrap_or_default();
-    match (asked, spec.containers.as_slice()) {
-        (Some(c), _) if names.iter().any(|n| n == c) => Ok(c.to_string()),
-        (Some(c), _) => Err(ApiError::bad_request(format!(
-            "container {c} is not valid for pod {pod_name}"
-        ))),
-        (None, [only]) => Ok(only.name.clone()),
-        (None, _) => Err(ApiError::bad_request(format!(
-            "a container name must be specified for pod {pod_name}, choose one of: [{}]",
-            names.join(" ")
-        ))),
-    }
+    crate::streams::checks::container_for(pod, asked).map_err(ApiError::bad_request)
 }
 
 fn log_target(state: &ApiState, pod: &Pod, p: &Params) -> Result<LogTarget, ApiError> {
@@ -109,66 +84,45 @@ pub(super) async fn serve(
 ) -> Result<HttpResponse, ApiError> {
     let pod = read::fetch(state, &t).await?.typed::<Pod>()?;
     let target = log_target(state, &pod, p)?;
-    let offset = match p.tail_lines {
-        Some(n) => file::tail_offset(&target.path, n).await,
-        None => 0,
+    let options = LogOptions {
+        tail_lines: p.tail_lines,
+        limit_bytes: p.limit_bytes,
+        timestamps: p.timestamps == Some(true),
+        since: since(p)?,
     };
-    let reader = LogReader::new(target.path.clone(), offset, p.limit_bytes);
-    let follow = (p.follow == Some(true)).then(|| (state.clone(), t, target));
+    let follow = (p.follow == Some(true)).then(|| {
+        let (state, t) = (state.clone(), t.clone());
+        let (container, attempt) = (target.container.clone(), target.attempt);
+        move || {
+            let (state, t, container) = (state.clone(), t.clone(), container.clone());
+            async move { still_running(&state, &t, &container, attempt).await }
+        }
+    });
+    let output = log_stream(target.path, &options, follow).await;
     Ok(HttpResponse::Ok()
         .content_type("text/plain")
-        .streaming(output(reader, follow)))
+        .streaming(output))
 }
 
-/// The output, a chunk at a time; when following, what is appended after the end, until
-/// that instance of the container stops running or `limitBytes` is reached.
-fn output(
-    reader: LogReader,
-    follow: Option<(ApiState, Target, LogTarget)>,
-) -> impl futures_util::Stream<Item = Result<Bytes, actix_web::Error>> {
-    let growth = follow
-        .as_ref()
-        .and_then(|(_, _, target)| target.path.parent().map(wait::Growth::watch));
-    let state = (reader, follow, growth, tokio::time::Instant::now());
-    futures_util::stream::unfold(
-        state,
-        |(mut reader, mut follow, mut growth, mut asked)| async move {
-            while !reader.done() {
-                if let Some(text) = reader.next().await {
-                    if !text.is_empty() {
-                        return Some((Ok(Bytes::from(text)), (reader, follow, growth, asked)));
-                    }
-                    continue;
-                }
-                let (state, t, target) = follow.as_ref()?;
-                if let Some(g) = growth.as_mut() {
-                    g.wait(QUIET).await;
-                }
-                // At most once a quiet period (the directory may change for another file, a
-                // later instance's log).
-                if asked.elapsed() >= QUIET {
-                    asked = tokio::time::Instant::now();
-                    if !still_running(state, t, target).await {
-                        // What it wrote before it stopped, then the end.
-                        follow = None;
-                    }
-                }
-            }
-            None
-        },
-    )
+/// `sinceSeconds` or `sinceTime` as a time.
+fn since(p: &Params) -> Result<Option<jiff::Timestamp>, ApiError> {
+    if let Some(secs) = p.since_seconds {
+        let span = jiff::SignedDuration::from_secs(secs.max(0));
+        return Ok(jiff::Timestamp::now().checked_sub(span).ok());
+    }
+    p.since_time
+        .as_deref()
+        .map(|t| t.parse::<jiff::Timestamp>())
+        .transpose()
+        .map_err(|e| ApiError::bad_request(format!("sinceTime: {e}")))
 }
-
-/// How long a followed log may stay quiet before the follow asks whether its container
-/// still runs.
-const QUIET: Duration = Duration::from_secs(1);
 
 /// Whether the followed instance of the container still runs.
-async fn still_running(state: &ApiState, t: &Target, target: &LogTarget) -> bool {
+async fn still_running(state: &ApiState, t: &Target, container: &str, attempt: i32) -> bool {
     let pod = read::fetch(state, t)
         .await
         .ok()
         .and_then(|o| o.typed::<Pod>().ok());
-    pod.and_then(|p| restarts(&p, &target.container))
-        .is_some_and(|(n, r)| n == target.attempt && r)
+    pod.and_then(|p| restarts(&p, container))
+        .is_some_and(|(n, r)| n == attempt && r)
 }

@@ -1,46 +1,64 @@
-//! The API's listener. TLS first, then HTTP/2 or HTTP/1.1 by ALPN, both served by the
-//! actix-web app; but an HTTP/1.1 connection's first request is read here, and if it asks
-//! to upgrade to a pod's `exec`, `attach` or `portforward` the connection becomes a
-//! streaming session. actix-web switches protocols only to WebSocket, and kubectl streams
-//! over SPDY (WebSocket first, SPDY when that is refused), so the session bypasses it.
-//! kubectl and client-go dial a fresh connection for every session, so the first request
-//! is the one to look at; a later upgrade on a reused connection gets a Status from actix.
+//! A listener for an actix app that also serves streaming sessions. TLS first, then
+//! HTTP/2 or HTTP/1.1 by ALPN, both served by the app; but an HTTP/1.1 connection's first
+//! request is read here, and if the [`Gate`] takes it (an upgrade to exec, attach or
+//! port-forward) the connection becomes its session. actix-web switches protocols only to
+//! WebSocket, and kubectl and the API server stream over SPDY, so sessions bypass it.
+//! Clients dial a fresh connection for every session (client-go always does), so the first
+//! request is the one to look at; a later upgrade on a reused connection goes to the app.
 
 use std::net::SocketAddr;
 use std::rc::Rc;
-use std::sync::Arc;
 use std::time::Duration;
 
 use actix_http::Protocol;
 use actix_service::Service;
-use podvisor_streaming::{Rewind, read_request, refuse};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 use tracing::{debug, warn};
 
-use crate::streams::StreamGate;
+use crate::head::{RequestHead, Sniffed, read_request};
+use crate::reply::refuse;
+use crate::rewind::Rewind;
 
+/// A connection as the gate sees it (its peer's certificates are there).
+pub type TlsConn = TlsStream<TcpStream>;
 /// A connection as the app sees it.
-pub(crate) type Conn = Rewind<TlsStream<TcpStream>>;
+pub type Conn = Rewind<TlsConn>;
+
+/// What takes a connection whose first request is a streaming session.
+pub trait Gate: 'static {
+    type Route;
+    /// The session `head` asks for; `None` hands the connection to the app.
+    fn route(&self, head: &RequestHead) -> Option<Self::Route>;
+    /// Serves the session, or answers why not.
+    fn serve(
+        &self,
+        io: TlsConn,
+        sniffed: Sniffed,
+        route: Self::Route,
+    ) -> impl std::future::Future<Output = ()>;
+}
 
 /// How long a client may take to finish its TLS handshake or its first request head.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The ALPN protocols offered, preferred first.
-pub(crate) const ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
+pub const ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
 
-/// Accepts until `stop` turns true; every connection ends with it.
-pub(crate) async fn serve<S>(
+/// Accepts until `stop` turns true; every connection ends with it. Runs on an actix
+/// runtime (the app is not `Send`).
+pub async fn serve<S, G>(
     listener: TcpListener,
     tls: TlsAcceptor,
     app: Rc<S>,
-    gate: Arc<StreamGate>,
+    gate: Rc<G>,
     stop: watch::Receiver<bool>,
 ) where
     S: Service<(Conn, Protocol, Option<SocketAddr>)> + 'static,
     S::Error: std::fmt::Debug,
+    G: Gate,
 {
     let mut stopping = stop.clone();
     loop {
@@ -58,7 +76,7 @@ pub(crate) async fn serve<S>(
         };
         let conn = connection(tcp, peer, tls.clone(), app.clone(), gate.clone());
         let mut stop = stop.clone();
-        actix_web::rt::spawn(async move {
+        actix_rt::spawn(async move {
             tokio::select! {
                 () = conn => {}
                 _ = stop.wait_for(|s| *s) => {}
@@ -67,15 +85,16 @@ pub(crate) async fn serve<S>(
     }
 }
 
-async fn connection<S>(
+async fn connection<S, G>(
     tcp: TcpStream,
     peer: SocketAddr,
     tls: TlsAcceptor,
     app: Rc<S>,
-    gate: Arc<StreamGate>,
+    gate: Rc<G>,
 ) where
     S: Service<(Conn, Protocol, Option<SocketAddr>)>,
     S::Error: std::fmt::Debug,
+    G: Gate,
 {
     let _ = tcp.set_nodelay(true);
     let Ok(Ok(mut io)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.accept(tcp)).await else {
@@ -100,7 +119,7 @@ async fn connection<S>(
         }
     };
     if let Some(route) = gate.route(&sniffed.head) {
-        gate.serve(io, &sniffed, route).await;
+        gate.serve(io, sniffed, route).await;
         return;
     }
     let conn = Rewind::new(io, sniffed.raw);

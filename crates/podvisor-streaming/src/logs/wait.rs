@@ -11,12 +11,12 @@ use inotify::{EventStream, Inotify, WatchMask};
 
 const POLL: Duration = Duration::from_millis(200);
 
-pub(super) struct Growth {
+pub(crate) struct Growth {
     events: Option<EventStream<Vec<u8>>>,
 }
 
 impl Growth {
-    pub(super) fn watch(dir: &Path) -> Self {
+    pub(crate) fn watch(dir: &Path) -> Self {
         let events = Inotify::init().and_then(|inotify| {
             let mask = WatchMask::MODIFY | WatchMask::CREATE | WatchMask::MOVED_TO;
             inotify.watches().add(dir, mask)?;
@@ -34,7 +34,7 @@ impl Growth {
     }
 
     /// Waits until the directory changes or `at_most` passes; `true` if it changed.
-    pub(super) async fn wait(&mut self, at_most: Duration) -> bool {
+    pub(crate) async fn wait(&mut self, at_most: Duration) -> bool {
         let Some(events) = self.events.as_mut() else {
             tokio::time::sleep(POLL.min(at_most)).await;
             return true;

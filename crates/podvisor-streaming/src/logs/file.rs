@@ -8,26 +8,66 @@ use std::path::{Path, PathBuf};
 use tokio::fs::File;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 
-pub(super) const CHUNK: usize = 64 * 1024;
+pub(crate) const CHUNK: usize = 64 * 1024;
 /// Enough of a line's start for its time, stream and tag.
 const HEAD: u64 = 128;
 
-/// Turns CRI log lines (`<time> <stream> <P|F> <text>`) into the container's output.
-/// Returns the bytes consumed (whole lines only) and the text.
-pub(super) fn decode_cri_log(data: &[u8]) -> (usize, Vec<u8>) {
-    let mut out = Vec::new();
-    let mut consumed = 0;
-    while let Some(end) = data[consumed..].iter().position(|b| *b == b'\n') {
-        let line = &data[consumed..consumed + end];
-        consumed += end + 1;
-        let mut parts = line.splitn(4, |b| *b == b' ');
-        let (_time, _stream, tag, text) = (parts.next(), parts.next(), parts.next(), parts.next());
-        out.extend_from_slice(text.unwrap_or_default());
-        if tag != Some(b"P") {
-            out.push(b'\n');
+/// How CRI log lines become output: with their times (`timestamps`), and only from a time
+/// on (`sinceSeconds`, `sinceTime`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Decode {
+    pub(crate) timestamps: bool,
+    pub(crate) since: Option<jiff::Timestamp>,
+    /// Whether the next text starts a line of output (a partial line continues one).
+    mid_line: bool,
+}
+
+impl Decode {
+    pub(crate) fn new(timestamps: bool, since: Option<jiff::Timestamp>) -> Self {
+        Decode {
+            timestamps,
+            since,
+            mid_line: false,
         }
     }
-    (consumed, out)
+
+    /// Turns CRI log lines (`<time> <stream> <P|F> <text>`) into the container's output.
+    /// Returns the bytes consumed (whole lines only) and the text.
+    pub(crate) fn lines(&mut self, data: &[u8]) -> (usize, Vec<u8>) {
+        let mut out = Vec::new();
+        let mut consumed = 0;
+        while let Some(end) = data[consumed..].iter().position(|b| *b == b'\n') {
+            let line = &data[consumed..consumed + end];
+            consumed += end + 1;
+            let mut parts = line.splitn(4, |b| *b == b' ');
+            let (time, _stream, tag, text) =
+                (parts.next(), parts.next(), parts.next(), parts.next());
+            let partial = tag == Some(b"P");
+            if self.too_early(time) {
+                continue;
+            }
+            if self.timestamps && !self.mid_line {
+                out.extend_from_slice(time.unwrap_or_default());
+                out.push(b' ');
+            }
+            out.extend_from_slice(text.unwrap_or_default());
+            if !partial {
+                out.push(b'\n');
+            }
+            self.mid_line = partial;
+        }
+        (consumed, out)
+    }
+
+    fn too_early(&self, time: Option<&[u8]>) -> bool {
+        let Some(since) = self.since else {
+            return false;
+        };
+        let at = time
+            .and_then(|t| std::str::from_utf8(t).ok())
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok());
+        at.is_some_and(|at| at < since)
+    }
 }
 
 /// Whether a CRI line (its start is enough) ends a line of output: not a partial one.
@@ -73,7 +113,7 @@ impl TailScan {
 
 /// Where the last `n` lines of output start in the file (0 when it holds no more). Reads
 /// back from the end a chunk at a time and keeps nothing but counts.
-pub(super) async fn tail_offset(path: &Path, n: usize) -> u64 {
+pub(crate) async fn tail_offset(path: &Path, n: usize) -> u64 {
     let Ok(mut f) = File::open(path).await else {
         return 0;
     };
@@ -121,8 +161,9 @@ pub(super) async fn tail_offset(path: &Path, n: usize) -> u64 {
 
 /// A container's output from an offset of its log file, decoded a chunk at a time, up to
 /// an optional number of bytes (`limitBytes`).
-pub(super) struct LogReader {
+pub(crate) struct LogReader {
     path: PathBuf,
+    decode: Decode,
     file: Option<File>,
     offset: u64,
     pending: Vec<u8>,
@@ -130,9 +171,10 @@ pub(super) struct LogReader {
 }
 
 impl LogReader {
-    pub(super) fn new(path: PathBuf, offset: u64, limit: Option<u64>) -> Self {
+    pub(crate) fn new(path: PathBuf, offset: u64, limit: Option<u64>, decode: Decode) -> Self {
         Self {
             path,
+            decode,
             file: None,
             offset,
             pending: Vec::new(),
@@ -152,14 +194,14 @@ impl LogReader {
     }
 
     /// Whether `limitBytes` has been given out.
-    pub(super) fn done(&self) -> bool {
+    pub(crate) fn done(&self) -> bool {
         self.left == Some(0)
     }
 
     /// The next output the file holds (possibly empty: a partial line), or `None` at its
     /// end for now (or while it does not exist yet). At the end of a file that was rotated
     /// (renamed aside, a new one in its place), it goes on with the new file.
-    pub(super) async fn next(&mut self) -> Option<Vec<u8>> {
+    pub(crate) async fn next(&mut self) -> Option<Vec<u8>> {
         if self.file.is_none() {
             self.file = File::open(&self.path).await.ok();
         }
@@ -181,7 +223,7 @@ impl LogReader {
         }
         self.offset += raw.len() as u64;
         self.pending.extend_from_slice(&raw);
-        let (used, mut text) = decode_cri_log(&self.pending);
+        let (used, mut text) = self.decode.lines(&self.pending);
         self.pending.drain(..used);
         if let Some(left) = self.left.as_mut() {
             text.truncate(usize::try_from(*left).unwrap_or(usize::MAX));
@@ -202,9 +244,22 @@ mod tests {
     #[test]
     fn cri_log_lines_become_plain_output() {
         let data = b"2026-11-22T10:00:00.1Z stdout F hello\n2026-11-22T10:00:00.2Z stderr P par\n2026-11-22T10:00:00.3Z stderr F tial\n2026-11-22T10:00:00.4Z stdout F incompl";
-        let (used, out) = decode_cri_log(data);
+        let (used, out) = Decode::default().lines(data);
         assert_eq!(out, b"hello\npartial\n");
         assert_eq!(&data[used..], b"2026-11-22T10:00:00.4Z stdout F incompl");
+    }
+
+    #[test]
+    fn timestamps_lead_each_line_and_since_drops_older_ones() {
+        let data = b"2026-11-22T10:00:00.1Z stdout F old\n2026-11-22T10:00:02Z stdout P new\n2026-11-22T10:00:03Z stdout F er\n";
+        let since = "2026-11-22T10:00:01Z".parse().ok();
+        let (_, out) = Decode::new(true, since).lines(data);
+        assert_eq!(out, b"2026-11-22T10:00:02Z newer\n");
+        let (_, out) = Decode::new(true, None).lines(data);
+        assert_eq!(
+            out,
+            b"2026-11-22T10:00:00.1Z old\n2026-11-22T10:00:02Z newer\n"
+        );
     }
 
     async fn tail_of(content: &str, n: usize) -> String {
@@ -212,7 +267,12 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(format!("{n}-{}.log", content.len()));
         std::fs::write(&path, content).unwrap();
-        let mut r = LogReader::new(path.clone(), tail_offset(&path, n).await, None);
+        let mut r = LogReader::new(
+            path.clone(),
+            tail_offset(&path, n).await,
+            None,
+            Decode::default(),
+        );
         let mut out = Vec::new();
         while let Some(t) = r.next().await {
             out.extend(t);
@@ -264,7 +324,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("0.log");
         std::fs::write(&path, [line("F", "hello"), line("F", "world")].concat()).unwrap();
-        let mut r = LogReader::new(path, 0, Some(8));
+        let mut r = LogReader::new(path, 0, Some(8), Decode::default());
         assert_eq!(r.next().await.unwrap(), b"hello\nwo");
         assert!(r.done());
         let _ = std::fs::remove_dir_all(&dir);
