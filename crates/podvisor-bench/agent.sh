@@ -23,6 +23,8 @@ pod_log_dir = "$dir/logs"
 address = "127.0.0.1:$debug_port"
 [api]
 address = "127.0.0.1:$api_port"
+[server]
+address = "127.0.0.1:0"
 EOT
     "${PODVISOR_BIN:-target/release/podvisor}" run --config "$dir/podvisor.toml" >"$dir/agent.log" 2>&1 &
     pid=$!

@@ -63,7 +63,7 @@ pub(crate) fn facts(
     cfg: &AgentConfig,
     node_name: &str,
     alloc: &Allocatable,
-    runtime_version: String,
+    (runtime_version, kubelet_port): (String, u16),
 ) -> NodeFacts {
     NodeFacts {
         name: node_name.to_string(),
@@ -74,6 +74,7 @@ pub(crate) fn facts(
         allocatable_cpu_milli: alloc.cpu_milli,
         allocatable_memory_bytes: alloc.memory_bytes,
         runtime_version,
+        kubelet_port,
         agent_version: podvisor_core::version::GIT_VERSION.to_string(),
         // Validated with the config.
         taints: cfg

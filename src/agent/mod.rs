@@ -6,6 +6,7 @@
 pub mod api;
 pub mod config;
 mod host;
+mod kubelet_server;
 mod memory;
 mod node;
 mod servers;
@@ -18,6 +19,7 @@ use podvisor_actors::supervisor::{Backoff, Escalation, Intensity};
 use podvisor_actors::{Registry, Shutdown, SupervisorConfig, start_root};
 use podvisor_cri::{CriRuntime, Runtime};
 use podvisor_kubelet::metrics::{KubeletMetrics, Metrics};
+use podvisor_streaming::Streams;
 use tracing::{error, info, warn};
 
 pub use config::AgentConfig;
@@ -124,7 +126,9 @@ async fn serve(cfg: AgentConfig) -> anyhow::Result<()> {
     let (runtime, runtime_version) = connect(&cfg, &metrics).await?;
     let node_name = cfg.node_name();
     let cluster = join(&cfg, &node_name).await?;
+    let remote = cluster.as_ref().map(|(remote, _)| remote.clone());
     let runtime: Arc<dyn Runtime> = Arc::new(runtime);
+    let bound = kubelet_server::bind(&cfg)?;
     let ground = tree::Ground {
         node_name,
         allocatable: host::allocatable(&cfg)?,
@@ -133,6 +137,7 @@ async fn serve(cfg: AgentConfig) -> anyhow::Result<()> {
         metrics: metrics.clone(),
         cluster,
         address: host::address(&cfg),
+        kubelet_port: bound.as_ref().map_or(0, |b| b.address().port()),
     };
     let node_name = ground.node_name.clone();
     let registry = Registry::new();
@@ -145,7 +150,20 @@ async fn serve(cfg: AgentConfig) -> anyhow::Result<()> {
         Escalation::exit_process,
     );
     let stats = tree.kubelet.stats.recipient();
-    let api = servers::kubernetes(&cfg, tree.store.clone(), stats, runtime)?;
+    let streams = Arc::new(Streams::new(runtime, cfg.streaming.limits()));
+    let api = servers::kubernetes(&cfg, tree.store.clone(), stats, streams.clone())?;
+    let wiring = kubelet_server::Wiring {
+        cfg: &cfg,
+        node: &node_name,
+        address: host::address(&cfg),
+        cluster: remote,
+        streams,
+        kubelet: &tree.kubelet,
+        metrics: servers::metrics_text(prometheus.clone()),
+    };
+    let kubelet_served = bound
+        .map(|b| kubelet_server::serve(b, wiring))
+        .transpose()?;
     let endpoint = servers::debug(&cfg, registry, &tree.kubelet, (&metrics, prometheus))?;
     memory::return_freed_memory();
     info!(node = %node_name, manifests = %cfg.manifest_dir.display(), endpoint = %format!("http://{}", endpoint.address()), "podvisor running");
@@ -153,6 +171,9 @@ async fn serve(cfg: AgentConfig) -> anyhow::Result<()> {
     info!(signal, "stopping; pods keep running");
     let _ = root.send(Shutdown).await;
     api.stop().await;
+    if let Some(k) = kubelet_served {
+        k.stop().await;
+    }
     endpoint.stop().await;
     Ok(())
 }

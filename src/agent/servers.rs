@@ -7,7 +7,6 @@ use std::sync::atomic::Ordering;
 use anyhow::Context as _;
 use podvisor_actors::{ActorRef, Recipient, Registry};
 use podvisor_apiserver::{ApiConfig, ApiServer, ApiState};
-use podvisor_cri::Runtime;
 use podvisor_debug::history::{Extra, Extras};
 use podvisor_debug::{CheckError, DebugConfig, DebugServer, Health, MoreMetrics};
 use podvisor_kubelet::agent::Agent;
@@ -39,12 +38,25 @@ fn chart_series(m: &Metrics) -> Extras {
 
 /// The kubelet's metrics, in the text format its scrapers read, after the actors' own.
 fn exposition(registry: prometheus::Registry) -> MoreMetrics {
-    MoreMetrics(Arc::new(move |out: &mut String| {
-        let families = registry.gather();
-        if let Err(e) = prometheus::TextEncoder::new().encode_utf8(&families, out) {
-            warn!(error = %e, "the kubelet metrics could not be written");
-        }
-    }))
+    MoreMetrics(Arc::new(move |out: &mut String| encode(&registry, out)))
+}
+
+fn encode(registry: &prometheus::Registry, out: &mut String) {
+    let families = registry.gather();
+    if let Err(e) = prometheus::TextEncoder::new().encode_utf8(&families, out) {
+        warn!(error = %e, "the kubelet metrics could not be written");
+    }
+}
+
+/// The kubelet's metrics as the kubelet server's `/metrics` gives them.
+pub(crate) fn metrics_text(
+    registry: prometheus::Registry,
+) -> Arc<dyn Fn() -> String + Send + Sync> {
+    Arc::new(move || {
+        let mut out = String::new();
+        encode(&registry, &mut out);
+        out
+    })
 }
 
 /// Liveness from the PLEG; readiness once the manifest directory has been read.
@@ -102,7 +114,7 @@ pub(crate) fn kubernetes(
     cfg: &AgentConfig,
     store: ActorRef<StoreActor>,
     stats: Recipient<GetSummary>,
-    runtime: Arc<dyn Runtime>,
+    streams: Arc<Streams>,
 ) -> anyhow::Result<ApiServer> {
     let api = ApiConfig {
         address: cfg.api.address,
@@ -117,7 +129,7 @@ pub(crate) fn kubernetes(
         store,
         pod_log_dir: cfg.pod_log_dir.clone(),
         usage: Some(usage),
-        streams: Some(Arc::new(Streams::new(runtime, cfg.streaming.limits()))),
+        streams: Some(streams),
     };
     ApiServer::start(&api, state).context("cannot start the Kubernetes API")
 }

@@ -37,6 +37,8 @@ pub(crate) struct Ground {
     pub cluster: node::Cluster,
     /// The node's address (`host::address`).
     pub address: std::net::IpAddr,
+    /// The kubelet server's port (0: not served).
+    pub kubelet_port: u16,
 }
 
 /// The assembled tree: its children in start order, and the handles the servers read.
@@ -144,7 +146,12 @@ pub(crate) fn assemble(cfg: &AgentConfig, g: Ground, registry: &Arc<Registry>) -
     let store = node::store(cfg, &g.node_name);
     let params = kubelet_params(cfg, &g, &node_side, pod_objects(&store.0, &g));
     let mut kubelet = podvisor_kubelet::agent::build(registry, params, KubeletAddresses::reserve());
-    let facts = host::facts(cfg, &g.node_name, &g.allocatable, g.runtime_version);
+    let facts = host::facts(
+        cfg,
+        &g.node_name,
+        &g.allocatable,
+        (g.runtime_version, g.kubelet_port),
+    );
     let api = node::build(&g.node_name, node_side, &kubelet, (facts, g.cluster), store);
     let children = api
         .first

@@ -73,7 +73,7 @@ impl Agent {
         std::fs::write(
             &config,
             format!(
-                "{top}node_name = \"{node}\"\nruntime_endpoint = \"{}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"{}\"\n{FAULTS}[api]\naddress = \"127.0.0.1:{api_port}\"\n[log]\nfilter = \"info,podvisor_kubelet=debug\"\n{extra}",
+                "{top}node_name = \"{node}\"\nruntime_endpoint = \"{}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"{}\"\n{FAULTS}[api]\naddress = \"127.0.0.1:{api_port}\"\n[server]\naddress = \"0.0.0.0:0\"\n[log]\nfilter = \"info,podvisor_kubelet=debug\"\n{extra}",
                 runtime,
                 dir.join("manifests").display(),
                 dir.join("state").display(),

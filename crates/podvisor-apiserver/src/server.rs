@@ -3,17 +3,14 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::rc::Rc;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
-use actix_service::{ServiceFactory, map_config};
-use actix_web::dev::{AppConfig, Service, ServiceRequest, ServiceResponse};
+use actix_service::ServiceFactory;
+use actix_web::dev::{Service, ServiceRequest, ServiceResponse};
 use actix_web::{App, HttpRequest, HttpResponse, web};
 use futures_util::future::{Either, ready};
-use tokio::sync::{oneshot, watch};
-use tokio_rustls::TlsAcceptor;
-use tracing::{error, info};
+use podvisor_streaming::front;
+use tracing::info;
 
 use crate::discovery;
 use crate::handlers::{self, ApiState};
@@ -47,8 +44,7 @@ pub enum ApiServerError {
 
 pub struct ApiServer {
     address: SocketAddr,
-    stop: watch::Sender<bool>,
-    finished: Mutex<Option<oneshot::Receiver<()>>>,
+    served: front::Served,
 }
 
 fn open_path(path: &str) -> bool {
@@ -125,36 +121,21 @@ impl ApiServer {
     pub fn start(config: &ApiConfig, state: ApiState) -> Result<ApiServer, ApiServerError> {
         let creds = tls::load_or_make(&config.pki_dir)?;
         let mut tls_config = creds.server_config()?;
-        tls_config.alpn_protocols = podvisor_streaming::front::ALPN
-            .iter()
-            .map(|p| p.to_vec())
-            .collect();
+        tls_config.alpn_protocols = front::ALPN.iter().map(|p| p.to_vec()).collect();
         let token: Arc<str> = creds.token.clone().into();
         let bind = |source| ApiServerError::Bind {
             address: config.address,
             source,
         };
         let listener = std::net::TcpListener::bind(config.address).map_err(bind)?;
-        listener.set_nonblocking(true).map_err(bind)?;
-        let address = listener.local_addr().unwrap_or(config.address);
-        let (stop, stopping) = watch::channel(false);
-        let (done, finished) = oneshot::channel();
-        let acceptor = TlsAcceptor::from(Arc::new(tls_config));
-        std::thread::Builder::new()
-            .name("api".into())
-            .spawn(move || {
-                let system = actix_web::rt::System::new();
-                system.block_on(run(listener, acceptor, state, token, stopping));
-                let _ = done.send(());
-            })
-            .map_err(bind)?;
+        let gate = StreamGate::new(token.clone(), state.clone());
+        let app = move || app(web::Data::new(state), token);
+        let served =
+            front::spawn("api", listener, tls_config, (app, gate, |_, _| {})).map_err(bind)?;
+        let address = served.address;
         write_kubeconfig(&creds, config, address)?;
         info!(%address, kubeconfig = %config.kubeconfig.display(), "Kubernetes API listening");
-        Ok(ApiServer {
-            address,
-            stop,
-            finished: Mutex::new(Some(finished)),
-        })
+        Ok(ApiServer { address, served })
     }
 
     pub fn address(&self) -> SocketAddr {
@@ -163,40 +144,7 @@ impl ApiServer {
 
     /// Stops accepting and closes every connection.
     pub async fn stop(&self) {
-        let _ = self.stop.send(true);
-        let finished = self.finished.lock().ok().and_then(|mut f| f.take());
-        if let Some(finished) = finished {
-            let _ = finished.await;
-        }
-    }
-}
-
-/// The API's own runtime: the app built once, connections accepted until `stopping`.
-async fn run(
-    listener: std::net::TcpListener,
-    acceptor: TlsAcceptor,
-    state: ApiState,
-    token: Arc<str>,
-    stopping: watch::Receiver<bool>,
-) {
-    let listener = match tokio::net::TcpListener::from_std(listener) {
-        Ok(l) => l,
-        Err(e) => return error!(error = %e, "API: cannot listen"),
-    };
-    let gate = Rc::new(StreamGate::new(token.clone(), state.clone()));
-    let factory = actix_http::HttpService::build()
-        // actix-web's HttpServer defaults: a second to finish a response to a client that
-        // is still sending (a refused oversized body) before the connection closes.
-        .client_request_timeout(Duration::from_secs(5))
-        .client_disconnect_timeout(Duration::from_secs(1))
-        .finish(map_config(app(web::Data::new(state), token), |_| {
-            AppConfig::default()
-        }));
-    match factory.new_service(()).await {
-        Ok(svc) => {
-            podvisor_streaming::front::serve(listener, acceptor, Rc::new(svc), gate, stopping).await
-        }
-        Err(e) => error!(error = ?e, "API: cannot build the app"),
+        self.served.stop().await;
     }
 }
 

@@ -58,7 +58,7 @@ impl BenchAgent {
         let _ = std::fs::remove_dir_all(&dir);
         let (debug_port, api_port) = free_ports()?;
         let config = format!(
-            "node_name = \"{node}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{d}/manifests\"\nstate_dir = \"{d}/state\"\npod_log_dir = \"{d}/logs\"\n[debug]\naddress = \"127.0.0.1:{debug_port}\"\n[api]\naddress = \"127.0.0.1:{api_port}\"\n[log]\nformat = \"json\"\nfilter = \"{log}\"\n{extra}",
+            "node_name = \"{node}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{d}/manifests\"\nstate_dir = \"{d}/state\"\npod_log_dir = \"{d}/logs\"\n[debug]\naddress = \"127.0.0.1:{debug_port}\"\n[api]\naddress = \"127.0.0.1:{api_port}\"\n[server]\naddress = \"127.0.0.1:0\"\n[log]\nformat = \"json\"\nfilter = \"{log}\"\n{extra}",
             d = dir.display(),
         );
         let child = spawn(bin, &dir, &config)?;

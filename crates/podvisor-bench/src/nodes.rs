@@ -91,7 +91,7 @@ fn podvisor(setup: &NodeSetup, name: &str, dir: &Path) -> anyhow::Result<Command
     let config = format!(
         "node_name = \"{name}\"\nruntime_endpoint = \"{}\"\nmanifest_dir = \"{d}/manifests\"\n\
          state_dir = \"{d}/state\"\npod_log_dir = \"{d}/logs\"\n[debug]\naddress = \"127.0.0.1:{debug}\"\n\
-         [api]\naddress = \"127.0.0.1:{api}\"\n[log]\nfilter = \"info\"\n[cluster]\nkubeconfig = \"{}\"\n",
+         [api]\naddress = \"127.0.0.1:{api}\"\n[server]\naddress = \"0.0.0.0:0\"\n[log]\nfilter = \"info\"\n[cluster]\nkubeconfig = \"{}\"\n",
         setup.endpoint,
         setup.bootstrap.display(),
         d = dir.display(),

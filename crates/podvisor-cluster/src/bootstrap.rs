@@ -120,7 +120,7 @@ fn kept_usable(node: &str, pem: &Path, seen: &Path, ca: &[u8]) -> bool {
 }
 
 /// The CA of the bootstrap kubeconfig's first cluster, as its bytes (inline data or file).
-fn cluster_ca(bootstrap: &Path) -> Result<Vec<u8>, BootstrapError> {
+pub(crate) fn cluster_ca(bootstrap: &Path) -> Result<Vec<u8>, BootstrapError> {
     let config = Kubeconfig::read_from(bootstrap).map_err(|source| BootstrapError::Kubeconfig {
         path: bootstrap.display().to_string(),
         source,

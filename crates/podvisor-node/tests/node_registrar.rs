@@ -17,6 +17,7 @@ use serde_json::Value;
 
 fn facts() -> NodeFacts {
     NodeFacts {
+        kubelet_port: 10250,
         name: "n1".into(),
         address: "192.0.2.7".into(),
         cpu_milli: 2000,

@@ -7,6 +7,9 @@ pub enum StreamError {
     /// No credentials, or wrong ones: 401.
     #[error("Unauthorized")]
     Unauthorized,
+    /// The client may not: 403.
+    #[error("{0}")]
+    Forbidden(String),
     /// Streaming is not served here: 503.
     #[error("{0}")]
     Unavailable(String),
@@ -41,6 +44,7 @@ impl StreamError {
         match self {
             Self::BadRequest(_) | Self::Malformed(_) => 400,
             Self::Unauthorized => 401,
+            Self::Forbidden(_) => 403,
             Self::Unavailable(_) => 503,
             Self::NotFound(_) => 404,
             Self::TooMany(_) => 429,
@@ -56,6 +60,7 @@ impl StreamError {
         match self.code() {
             400 => "BadRequest",
             401 => "Unauthorized",
+            403 => "Forbidden",
             503 => "ServiceUnavailable",
             404 => "NotFound",
             429 => "TooManyRequests",

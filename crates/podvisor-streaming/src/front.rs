@@ -131,3 +131,86 @@ fn log_end<E: std::fmt::Debug>(peer: SocketAddr, r: Result<impl Sized, E>) {
         debug!(%peer, error = ?e, "API: connection ended with an error");
     }
 }
+
+/// A server running on a thread of its own: stops on [`Served::stop`].
+pub struct Served {
+    pub address: SocketAddr,
+    stop: watch::Sender<bool>,
+    finished: std::sync::Mutex<Option<tokio::sync::oneshot::Receiver<()>>>,
+}
+
+impl Served {
+    /// Stops accepting and closes every connection.
+    pub async fn stop(&self) {
+        let _ = self.stop.send(true);
+        let finished = self.finished.lock().ok().and_then(|mut f| f.take());
+        if let Some(finished) = finished {
+            let _ = finished.await;
+        }
+    }
+}
+
+/// What a connection tells the app before its first request (a client certificate's
+/// identity, say).
+pub type OnConnect = fn(&Conn, &mut actix_http::Extensions);
+
+/// Serves `app` (made on the server's thread) and `gate` on `listener` with `tls`, on a
+/// thread named `name` with an actix runtime of its own (the agent's actors keep theirs).
+pub fn spawn<F, A, SF, B, G>(
+    name: &str,
+    listener: std::net::TcpListener,
+    tls: rustls::ServerConfig,
+    (app, gate, on_connect): (F, G, OnConnect),
+) -> std::io::Result<Served>
+where
+    F: FnOnce() -> A + Send + 'static,
+    A: actix_service::IntoServiceFactory<SF, actix_http::Request>,
+    SF: actix_service::ServiceFactory<
+            actix_http::Request,
+            Config = actix_web::dev::AppConfig,
+            Response = actix_web::dev::ServiceResponse<B>,
+            Error = actix_web::Error,
+            InitError = (),
+        > + 'static,
+    B: actix_web::body::MessageBody + 'static,
+    G: Gate + Send,
+{
+    listener.set_nonblocking(true)?;
+    let address = listener.local_addr()?;
+    let (stop, stopping) = watch::channel(false);
+    let (done, finished) = tokio::sync::oneshot::channel();
+    let acceptor = TlsAcceptor::from(std::sync::Arc::new(tls));
+    let label = name.to_string();
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let system = actix_rt::System::new();
+            system.block_on(async move {
+                let listener = match TcpListener::from_std(listener) {
+                    Ok(l) => l,
+                    Err(e) => return warn!(server = label, error = %e, "cannot listen"),
+                };
+                let factory = actix_http::HttpService::build()
+                    // actix-web's HttpServer defaults: a second to finish a response to a
+                    // client still sending (a refused oversized body) before closing.
+                    .client_request_timeout(Duration::from_secs(5))
+                    .client_disconnect_timeout(Duration::from_secs(1))
+                    .on_connect_ext(on_connect)
+                    .finish(actix_service::map_config(app(), |_| {
+                        actix_web::dev::AppConfig::default()
+                    }));
+                match actix_service::ServiceFactory::new_service(&factory, ()).await {
+                    Ok(svc) => {
+                        serve(listener, acceptor, Rc::new(svc), Rc::new(gate), stopping).await
+                    }
+                    Err(e) => warn!(server = label, error = ?e, "cannot build the app"),
+                }
+            });
+            let _ = done.send(());
+        })?;
+    Ok(Served {
+        address,
+        stop,
+        finished: std::sync::Mutex::new(Some(finished)),
+    })
+}

@@ -23,5 +23,5 @@ pub use error::StreamError;
 pub use head::{RequestHead, Sniffed, read_request};
 pub use reply::{refusal, refuse};
 pub use rewind::Rewind;
-pub use session::{Session, Verb};
+pub use session::{API_NAMES, KUBELET_NAMES, Session, StreamNames, Verb};
 pub use streams::{PodTarget, StreamLimits, Streams};

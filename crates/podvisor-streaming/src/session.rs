@@ -42,8 +42,34 @@ pub enum Session {
     },
 }
 
+/// What a query calls the streams: the API's `stdin`, `stdout`, `stderr`, or the
+/// kubelet's `input`, `output`, `error` (what the API server sends a node).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamNames {
+    pub stdin: &'static str,
+    pub stdout: &'static str,
+    pub stderr: &'static str,
+}
+
+pub const API_NAMES: StreamNames = StreamNames {
+    stdin: "stdin",
+    stdout: "stdout",
+    stderr: "stderr",
+};
+
+pub const KUBELET_NAMES: StreamNames = StreamNames {
+    stdin: "input",
+    stdout: "output",
+    stderr: "error",
+};
+
 impl Session {
+    /// A request to the API (`pods/{name}/exec?stdin=true&...`).
     pub fn parse(verb: Verb, query: &str) -> Result<Session, StreamError> {
+        Session::parse_with(verb, query, API_NAMES)
+    }
+
+    pub fn parse_with(verb: Verb, query: &str, names: StreamNames) -> Result<Session, StreamError> {
         let pairs: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
             .into_owned()
             .collect();
@@ -55,7 +81,7 @@ impl Session {
                 if command.is_empty() {
                     return Err(bad("you must specify at least 1 command"));
                 }
-                let io = io(&pairs)?;
+                let io = io(&pairs, names)?;
                 Ok(Session::Exec {
                     container,
                     command,
@@ -64,7 +90,7 @@ impl Session {
             }
             Verb::Attach => Ok(Session::Attach {
                 container,
-                io: io(&pairs)?,
+                io: io(&pairs, names)?,
             }),
             Verb::PortForward => {
                 let ports = all("ports").chain(all("port"));
@@ -95,7 +121,7 @@ impl Session {
     }
 }
 
-fn io(pairs: &[(String, String)]) -> Result<StreamIo, StreamError> {
+fn io(pairs: &[(String, String)], names: StreamNames) -> Result<StreamIo, StreamError> {
     let flag = |k: &str| {
         pairs
             .iter()
@@ -104,14 +130,17 @@ fn io(pairs: &[(String, String)]) -> Result<StreamIo, StreamError> {
     };
     let tty = flag("tty");
     let io = StreamIo {
-        stdin: flag("stdin"),
-        stdout: flag("stdout"),
+        stdin: flag(names.stdin),
+        stdout: flag(names.stdout),
         // A terminal merges stderr into stdout, as the API server's options do.
-        stderr: flag("stderr") && !tty,
+        stderr: flag(names.stderr) && !tty,
         tty,
     };
     if !(io.stdin || io.stdout || io.stderr) {
-        return Err(bad("you must specify at least 1 of stdin, stdout, stderr"));
+        return Err(bad(&format!(
+            "you must specify at least 1 of {}, {}, {}",
+            names.stdin, names.stdout, names.stderr
+        )));
     }
     Ok(io)
 }
@@ -179,6 +208,18 @@ mod tests {
         for bad in ["ports=0", "ports=70000", "ports=http"] {
             assert!(Session::parse(Verb::PortForward, bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_kubelets_names_are_input_output_and_error() {
+        let q = "command=ls&input=1&output=1&error=1";
+        let Session::Exec { io, .. } = Session::parse_with(Verb::Exec, q, KUBELET_NAMES).unwrap()
+        else {
+            panic!("not exec")
+        };
+        assert!(io.stdin && io.stdout && io.stderr);
+        let e = Session::parse_with(Verb::Exec, "command=ls&stdout=1", KUBELET_NAMES).unwrap_err();
+        assert!(e.to_string().contains("input, output, error"), "{e}");
     }
 
     #[test]

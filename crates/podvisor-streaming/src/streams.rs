@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use podvisor_cri::{ContainerState, Runtime, SandboxState, StreamRequest};
+use podvisor_cri::{ContainerState, ContainerStatus, Runtime, SandboxState, StreamRequest};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -139,6 +139,33 @@ impl Streams {
             .ok_or_else(|| {
                 StreamError::NotFound(format!("container {name:?} is not running in this pod"))
             })
+    }
+
+    /// Every instance the runtime keeps of container `name` of `pod`, newest first.
+    pub async fn instances(
+        &self,
+        pod: &PodTarget,
+        name: &str,
+    ) -> Result<Vec<ContainerStatus>, StreamError> {
+        let uid = self.runtime_uid(pod).await?;
+        let status = self.runtime.pod_status(&uid).await?;
+        let found: Vec<ContainerStatus> = status
+            .containers
+            .into_iter()
+            .filter(|c| c.name == name)
+            .collect();
+        if found.is_empty() {
+            return Err(StreamError::NotFound(format!(
+                "container {name:?} not found in pod {}/{}",
+                pod.namespace, pod.name
+            )));
+        }
+        Ok(found)
+    }
+
+    /// The runtime the sessions go to.
+    pub fn runtime(&self) -> &Arc<dyn Runtime> {
+        &self.runtime
     }
 
     /// The ready sandbox of pod `uid`.

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use duration::duration;
 pub use sections::{
     Allocatable, Api, Cluster, Debug, Log, LogFormat, Logs, NodeSection, Pleg, Probes,
-    RuntimeSection, Streaming, Supervisor,
+    RuntimeSection, Server, Streaming, Supervisor,
 };
 
 #[derive(Debug, Clone, Deserialize)]
@@ -45,6 +45,7 @@ pub struct AgentConfig {
     pub supervisor: Supervisor,
     pub debug: Debug,
     pub api: Api,
+    pub server: Server,
     pub streaming: Streaming,
     pub cluster: Cluster,
     pub log: Log,
@@ -72,6 +73,7 @@ impl Default for AgentConfig {
             supervisor: Supervisor::default(),
             debug: Debug::default(),
             api: Api::default(),
+            server: Server::default(),
             streaming: Streaming::default(),
             cluster: Cluster::default(),
             log: Log::default(),

@@ -267,6 +267,25 @@ impl Default for Api {
     }
 }
 
+/// `[server]`: the kubelet's server, where the API server reaches the node (`kubectl logs`,
+/// `exec`, `port-forward` through a cluster) and monitoring scrapes it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Server {
+    pub enabled: bool,
+    /// The kubelet's `0.0.0.0:10250` by default; the Node's `daemonEndpoints` says its port.
+    pub address: SocketAddr,
+}
+
+impl Default for Server {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            address: SocketAddr::from(([0, 0, 0, 0], 10250)),
+        }
+    }
+}
+
 /// `[streaming]`: `kubectl exec`, `attach`, `port-forward` and `cp` sessions.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]

@@ -69,7 +69,7 @@ impl AgentProcess {
         let (port, api_port) = podvisor_bench::agent::free_ports()?;
         let manifests = dir.join("manifests");
         let config = format!(
-            "node_name = \"{NODE}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"127.0.0.1:{port}\"\n[api]\naddress = \"127.0.0.1:{api_port}\"\n[log]\nformat = \"json\"\nfilter = \"{}\"\n",
+            "node_name = \"{NODE}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"127.0.0.1:{port}\"\n[api]\naddress = \"127.0.0.1:{api_port}\"\n[server]\naddress = \"127.0.0.1:0\"\n[log]\nformat = \"json\"\nfilter = \"{}\"\n",
             manifests.display(),
             dir.join("state").display(),
             dir.join("logs").display(),

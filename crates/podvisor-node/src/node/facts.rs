@@ -22,6 +22,9 @@ pub struct NodeFacts {
     pub agent_version: String,
     /// What the node registers with (`[node] taints`).
     pub taints: Vec<k8s_openapi::api::core::v1::Taint>,
+    /// The kubelet server's port (`daemonEndpoints`: where the API server reaches the
+    /// node); 0 when it does not serve.
+    pub kubelet_port: u16,
 }
 
 fn read(path: &str) -> String {
@@ -94,7 +97,9 @@ impl NodeFacts {
                 address("InternalIP", self.address.clone()),
             ]),
             daemon_endpoints: Some(NodeDaemonEndpoints {
-                kubelet_endpoint: Some(DaemonEndpoint { port: 0 }),
+                kubelet_endpoint: Some(DaemonEndpoint {
+                    port: i32::from(self.kubelet_port),
+                }),
             }),
             node_info: Some(NodeSystemInfo {
                 machine_id: read("/etc/machine-id"),

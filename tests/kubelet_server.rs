@@ -1,0 +1,125 @@
+//! The kubelet server of a standalone node, as a client of the kubelet sees it: its port
+//! in the Node's `daemonEndpoints`, every path behind the node's token (401 without it),
+//! the pods, logs, `/run`, stats and metrics, and an exec over WebSocket with the
+//! kubelet's query names, proxied to containerd.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use common::agent::Agent;
+use common::kubectl::Kubectl;
+use common::wait_for;
+
+const POD: &str = r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: talker
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: main
+    image: localhost/podvisor/busybox:test
+    command: ["sh", "-c", "echo first; echo last; exec sleep 3600"]
+"#;
+
+/// Each answer: (code, body), by name.
+fn ask(agent: &Agent, port: &str) -> HashMap<String, (String, String)> {
+    let python =
+        std::env::var("PODVISOR_PYTHON").expect("PODVISOR_PYTHON (scripts/test-deps sets it)");
+    let out = std::process::Command::new(python)
+        .args([
+            "tests/python/kubelet_server.py",
+            port,
+            &agent.token(),
+            "talker",
+            "main",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.lines()
+        .map(|l| {
+            let mut parts = l.splitn(3, ' ');
+            let name = parts.next().unwrap_or_default().to_string();
+            let code = parts.next().unwrap_or_default().to_string();
+            let body = parts.next().unwrap_or_default();
+            let body = serde_json::from_str::<String>(body).unwrap_or_else(|_| body.to_string());
+            (name, (code, body))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kubelet_server_answers_the_kubelets_paths_behind_the_nodes_token() {
+    let agent = Agent::start("kubelet-server").await;
+    let k = Kubectl::for_agent(&agent);
+    k.apply(POD);
+    wait_for("talker Running", Duration::from_secs(60), || {
+        k.jsonpath(&["pod", "talker"], "{.status.phase}") == "Running"
+    })
+    .await;
+    let port = k.jsonpath(
+        &["node", &agent.node],
+        "{.status.daemonEndpoints.kubeletEndpoint.Port}",
+    );
+    assert!(
+        port.parse::<u16>().is_ok_and(|p| p > 0),
+        "daemonEndpoints: {port:?}"
+    );
+    let a = ask(&agent, &port);
+    let code = |n: &str| a[n].0.as_str();
+    let body = |n: &str| a[n].1.as_str();
+
+    assert_eq!((code("healthz"), body("healthz")), ("200", "ok"));
+    assert_eq!(code("healthz-anonymous"), "401");
+    assert_eq!(code("healthz-stranger"), "401");
+    let pods: serde_json::Value = serde_json::from_str(body("pods")).unwrap();
+    assert_eq!(pods["kind"], "PodList");
+    let names: Vec<&str> = pods["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["metadata"]["name"].as_str())
+        .collect();
+    assert!(names.contains(&"talker"), "{names:?}");
+    assert_eq!(body("logs"), "last\n");
+    let stamped = body("logs-timestamps");
+    assert!(
+        stamped.ends_with("Z last\n") && stamped.starts_with("20"),
+        "{stamped:?}"
+    );
+    assert_eq!(code("logs-missing"), "404");
+    assert_eq!((code("run"), body("run")), ("200", "ran here\n"));
+    let summary: serde_json::Value = serde_json::from_str(body("summary")).unwrap();
+    assert_eq!(summary["node"]["nodeName"], agent.node.as_str());
+    assert!(
+        body("metrics").contains("kubelet_running_pods"),
+        "{}",
+        body("metrics")
+    );
+    assert!(
+        body("resource").contains("resource_scrape_error 0"),
+        "{}",
+        body("resource")
+    );
+    assert!(
+        body("resource").contains("node_memory_working_set_bytes "),
+        "{}",
+        body("resource")
+    );
+    assert_eq!(code("unknown"), "404");
+
+    assert_eq!(body("exec-stdout"), "out\n");
+    assert_eq!(body("exec-stderr"), "err\n");
+    let status: serde_json::Value = serde_json::from_str(body("exec-status")).unwrap();
+    assert_eq!(status["reason"], "NonZeroExitCode", "{status}");
+    assert_eq!(status["details"]["causes"][0]["message"], "4", "{status}");
+    k.ok(&["delete", "pod", "talker", "--wait=false"]);
+}
