@@ -1,0 +1,161 @@
+//! `kubectl logs`, `exec`, `cp` and `port-forward` through a real cluster to a pod on a
+//! podvisor node: the API server reaches the node's kubelet server (its port from the
+//! Node's `daemonEndpoints`, its own client certificate from the cluster's CA), which
+//! proxies each session to containerd. A client the cluster knows but did not allow gets
+//! 403 from the kubelet server itself.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::nodes::*;
+use common::wait_for;
+
+fn pod(ns: &str, node: &str) -> String {
+    format!(
+        "apiVersion: v1
+kind: Pod
+metadata: {{name: talker, namespace: {ns}}}
+spec:
+  nodeSelector: {{kubernetes.io/hostname: {node}}}
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: main
+    image: localhost/podvisor/busybox:test
+    imagePullPolicy: Never
+    command: [sh, -c, \"echo first; echo last; exec sleep 86400\"]
+  - name: web
+    image: localhost/podvisor/busybox:test
+    imagePullPolicy: Never
+    command: [sh, -c, \"mkdir -p /www && echo served by the node > /www/index.html && exec httpd -f -p 8080 -h /www\"]
+    readinessProbe:
+      tcpSocket: {{port: 8080}}
+      periodSeconds: 1
+"
+    )
+}
+
+fn in_ns<'a>(ns: &'a str, args: &[&'a str]) -> Vec<&'a str> {
+    [&["-n", ns][..], args].concat()
+}
+
+/// The status code the kubelet server answers `path` with, for `token`.
+fn kubelet_code(port: &str, token: &str, path: &str) -> String {
+    let python =
+        std::env::var("PODVISOR_PYTHON").expect("PODVISOR_PYTHON (scripts/test-deps sets it)");
+    let script = format!(
+        "import ssl, urllib.request, urllib.error\nctx = ssl._create_unverified_context()\nreq = urllib.request.Request('https://127.0.0.1:{port}{path}', headers={{'Authorization': 'Bearer {token}'}})\ntry:\n    print(urllib.request.urlopen(req, context=ctx, timeout=30).status)\nexcept urllib.error.HTTPError as e:\n    print(e.code)\n"
+    );
+    let out = std::process::Command::new(python)
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_exec_cp_and_port_forward_reach_the_pod_through_the_cluster() {
+    let agent = join("cs-streams", None).await;
+    let (admin, cleanup) = setup(&agent);
+    let (ns, node) = (cleanup.namespace.clone(), agent.node.clone());
+    node_ready(&admin, &node).await;
+    let port = admin.jsonpath(
+        &["node", &node],
+        "{.status.daemonEndpoints.kubeletEndpoint.Port}",
+    );
+    assert!(
+        port.parse::<u16>().is_ok_and(|p| p > 0),
+        "daemonEndpoints: {port:?}"
+    );
+    admin.apply(&pod(&ns, &node));
+    let ready = r#"{.status.conditions[?(@.type=="Ready")].status}"#;
+    wait_for("talker Ready", 2 * MINUTE, || {
+        admin.jsonpath(&["pod", "talker", "-n", &ns], ready) == "True"
+    })
+    .await;
+
+    assert_eq!(
+        admin.ok(&in_ns(&ns, &["logs", "talker", "-c", "main"])),
+        "first\nlast\n"
+    );
+    assert_eq!(
+        admin.ok(&in_ns(&ns, &["logs", "talker", "-c", "main", "--tail=1"])),
+        "last\n"
+    );
+
+    let r = admin.run(&in_ns(
+        &ns,
+        &[
+            "exec",
+            "talker",
+            "-c",
+            "main",
+            "--",
+            "sh",
+            "-c",
+            "echo out; exit 3",
+        ],
+    ));
+    assert_eq!(r.stdout, "out\n", "{}", r.stderr);
+    assert!(r.stderr.contains("exit code 3"), "{}", r.stderr);
+    let r = admin.run_with(
+        &in_ns(
+            &ns,
+            &[
+                "exec", "-i", "talker", "-c", "main", "--", "tr", "a-z", "A-Z",
+            ],
+        ),
+        "through the cluster\n",
+    );
+    assert_eq!(r.stdout, "THROUGH THE CLUSTER\n", "{}", r.stderr);
+
+    let dir = agent.out_dir();
+    std::fs::write(dir.join("note"), "copied in and out\n").unwrap();
+    let note = dir.join("note").display().to_string();
+    admin.ok(&in_ns(
+        &ns,
+        &["cp", "-c", "main", &note, "talker:/tmp/note"],
+    ));
+    let back = dir.join("back").display().to_string();
+    admin.ok(&in_ns(
+        &ns,
+        &["cp", "-c", "main", "talker:/tmp/note", &back],
+    ));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("back")).unwrap(),
+        "copied in and out\n"
+    );
+
+    let mut pf = admin
+        .command(&in_ns(&ns, &["port-forward", "pod/talker", ":8080"]))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(pf.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+    let local: u16 = line
+        .split("127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {line:?}"));
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", local)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.write_all(b"GET /index.html HTTP/1.0\r\n\r\n").unwrap();
+    let mut page = String::new();
+    let _ = s.read_to_string(&mut page);
+    pf.kill().unwrap();
+    let _ = pf.wait();
+    assert!(page.contains("served by the node"), "{page}");
+
+    // The cluster knows this service account; nothing lets it use the node.
+    admin.ok(&in_ns(&ns, &["create", "serviceaccount", "nobody"]));
+    let token = admin.ok(&in_ns(&ns, &["create", "token", "nobody"]));
+    assert_eq!(kubelet_code(&port, token.trim(), "/pods"), "403");
+    assert_eq!(kubelet_code(&port, "garbage", "/pods"), "401");
+}
