@@ -3,7 +3,8 @@
 //! containerd, with the same pods bound to each (`spec.nodeName`): what people compare.
 //!
 //! For each node: its idle CPU and memory; create → Running and Ready seen through a watch
-//! on the apiserver, one pod at a time and `--batch` at once; graceful delete → gone;
+//! on the apiserver, one pod at a time and `--batch` at once; `kubectl exec` and `kubectl
+//! logs` round trips through the API server (and CRI ExecSync, the floor); graceful delete → gone;
 //! container exit (the runtime's `finishedAt`, CRI, nanoseconds) → the exit seen through
 //! the watch; CPU and memory with `--batch` pods running; and what differs between the two
 //! nodes' statuses for the same pod spec.
@@ -52,6 +53,9 @@ struct Args {
     batch: usize,
     #[arg(long, default_value_t = 20)]
     exits: usize,
+    /// kubectl exec and kubectl logs round trips through the API server.
+    #[arg(long, default_value_t = 20)]
+    streams: usize,
     /// Seconds over which idle CPU is measured.
     #[arg(long, default_value_t = 10)]
     window: u64,
@@ -166,6 +170,10 @@ struct Results {
     idle: (f64, f64),
     busy: (f64, f64),
     status: Option<Arc<Pod>>,
+    /// `kubectl exec -- true` and `kubectl logs` through the API server; CRI ExecSync.
+    exec: Samples,
+    logs: Samples,
+    exec_sync: Samples,
 }
 
 /// CPU (% of one core) and RSS (MiB) of `pid` over `window`.
@@ -362,8 +370,14 @@ async fn run_node(
         idle: usage(node.pid(), window).await?,
         busy: (0.0, 0.0),
         status: None,
+        exec: Samples::new(),
+        logs: Samples::new(),
+        exec_sync: Samples::new(),
     };
     singles(&pods, &seen, &node.name, args.singles, &mut r).await?;
+    let admin = args.cluster.join("pki").join("admin.kubeconfig");
+    let places = (node.name.as_str(), ns.as_str());
+    streams(&pods, &seen, places, (rt, &admin), args.streams, &mut r).await?;
     exits(&pods, &seen, rt, &node.name, args.exits, &mut r).await?;
     batch(&pods, &seen, &node.name, args.batch, &mut r).await?;
     tokio::time::sleep(Duration::from_secs(5)).await;
@@ -374,6 +388,66 @@ async fn run_node(
     node.stop();
     let _ = nodes.delete(&name, &DeleteParams::default()).await;
     Ok(r)
+}
+
+/// `kubectl exec … -- true` and `kubectl logs` through the API server to a pod on the
+/// node, one at a time, and the runtime's own floor for running a command (CRI ExecSync).
+async fn streams(
+    pods: &Api<Pod>,
+    seen: &Mutex<Seen>,
+    (node, ns): (&str, &str),
+    (rt, kubeconfig): (&CriRuntime, &std::path::Path),
+    n: usize,
+    r: &mut Results,
+) -> anyhow::Result<()> {
+    pods.create(
+        &PostParams::default(),
+        pod("streamer", node, SLEEPER, "Always"),
+    )
+    .await?;
+    until("streamer ready", Duration::from_secs(120), || {
+        seen.lock().unwrap().ready.get("streamer").copied()
+    })
+    .await?;
+    let kubectl = std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into());
+    let timed = |args: &[&str]| -> anyhow::Result<Duration> {
+        let t0 = Instant::now();
+        let out = std::process::Command::new(&kubectl)
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(["-n", ns])
+            .args(args)
+            .output()?;
+        anyhow::ensure!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(t0.elapsed())
+    };
+    for _ in 0..n {
+        r.exec.push(timed(&["exec", "streamer", "--", "true"])?);
+        r.logs.push(timed(&["logs", "streamer"])?);
+    }
+    let status = seen.lock().unwrap().last.get("streamer").cloned();
+    let id = status
+        .and_then(|p| {
+            p.status
+                .clone()?
+                .container_statuses?
+                .first()?
+                .container_id
+                .clone()
+        })
+        .and_then(|id| id.split("://").nth(1).map(str::to_string))
+        .ok_or_else(|| anyhow::anyhow!("no container id for streamer"))?;
+    for _ in 0..n {
+        let t0 = Instant::now();
+        rt.exec_sync(&id, &["true".to_string()], Duration::from_secs(10))
+            .await?;
+        r.exec_sync.push(t0.elapsed());
+    }
+    Ok(())
 }
 
 fn host_ip() -> anyhow::Result<String> {
@@ -450,6 +524,27 @@ fn report(args: &Args, all: &[(NodeKind, Results)]) {
             args.exits
         ),
         &|r| r.exit.summary(),
+    );
+    table(
+        &format!(
+            "`kubectl exec pod -- true` through the API server, ×{}",
+            args.streams
+        ),
+        &|r| r.exec.summary(),
+    );
+    table(
+        &format!(
+            "`kubectl logs pod` through the API server, ×{}",
+            args.streams
+        ),
+        &|r| r.logs.summary(),
+    );
+    table(
+        &format!(
+            "the runtime's floor: CRI ExecSync `true` in the same container, ×{}",
+            args.streams
+        ),
+        &|r| r.exec_sync.summary(),
     );
     for (k, r) in all.iter().filter(|(_, r)| r.exits_lost > 0) {
         println!(
