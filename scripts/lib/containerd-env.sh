@@ -1,13 +1,15 @@
 # Sourced by containerd-up and containerd-down: which containerd, and where.
 #
 #   PODVISOR_CONTAINERD_VERSION  1.6 (default): Debian 12's containerd package, installed
-#                                through apt; 1.7: Debian 13's containerd package (1.7.24),
-#                                unpacked into $PODVISOR_TOOLS/containerd-1.7 and run from
-#                                there, never replacing the system's containerd. 1.7 streams
-#                                CRI container events (the evented PLEG); 1.6 does not.
+#                                through apt; 1.7: Debian 13's containerd package (1.7.24);
+#                                2.1: Debian unstable's (2.1.9), with the machine's runc.
+#                                1.7 and 2.1 are unpacked into $PODVISOR_TOOLS/containerd-X
+#                                and run from there, never replacing the system's
+#                                containerd. 1.7 and 2.1 stream CRI container events (the
+#                                evented PLEG); 1.6 does not.
 #   PODVISOR_CONTAINERD_DIR      private directory (default /var/lib/podvisor-containerd for
-#                                1.6, /var/lib/podvisor-containerd-1.7 for 1.7, so both can
-#                                run side by side)
+#                                1.6, /var/lib/podvisor-containerd-X for the others, so they
+#                                can run side by side)
 # Each version has its own bridge and pod subnet, so the two side by side never hand out
 # one address twice (two instances of one version, in two directories, would: run one).
 containerd_version=${PODVISOR_CONTAINERD_VERSION:-1.6}
@@ -21,10 +23,20 @@ case "$containerd_version" in
     bridge=podvisor1; pod_subnet=10.89.0.0/16
     containerd_prefix=${PODVISOR_TOOLS:-/var/lib/podvisor-tools}/containerd-1.7
     ;;
+  2.1)
+    default_base=/var/lib/podvisor-containerd-2.1
+    bridge=podvisor2; pod_subnet=10.90.0.0/16
+    containerd_prefix=${PODVISOR_TOOLS:-/var/lib/podvisor-tools}/containerd-2.1
+    ;;
   *)
-    echo "PODVISOR_CONTAINERD_VERSION must be 1.6 or 1.7, not '$containerd_version'" >&2
+    echo "PODVISOR_CONTAINERD_VERSION must be 1.6, 1.7 or 2.1, not '$containerd_version'" >&2
     exit 2
     ;;
+esac
+# Where each version comes from, and its configuration's format.
+case "$containerd_version" in
+  2.*) containerd_suite=sid; containerd_config=containerd-2.toml ;;
+  *) containerd_suite=trixie; containerd_config=containerd.toml ;;
 esac
 base=${PODVISOR_CONTAINERD_DIR:-$default_base}
 sock=$base/containerd.sock

@@ -13,17 +13,18 @@ pub fn dir() -> PathBuf {
         return PathBuf::from(d);
     }
     match std::env::var("PODVISOR_CONTAINERD_VERSION").as_deref() {
-        Ok("1.7") => PathBuf::from("/var/lib/podvisor-containerd-1.7"),
+        Ok(v @ ("1.7" | "2.1")) => PathBuf::from(format!("/var/lib/podvisor-containerd-{v}")),
         _ => PathBuf::from("/var/lib/podvisor-containerd"),
     }
 }
 
 /// How the addresses of bridge pods begin: each version has a subnet of its own
-/// (`scripts/lib/containerd-env.sh`: 10.88.0.0/16 for 1.6, 10.89.0.0/16 for 1.7), so both
-/// can run side by side.
+/// (`scripts/lib/containerd-env.sh`: 10.88.0.0/16 for 1.6, 10.89.0.0/16 for 1.7,
+/// 10.90.0.0/16 for 2.1), so they can run side by side.
 pub fn pod_subnet_prefix() -> &'static str {
     match std::env::var("PODVISOR_CONTAINERD_VERSION").as_deref() {
         Ok("1.7") => "10.89.",
+        Ok("2.1") => "10.90.",
         _ => "10.88.",
     }
 }

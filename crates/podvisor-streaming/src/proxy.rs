@@ -42,6 +42,9 @@ where
         .await
         .map_err(|_| StreamError::Upstream(format!("{} did not accept", upstream.authority)))?
         .map_err(|e| StreamError::Upstream(format!("{}: {e}", upstream.authority)))?;
+    // SPDY and WebSocket frames are small writes: Nagle's algorithm would hold each behind
+    // the peer's delayed ACK.
+    let _ = server.set_nodelay(true);
     server
         .write_all(&request_bytes(head, &upstream, head.query()))
         .await?;
