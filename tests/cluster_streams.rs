@@ -84,6 +84,23 @@ async fn logs_exec_cp_and_port_forward_reach_the_pod_through_the_cluster() {
         admin.ok(&in_ns(&ns, &["logs", "talker", "-c", "main", "--tail=1"])),
         "last\n"
     );
+    // Followed: the lines so far come at once and the stream stays open.
+    let mut follow = admin
+        .command(&in_ns(&ns, &["logs", "-f", "talker", "-c", "main"]))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut followed = BufReader::new(follow.stdout.take().unwrap());
+    let mut two = String::new();
+    followed.read_line(&mut two).unwrap();
+    followed.read_line(&mut two).unwrap();
+    assert_eq!(two, "first\nlast\n");
+    assert!(
+        follow.try_wait().unwrap().is_none(),
+        "a followed log stays open"
+    );
+    follow.kill().unwrap();
+    let _ = follow.wait();
 
     let r = admin.run(&in_ns(
         &ns,

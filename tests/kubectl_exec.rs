@@ -75,6 +75,29 @@ async fn exec_gives_output_exit_codes_and_stdin_and_cp_copies_both_ways() {
         "shell\n"
     );
 
+    // A terminal: kubectl exec -it, given one by `script` (a pty of its own).
+    let kubeconfig = agent.state_dir().join("kubeconfig");
+    let line = format!(
+        "{} --kubeconfig {} exec -it shell -c main -- sh -c 'tty; stty size'",
+        common::kubectl::binary(),
+        kubeconfig.display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-q", "-e", "-c", &line, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("/dev/pts/"),
+        "the command has a terminal: {text:?}"
+    );
+
     // cp: tar through exec, a megabyte each way.
     let dir = agent.out_dir();
     let data: Vec<u8> = (0..1_048_576u32)

@@ -170,7 +170,8 @@ async fn pods_another_agent_owns_are_neither_tracked_nor_inspected() {
 /// containerd 1.7 hands each event to one subscriber only (containerd#7318): with another
 /// subscriber draining the stream (as `crictl events` would), the agent misses events.
 /// It must notice (the stream marked lossy, `events_lost` counted) and still report every
-/// exit, through relisting. On containerd 1.6 the other subscription is refused and the
+/// exit, through relisting. containerd 2.x broadcasts (containerd#9661): nothing is lost and
+/// the stream stays trusted. On containerd 1.6 the other subscription is refused and the
 /// agent relists as always.
 #[tokio::test]
 async fn a_stream_shared_with_another_subscriber_is_noticed_and_no_exit_is_missed() {
@@ -207,7 +208,11 @@ async fn a_stream_shared_with_another_subscriber_is_noticed_and_no_exit_is_misse
     }
     let s = a.actor_state("pleg").await;
     eprintln!("{}: pleg {s}", a.node);
-    if streams {
+    let version = podvisor_cri::Runtime::version(&rt)
+        .await
+        .unwrap()
+        .runtime_version;
+    if streams && version.starts_with("1.7.") {
         assert!(
             taken.load(std::sync::atomic::Ordering::Relaxed) > 0,
             "the other subscriber took events"
@@ -215,6 +220,14 @@ async fn a_stream_shared_with_another_subscriber_is_noticed_and_no_exit_is_misse
         assert!(s["events_lost"].as_u64().unwrap() >= 1, "{s}");
         assert_eq!(s["stream_lossy"], true, "{s}");
         assert_eq!(s["stream_open"], true, "still consumed: {s}");
+    } else if streams {
+        // containerd 2.x broadcasts: the other subscriber takes nothing from the agent.
+        assert!(
+            taken.load(std::sync::atomic::Ordering::Relaxed) > 0,
+            "the other subscriber saw events too"
+        );
+        assert_eq!(s["events_lost"], 0, "containerd {version} broadcasts: {s}");
+        assert_eq!(s["stream_lossy"], false, "{s}");
     } else {
         assert_eq!(s["mode"], "relist", "{s}");
     }

@@ -80,9 +80,12 @@ impl CriError {
                 message: status.message().to_string(),
             },
             // containerd 1.6 reports a reserved sandbox or container name with code Unknown
-            // ("name ... is reserved for ..."); later versions use AlreadyExists. Either way
-            // it is typed here, once, so no caller matches on text.
-            tonic::Code::Unknown if status.message().contains(" is reserved for ") => {
+            // ("name ... is reserved for ..."), 1.7 with AlreadyExists, 2.x with
+            // FailedPrecondition. Either way it is typed here, once, so no caller matches on
+            // text.
+            tonic::Code::Unknown | tonic::Code::FailedPrecondition
+                if status.message().contains(" is reserved for ") =>
+            {
                 Self::AlreadyExists {
                     op,
                     message: status.message().to_string(),
@@ -129,6 +132,11 @@ mod tests {
             "failed to reserve sandbox name \"x_default_u_0\": name \"x_default_u_0\" is reserved for \"abc\"",
         );
         assert!(CriError::from_status("RunPodSandbox", "e", v16).is_already_exists());
+        // containerd 2.1's code, with the same words.
+        let v21 = tonic::Status::failed_precondition(
+            "failed to reserve sandbox name \"x_default_u_0\": name \"x_default_u_0\" is reserved for \"abc\"",
+        );
+        assert!(CriError::from_status("RunPodSandbox", "e", v21).is_already_exists());
         let other = tonic::Status::unknown("something else broke");
         assert!(!CriError::from_status("RunPodSandbox", "e", other).is_already_exists());
     }

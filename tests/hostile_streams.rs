@@ -1,0 +1,109 @@
+//! Hostile streaming clients cost nothing lasting: 200 exec sessions opened at once (past
+//! `[streaming] max_sessions`, the rest refused with 429) and abandoned leave no process in
+//! the container and no memory in the agent; a session whose client never reads the
+//! output of `yes` does not grow the agent (the proxy's buffers are fixed: the runtime is
+//! slowed instead), and once that client is gone containerd 2.x ends the process.
+
+mod common;
+
+use std::time::Duration;
+
+use common::agent::Agent;
+use common::kubectl::Kubectl;
+use common::wait_for;
+
+const SHELL: &str = r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: shell
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: main
+    image: localhost/podvisor/busybox:test
+    command: ["sleep", "3600"]
+"#;
+
+fn count(k: &Kubectl, what: &str) -> usize {
+    let ps = k.ok(&["exec", "shell", "--", "ps", "-o", "comm"]);
+    ps.lines().filter(|l| l.trim() == what).count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abandoned_and_unread_sessions_cost_nothing_lasting() {
+    let agent =
+        Agent::start_configured("hostile-streams", "", "[streaming]\nmax_sessions = 150\n").await;
+    let k = Kubectl::for_agent(&agent);
+    k.apply(SHELL);
+    wait_for("shell Running", Duration::from_secs(60), || {
+        k.jsonpath(&["pod", "shell"], "{.status.phase}") == "Running"
+    })
+    .await;
+    // Warm: the API's and the proxy's first allocations are not a leak.
+    k.ok(&["exec", "shell", "--", "true"]);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before = agent.rss_kib();
+
+    let python =
+        std::env::var("PODVISOR_PYTHON").expect("PODVISOR_PYTHON (scripts/test-deps sets it)");
+    let out = std::process::Command::new(python)
+        .arg("tests/python/abandon.py")
+        .arg(agent.state_dir().join("kubeconfig"))
+        .args(["200", "10"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("opened 150\n") && text.contains("refused 50\n"),
+        "{text}"
+    );
+    let peak = agent.rss_kib();
+
+    // Every abandoned session's process goes with its connection.
+    wait_for(
+        "no cat left in the container",
+        Duration::from_secs(60),
+        || count(&k, "cat") == 0,
+    )
+    .await;
+    // containerd 2.x ends an exec whose stream is gone; 1.7 keeps one that was blocked
+    // writing to it (its shim holds the pipe; the kubelet's proxy leaves the same): the
+    // agent has closed its side either way, and what stays is that one process.
+    let runtime = common::runtime().await;
+    let version = podvisor_cri::Runtime::version(&runtime)
+        .await
+        .unwrap()
+        .runtime_version;
+    if version.starts_with("1.") {
+        assert!(
+            count(&k, "yes") <= 1,
+            "at most the unread session's process stays"
+        );
+    } else {
+        wait_for(
+            "no yes left in the container",
+            Duration::from_secs(60),
+            || count(&k, "yes") == 0,
+        )
+        .await;
+    }
+    // Freed memory goes back to the system at the agent's next trim (once a minute).
+    wait_for("RSS back within 5 MiB", Duration::from_secs(90), || {
+        agent.rss_kib() <= before + 5 * 1024
+    })
+    .await;
+    let after = agent.rss_kib();
+    eprintln!(
+        "hostile streams: RSS {before} KiB before, {peak} KiB at the peak, {after} KiB after"
+    );
+    assert!(
+        peak <= before + 64 * 1024,
+        "RSS peaked at {peak} KiB (from {before})"
+    );
+    k.ok(&["delete", "pod", "shell", "--wait=false"]);
+}
