@@ -6,9 +6,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader};
 use std::process::Stdio;
-use std::time::Duration;
 
 use common::nodes::*;
 use common::wait_for;
@@ -43,15 +42,10 @@ fn in_ns<'a>(ns: &'a str, args: &[&'a str]) -> Vec<&'a str> {
 
 /// The status code the kubelet server answers `path` with, for `token`.
 fn kubelet_code(port: &str, token: &str, path: &str) -> String {
-    let python =
-        std::env::var("PODVISOR_PYTHON").expect("PODVISOR_PYTHON (scripts/test-deps sets it)");
     let script = format!(
         "import ssl, urllib.request, urllib.error\nctx = ssl._create_unverified_context()\nreq = urllib.request.Request('https://127.0.0.1:{port}{path}', headers={{'Authorization': 'Bearer {token}'}})\ntry:\n    print(urllib.request.urlopen(req, context=ctx, timeout=30).status)\nexcept urllib.error.HTTPError as e:\n    print(e.code)\n"
     );
-    let out = std::process::Command::new(python)
-        .args(["-c", &script])
-        .output()
-        .unwrap();
+    let out = common::python().args(["-c", &script]).output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
@@ -145,27 +139,8 @@ async fn logs_exec_cp_and_port_forward_reach_the_pod_through_the_cluster() {
         "copied in and out\n"
     );
 
-    let mut pf = admin
-        .command(&in_ns(&ns, &["port-forward", "pod/talker", ":8080"]))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(pf.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    let local: u16 = line
-        .split("127.0.0.1:")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no port in {line:?}"));
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", local)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    s.write_all(b"GET /index.html HTTP/1.0\r\n\r\n").unwrap();
-    let mut page = String::new();
-    let _ = s.read_to_string(&mut page);
+    let (mut pf, local) = admin.port_forward(&in_ns(&ns, &["pod/talker", ":8080"]));
+    let page = common::kubectl::http_get(local);
     pf.kill().unwrap();
     let _ = pf.wait();
     assert!(page.contains("served by the node"), "{page}");

@@ -44,9 +44,7 @@ async fn abandoned_and_unread_sessions_cost_nothing_lasting() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let before = agent.rss_kib();
 
-    let python =
-        std::env::var("PODVISOR_PYTHON").expect("PODVISOR_PYTHON (scripts/test-deps sets it)");
-    let out = std::process::Command::new(python)
+    let out = common::python()
         .arg("tests/python/abandon.py")
         .arg(agent.state_dir().join("kubeconfig"))
         .args(["200", "10"])
@@ -74,11 +72,7 @@ async fn abandoned_and_unread_sessions_cost_nothing_lasting() {
     // containerd 2.x ends an exec whose stream is gone; 1.7 keeps one that was blocked
     // writing to it (its shim holds the pipe; the kubelet's proxy leaves the same): the
     // agent has closed its side either way, and what stays is that one process.
-    let runtime = common::runtime().await;
-    let version = podvisor_cri::Runtime::version(&runtime)
-        .await
-        .unwrap()
-        .runtime_version;
+    let version = common::runtime_version().await;
     if version.starts_with("1.") {
         assert!(
             count(&k, "yes") <= 1,

@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -197,17 +196,6 @@ spec:
       periodSeconds: 1
 "#;
 
-fn http_get(port: u16) -> String {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(b"GET /index.html HTTP/1.0\r\n\r\n").unwrap();
-    let mut out = String::new();
-    if let Err(e) = s.read_to_string(&mut out) {
-        out += &format!("[{e}]");
-    }
-    out
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn port_forward_reaches_the_pods_port_again_and_again() {
     let agent = Agent::start("kubectl-port-forward").await;
@@ -217,33 +205,14 @@ async fn port_forward_reaches_the_pods_port_again_and_again() {
         k.jsonpath(&["pod", "web"], "{.status.containerStatuses[0].ready}") == "true"
     })
     .await;
-    let mut pf = k
-        .command(&["port-forward", "pod/web", ":8080"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    let mut stdout = BufReader::new(pf.stdout.take().unwrap());
-    stdout.read_line(&mut line).unwrap();
-    // kubectl writes a line per connection: a closed pipe would kill it (SIGPIPE).
-    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    // "Forwarding from 127.0.0.1:NNNNN -> 8080"
-    let port: u16 = line
-        .split("127.0.0.1:")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no port in {line:?}"));
+    let (mut pf, port) = k.port_forward(&["pod/web", ":8080"]);
     for _ in 0..3 {
-        let page = http_get(port);
-        if !page.contains("hello") {
-            pf.kill().unwrap();
-            let mut e = String::new();
-            pf.stderr.take().unwrap().read_to_string(&mut e).unwrap();
-            panic!("{page}\n{e}\n{}", agent.log_tail(30));
-        }
-        assert!(page.contains("hello from the pod"), "{page}");
+        let page = common::kubectl::http_get(port);
+        assert!(
+            page.contains("hello from the pod"),
+            "{page}\n{}",
+            agent.log_tail(30)
+        );
     }
     pf.kill().unwrap();
     let _ = pf.wait();
@@ -293,9 +262,7 @@ async fn a_websocket_client_execs_too() {
     let k = Kubectl::for_agent(&agent);
     k.apply(SHELL);
     running(&k, "shell").await;
-    let python =
-        std::env::var("PODVISOR_PYTHON").expect("PODVISOR_PYTHON (scripts/test-deps sets it)");
-    let out = std::process::Command::new(python)
+    let out = common::python()
         .arg("tests/python/exec.py")
         .arg(agent.state_dir().join("kubeconfig"))
         .output()

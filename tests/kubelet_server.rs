@@ -26,9 +26,7 @@ spec:
 
 /// Each answer: (code, body), by name.
 fn ask(agent: &Agent, port: &str) -> HashMap<String, (String, String)> {
-    let python =
-        std::env::var("PODVISOR_PYTHON").expect("PODVISOR_PYTHON (scripts/test-deps sets it)");
-    let out = std::process::Command::new(python)
+    let out = common::python()
         .args([
             "tests/python/kubelet_server.py",
             port,

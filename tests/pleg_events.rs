@@ -208,10 +208,7 @@ async fn a_stream_shared_with_another_subscriber_is_noticed_and_no_exit_is_misse
     }
     let s = a.actor_state("pleg").await;
     eprintln!("{}: pleg {s}", a.node);
-    let version = podvisor_cri::Runtime::version(&rt)
-        .await
-        .unwrap()
-        .runtime_version;
+    let version = common::runtime_version().await;
     if streams && version.starts_with("1.7.") {
         assert!(
             taken.load(std::sync::atomic::Ordering::Relaxed) > 0,

@@ -110,11 +110,7 @@ async fn a_container_gets_the_security_its_manifest_asks_for() {
     assert_eq!(hard["port_start"], "0", "the safe sysctl is set: {hard:?}");
     // containerd 2.x opens the unprivileged ports in every pod itself
     // (`enable_unprivileged_ports`, on by default since 2.0); 1.x only where asked.
-    let runtime = common::runtime().await;
-    let version = podvisor_cri::Runtime::version(&runtime)
-        .await
-        .unwrap()
-        .runtime_version;
+    let version = common::runtime_version().await;
     if version.starts_with("1.") {
         assert_ne!(
             plain["port_start"], "0",

@@ -125,3 +125,45 @@ impl Kubectl {
         self.run(&args).stdout
     }
 }
+
+impl Kubectl {
+    /// Starts `kubectl port-forward` with `args` (a `:PORT` among them): the process and the
+    /// local port it forwards from. Its output is drained: kubectl writes a line per
+    /// connection, and a closed pipe would kill it (SIGPIPE).
+    pub fn port_forward(&self, args: &[&str]) -> (std::process::Child, u16) {
+        use std::io::BufRead;
+        let mut pf = self
+            .command(&[&["port-forward"][..], args].concat())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("kubectl runs");
+        let mut stdout = std::io::BufReader::new(pf.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+        // "Forwarding from 127.0.0.1:NNNNN -> 8080"
+        let port = line
+            .split("127.0.0.1:")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no port in {line:?}"));
+        (pf, port)
+    }
+}
+
+/// `GET /index.html` from 127.0.0.1:`port` over HTTP/1.0: the answer, with a read error in
+/// brackets after what came.
+pub fn http_get(port: u16) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    s.write_all(b"GET /index.html HTTP/1.0\r\n\r\n").unwrap();
+    let mut out = String::new();
+    if let Err(e) = s.read_to_string(&mut out) {
+        out += &format!("[{e}]");
+    }
+    out
+}

@@ -116,3 +116,17 @@ pub async fn runtime_streams_events() -> bool {
     let v = runtime().await.version().await.unwrap();
     !v.runtime_version.starts_with("1.6.")
 }
+
+/// The test containerd's version (`1.7.24`, `2.1.9+unknown`), for tests that pin what a
+/// runtime version does.
+pub async fn runtime_version() -> String {
+    use podvisor_cri::Runtime;
+    runtime().await.version().await.unwrap().runtime_version
+}
+
+/// The Python with the `kubernetes` and `websocket` modules (scripts/test-deps' venv).
+pub fn python() -> std::process::Command {
+    let path =
+        std::env::var("PODVISOR_PYTHON").expect("PODVISOR_PYTHON (scripts/test-deps sets it)");
+    std::process::Command::new(path)
+}
