@@ -69,7 +69,7 @@ pub async fn serve<S, G>(
         let (tcp, peer) = match accepted {
             Ok(a) => a,
             Err(e) => {
-                warn!(error = %e, "API: cannot accept a connection");
+                warn!(error = %e, "cannot accept a connection");
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             }
@@ -98,7 +98,7 @@ async fn connection<S, G>(
 {
     let _ = tcp.set_nodelay(true);
     let Ok(Ok(mut io)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.accept(tcp)).await else {
-        debug!(%peer, "API: TLS handshake failed or timed out");
+        debug!(%peer, "TLS handshake failed or timed out");
         return;
     };
     if io.get_ref().1.alpn_protocol() == Some(b"h2") {
@@ -128,7 +128,7 @@ async fn connection<S, G>(
 
 fn log_end<E: std::fmt::Debug>(peer: SocketAddr, r: Result<impl Sized, E>) {
     if let Err(e) = r {
-        debug!(%peer, error = ?e, "API: connection ended with an error");
+        debug!(%peer, error = ?e, "connection ended with an error");
     }
 }
 
