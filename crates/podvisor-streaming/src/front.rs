@@ -44,6 +44,11 @@ pub trait Gate: 'static {
 /// How long a client may take to finish its TLS handshake or its first request head.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Connections open at once (actix-web's HttpServer allowed 25,000 per worker); one more
+/// is closed at once. Each costs its TLS state and, until its first request, up to
+/// [`HANDSHAKE_TIMEOUT`].
+const MAX_CONNECTIONS: usize = 4096;
+
 /// The ALPN protocols offered, preferred first.
 pub const ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
 
@@ -61,6 +66,7 @@ pub async fn serve<S, G>(
     G: Gate,
 {
     let mut stopping = stop.clone();
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
@@ -74,9 +80,15 @@ pub async fn serve<S, G>(
                 continue;
             }
         };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            // Full: refused at once (closing it) rather than queued without bound.
+            debug!(%peer, "connection refused: {MAX_CONNECTIONS} open already");
+            continue;
+        };
         let conn = connection(tcp, peer, tls.clone(), app.clone(), gate.clone());
         let mut stop = stop.clone();
         actix_rt::spawn(async move {
+            let _slot = slot;
             tokio::select! {
                 () = conn => {}
                 _ = stop.wait_for(|s| *s) => {}

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use podvisor_cri::{ContainerState, ContainerStatus, Runtime, SandboxState, StreamRequest};
+use podvisor_cri::{
+    ContainerState, ContainerStatus, PodStatus, Runtime, SandboxState, StreamRequest,
+};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -88,57 +90,48 @@ impl Streams {
 
     /// Asks the runtime to prepare `session` for `pod`: its URL.
     pub async fn url(&self, pod: &PodTarget, session: &Session) -> Result<String, StreamError> {
-        let uid = &self.runtime_uid(pod).await?;
+        let status = self.status(pod).await?;
         let request = match session {
             Session::Exec { command, io, .. } => StreamRequest::Exec {
-                container_id: self.running(uid, session.container()).await?,
+                container_id: running(&status, session.container())?,
                 cmd: command.clone(),
                 io: *io,
             },
             Session::Attach { io, .. } => StreamRequest::Attach {
-                container_id: self.running(uid, session.container()).await?,
+                container_id: running(&status, session.container())?,
                 io: *io,
             },
             Session::PortForward { ports } => StreamRequest::PortForward {
-                sandbox_id: self.sandbox(uid).await?,
+                sandbox_id: ready_sandbox(&status)?,
                 ports: ports.clone(),
             },
         };
         Ok(self.runtime.stream_url(&request).await?)
     }
 
-    /// The UID the runtime knows `pod` by: its own, or (a static pod seen through its
-    /// mirror) that of the newest pod of that name.
-    async fn runtime_uid(&self, pod: &PodTarget) -> Result<String, StreamError> {
+    /// What the runtime holds of `pod`: a targeted inspection by its UID when the runtime
+    /// knows that UID; otherwise (a static pod seen through its mirror, or a kubelet path
+    /// without a UID) the newest pod of that name, which takes a listing.
+    async fn status(&self, pod: &PodTarget) -> Result<PodStatus, StreamError> {
+        if !pod.uid.is_empty() {
+            let status = self.runtime.pod_status(&pod.uid).await?;
+            if !status.sandboxes.is_empty() {
+                return Ok(status);
+            }
+        }
         let pods = self.runtime.list_pods().await?;
-        let named = pods
-            .iter()
-            .filter(|p| p.pod.namespace == pod.namespace && p.pod.name == pod.name);
         let newest = |p: &&podvisor_cri::Pod| p.sandboxes.iter().map(|s| s.created_at).max();
-        let found = match named.clone().find(|p| p.pod.uid == pod.uid) {
-            Some(p) => Some(p),
-            None => named.max_by_key(newest),
-        };
-        found.map(|p| p.pod.uid.clone()).ok_or_else(|| {
-            StreamError::NotFound(format!(
-                "pod {}/{} has nothing running on this node",
-                pod.namespace, pod.name
-            ))
-        })
-    }
-
-    /// The running container `name` of pod `uid` (its newest attempt).
-    async fn running(&self, uid: &str, name: Option<&str>) -> Result<String, StreamError> {
-        let name = name.ok_or_else(|| StreamError::BadRequest("no container named".into()))?;
-        let status = self.runtime.pod_status(uid).await?;
-        status
-            .containers
+        let found = pods
             .iter()
-            .find(|c| c.name == name && c.state == ContainerState::Running)
-            .map(|c| c.id.clone())
+            .filter(|p| p.pod.namespace == pod.namespace && p.pod.name == pod.name)
+            .max_by_key(newest)
             .ok_or_else(|| {
-                StreamError::NotFound(format!("container {name:?} is not running in this pod"))
-            })
+                StreamError::NotFound(format!(
+                    "pod {}/{} has nothing running on this node",
+                    pod.namespace, pod.name
+                ))
+            })?;
+        Ok(self.runtime.pod_status(&found.pod.uid).await?)
     }
 
     /// Every instance the runtime keeps of container `name` of `pod`, newest first.
@@ -147,8 +140,7 @@ impl Streams {
         pod: &PodTarget,
         name: &str,
     ) -> Result<Vec<ContainerStatus>, StreamError> {
-        let uid = self.runtime_uid(pod).await?;
-        let status = self.runtime.pod_status(&uid).await?;
+        let status = self.status(pod).await?;
         let found: Vec<ContainerStatus> = status
             .containers
             .into_iter()
@@ -167,17 +159,29 @@ impl Streams {
     pub fn runtime(&self) -> &Arc<dyn Runtime> {
         &self.runtime
     }
+}
 
-    /// The ready sandbox of pod `uid`.
-    async fn sandbox(&self, uid: &str) -> Result<String, StreamError> {
-        let status = self.runtime.pod_status(uid).await?;
-        status
-            .sandboxes
-            .iter()
-            .find(|s| s.state == SandboxState::Ready)
-            .map(|s| s.id.clone())
-            .ok_or_else(|| StreamError::NotFound("the pod has no running sandbox".into()))
-    }
+/// The running container `name` (its newest attempt).
+fn running(status: &PodStatus, name: Option<&str>) -> Result<String, StreamError> {
+    let name = name.ok_or_else(|| StreamError::BadRequest("no container named".into()))?;
+    status
+        .containers
+        .iter()
+        .find(|c| c.name == name && c.state == ContainerState::Running)
+        .map(|c| c.id.clone())
+        .ok_or_else(|| {
+            StreamError::NotFound(format!("container {name:?} is not running in this pod"))
+        })
+}
+
+/// The pod's ready sandbox.
+fn ready_sandbox(status: &PodStatus) -> Result<String, StreamError> {
+    status
+        .sandboxes
+        .iter()
+        .find(|s| s.state == SandboxState::Ready)
+        .map(|s| s.id.clone())
+        .ok_or_else(|| StreamError::NotFound("the pod has no running sandbox".into()))
 }
 
 #[cfg(test)]

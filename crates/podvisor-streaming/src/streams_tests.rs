@@ -104,3 +104,26 @@ async fn a_mirror_pods_uid_finds_the_static_pod_by_name() {
     other.name = "elsewhere".into();
     assert_eq!(s.url(&other, &exec).await.unwrap_err().code(), 404);
 }
+
+#[tokio::test]
+async fn a_uid_the_runtime_knows_is_inspected_alone_without_a_listing() {
+    use podvisor_cri::fake::Op;
+    let fake = FakeRuntime::new();
+    pod_with(&fake, "u1", &["app"]).await;
+    let s = streams(&fake, 4);
+    let exec = Session::parse(Verb::Exec, "command=ls&stdout=1&container=app").unwrap();
+    fake.clear_calls();
+    s.url(&web("u1"), &exec).await.unwrap();
+    assert!(
+        fake.calls_of(Op::ListPods).is_empty(),
+        "no listing for a known UID"
+    );
+    assert_eq!(fake.calls_of(Op::PodStatus).len(), 1, "one inspection");
+    fake.clear_calls();
+    s.url(&web("mirror-uid"), &exec).await.unwrap();
+    assert_eq!(
+        fake.calls_of(Op::ListPods).len(),
+        1,
+        "a mirror's UID needs the listing"
+    );
+}
