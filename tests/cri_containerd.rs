@@ -221,8 +221,12 @@ async fn exec_sync_returns_output_and_exit_code() {
 /// with two subscribers each gets part of the stream and together they get all of it.
 /// podvisor's PLEG is built for this (it detects the loss, `pleg/loss.rs`); the test pins
 /// the runtime behaviour, so a containerd that broadcasts is noticed.
+/// The event tests subscribe one at a time: on containerd 1.7 subscribers share the events.
+static ONE_SUBSCRIBER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test]
 async fn container_events_where_the_runtime_streams_and_how_subscribers_share_them() {
+    let _alone = ONE_SUBSCRIBER.lock().await;
     let rt = common::runtime().await;
     let version = rt.version().await.unwrap().runtime_version;
     if !common::runtime_streams_events().await {
@@ -311,6 +315,79 @@ async fn container_events_where_the_runtime_streams_and_how_subscribers_share_th
         }
     })
     .await;
+}
+
+/// Where the runtime streams, each container event carries its sandbox's status and the
+/// statuses of that sandbox's containers as they were when it was made (the PLEG settles
+/// an event from them instead of inspecting the pod: `pleg/snapshot.rs`). A deleted
+/// container is no longer among them.
+#[tokio::test]
+async fn a_container_event_carries_its_sandbox_and_containers_as_they_were() {
+    let _alone = ONE_SUBSCRIBER.lock().await;
+    let rt = common::runtime().await;
+    if !common::runtime_streams_events().await {
+        return; // containerd 1.6: no events at all (the test above pins the refusal)
+    }
+    let uid = common::unique_uid("snapshot");
+    let mut stream = rt.container_events().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    with_pod_cleanup(&uid, async {
+        let dir = common::log_dir(&uid);
+        let sandbox = sandbox_config(&uid, "snapshot", true, dir.to_str().unwrap());
+        let sandbox_id = rt.run_sandbox(&sandbox).await.unwrap();
+        let stays = container_config(&sandbox, "stays", &["sleep", "60"]);
+        let stays = rt
+            .create_container(&sandbox_id, &stays, &sandbox)
+            .await
+            .unwrap();
+        rt.start_container(&stays).await.unwrap();
+        let exits = container_config(&sandbox, "exits", &["/bin/sh", "-c", "exit 7"]);
+        let exits = rt
+            .create_container(&sandbox_id, &exits, &sandbox)
+            .await
+            .unwrap();
+        rt.start_container(&exits).await.unwrap();
+        let stopped = next_of(&mut stream, &exits, ContainerEventKind::Stopped).await;
+        let snap = stopped.snapshot.expect("a Stopped event carries statuses");
+        assert_eq!(snap.pod.uid, uid);
+        assert_eq!(snap.sandboxes.len(), 1);
+        assert_eq!(snap.sandboxes[0].id, sandbox_id);
+        assert_eq!(snap.sandboxes[0].state, podvisor_cri::SandboxState::Ready);
+        let exited = snap.containers.iter().find(|c| c.id == exits).unwrap();
+        assert_eq!(
+            (exited.state, exited.exit_code),
+            (ContainerState::Exited, 7)
+        );
+        assert_eq!(exited.sandbox_id, sandbox_id);
+        let running = snap.containers.iter().find(|c| c.id == stays).unwrap();
+        assert_eq!(running.state, ContainerState::Running);
+        rt.remove_container(&exits).await.unwrap();
+        let deleted = next_of(&mut stream, &exits, ContainerEventKind::Deleted).await;
+        let snap = deleted.snapshot.expect("a Deleted event carries statuses");
+        let ids: Vec<&str> = snap.containers.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, [stays.as_str()], "the deleted container has left");
+    })
+    .await;
+}
+
+/// The next event of `kind` for container `id` (within 10 s).
+async fn next_of(
+    stream: &mut podvisor_cri::EventStream,
+    id: &str,
+    kind: ContainerEventKind,
+) -> podvisor_cri::ContainerEvent {
+    let wait = async {
+        while let Some(item) = stream.next().await {
+            let event = item.unwrap();
+            if event.container_id == id && event.kind == kind {
+                return event;
+            }
+        }
+        panic!("the event stream ended");
+    };
+    tokio::time::timeout(Duration::from_secs(10), wait)
+        .await
+        .unwrap_or_else(|_| panic!("no {kind:?} event for {id}"))
 }
 
 type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, ContainerEventKind)>>>;

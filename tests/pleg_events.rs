@@ -88,6 +88,8 @@ async fn an_exit_code_reaches_the_api_from_the_event_stream() {
     let s = expect_mode(&a, streams).await;
     if streams {
         assert!(s["events_received"].as_u64().unwrap() >= 3, "{s}");
+        // The exit came with the pod's statuses (one ready sandbox): no inspection.
+        assert!(s["events_from_snapshots"].as_u64().unwrap() >= 1, "{s}");
     }
 }
 

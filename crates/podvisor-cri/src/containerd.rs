@@ -42,6 +42,15 @@ impl CriRuntime {
 
 #[async_trait]
 impl Runtime for CriRuntime {
+    fn age_of(&self, at: i64) -> Duration {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        let at = u128::try_from(at).unwrap_or(0);
+        Duration::from_nanos(u64::try_from(now.saturating_sub(at)).unwrap_or(u64::MAX))
+    }
+
     async fn version(&self) -> Result<RuntimeVersion, CriError> {
         let v = self.client.version().await?;
         Ok(RuntimeVersion {

@@ -17,6 +17,9 @@ pub type EventStream = BoxStream<'static, Result<ContainerEvent, CriError>>;
 #[async_trait]
 pub trait Runtime: Send + Sync + 'static {
     async fn version(&self) -> Result<RuntimeVersion, CriError>;
+    /// How long ago the runtime's timestamp `at` (CRI nanoseconds) was, by the runtime's
+    /// own clock; zero for one not yet past.
+    fn age_of(&self, at: i64) -> Duration;
     async fn conditions(&self) -> Result<Vec<RuntimeCondition>, CriError>;
 
     /// Every pod the runtime knows, with all its sandboxes and containers (also exited

@@ -643,6 +643,86 @@ fn a_deleted_container_is_reported_died_and_removed_from_the_stream() {
     });
 }
 
+/// containerd sends the container's sandbox and its containers with each event; for a pod
+/// with that one ready sandbox they are its status, and the pod is not inspected again
+/// (the kubelet's evented PLEG caches them the same way).
+#[test]
+fn an_events_own_statuses_settle_it_without_inspecting_the_pod() {
+    paused_system().block_on(async {
+        for snapshots in [true, false] {
+            let mut fake = FakeRuntime::new().with_event_stream();
+            if !snapshots {
+                fake = fake.without_event_snapshots();
+            }
+            let (_, ids) = start_pod(&fake, "u1", &["job", "side"]).await;
+            let h = evented(&fake, 5);
+            until("first relist", Duration::from_secs(1), || {
+                h.events.len() == 2
+            })
+            .await;
+            h.events.take();
+            let inspected = fake.inspections().len();
+            fake.exit_container(&ids[0], 9);
+            until("death from the stream", Duration::from_millis(100), || {
+                h.events.len() == 1
+            })
+            .await;
+            assert_eq!(h.events.take(), [named(ContainerDied, "job")]);
+            let cached = h.cache.send(GetStatus { uid: "u1".into() }).await.unwrap();
+            let job = cached.status.container("job").unwrap();
+            assert_eq!((job.state, job.exit_code), (ContainerState::Exited, 9));
+            assert_eq!(
+                cached.status.container("side").unwrap().state,
+                ContainerState::Running
+            );
+            assert_eq!(cached.status.sandboxes.len(), 1);
+            let extra = fake.inspections().len() - inspected;
+            let from_snapshots = summary(&h)["events_from_snapshots"].clone();
+            if snapshots {
+                assert_eq!((extra, from_snapshots), (0, 1.into()), "no inspection");
+            } else {
+                assert_eq!((extra, from_snapshots), (1, 0.into()), "one inspection");
+            }
+        }
+    });
+}
+
+/// A snapshot shows one sandbox: for a pod that has had two it is not the whole status,
+/// and the pod is inspected.
+#[test]
+fn a_pod_with_an_older_sandbox_is_inspected_after_its_event() {
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new().with_event_stream();
+        let (old, _) = start_pod(&fake, "u1", &["web"]).await;
+        fake.stop_sandbox(&old).await.unwrap();
+        let mut sb = podvisor_cri::sample::sandbox_config("u1", "u1", false, "/logs");
+        sb.metadata.as_mut().unwrap().attempt = 1;
+        let sandbox = fake.run_sandbox(&sb).await.unwrap();
+        let mut config = podvisor_cri::sample::container_config(&sb, "web", &["x"]);
+        config.metadata.as_mut().unwrap().attempt = 1;
+        let id = fake.create_container(&sandbox, &config, &sb).await.unwrap();
+        fake.start_container(&id).await.unwrap();
+        let ids = [id];
+        let h = evented(&fake, 5);
+        // The old attempt's container, and the new one.
+        until("first relist", Duration::from_secs(1), || {
+            h.events.len() == 2
+        })
+        .await;
+        h.events.take();
+        let inspected = fake.inspections().len();
+        fake.exit_container(&ids[0], 2);
+        until("death from the stream", Duration::from_millis(100), || {
+            h.events.len() == 1
+        })
+        .await;
+        assert_eq!(fake.inspections().len(), inspected + 1);
+        let cached = h.cache.send(GetStatus { uid: "u1".into() }).await.unwrap();
+        assert_eq!(cached.status.sandboxes.len(), 2, "both sandboxes kept");
+        assert_eq!(summary(&h)["events_from_snapshots"], 0);
+    });
+}
+
 #[test]
 fn evented_mode_keeps_a_slow_safety_relist() {
     paused_system().block_on(async {
@@ -1030,7 +1110,10 @@ fn refuse_streams(fake: &FakeRuntime, n: usize) {
 #[test]
 fn an_event_whose_pod_hangs_the_runtime_holds_up_no_other_pods_events() {
     paused_system().block_on(async {
-        let fake = FakeRuntime::new().with_event_stream();
+        // Events without their statuses: each is followed by its pod's inspection.
+        let fake = FakeRuntime::new()
+            .with_event_stream()
+            .without_event_snapshots();
         let (_, stuck) = start_pod(&fake, "stuck", &["app"]).await;
         let (_, fine) = start_pod(&fake, "fine", &["job"]).await;
         let h = harness(

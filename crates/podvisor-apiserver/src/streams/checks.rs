@@ -24,36 +24,54 @@ pub(super) fn session_for(pod: &Pod, verb: Verb, session: Session) -> Result<Ses
     if verb == Verb::PortForward {
         return Ok(session);
     }
-    let container = container_for(pod, session.container()).map_err(StreamError::BadRequest)?;
+    let container = container_for(pod, session.container())
+        .map_err(|e| StreamError::BadRequest(e.to_string()))?;
     Ok(session.with_container(&container))
 }
 
-/// The container a request names, or the pod's only one; else why not, as kube-apiserver
-/// words it (for logs too).
-pub(crate) fn container_for(pod: &Pod, asked: Option<&str>) -> Result<String, String> {
-    let name = pod.metadata.name.as_deref().unwrap_or_default();
+/// Why a request's container cannot be had, as kube-apiserver words it (for logs too).
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub(crate) enum NoContainer {
+    #[error("container {container} is not valid for pod {pod}")]
+    NotInPod { container: String, pod: String },
+    #[error("a container name must be specified for pod {pod}, choose one of: [{}]{}", main.join(" "), init_choice(init))]
+    Unnamed {
+        pod: String,
+        main: Vec<String>,
+        init: Vec<String>,
+    },
+}
+
+fn init_choice(init: &[String]) -> String {
+    if init.is_empty() {
+        return String::new();
+    }
+    format!(" or one of the init containers: [{}]", init.join(" "))
+}
+
+/// The container a request names, or the pod's only one.
+pub(crate) fn container_for(pod: &Pod, asked: Option<&str>) -> Result<String, NoContainer> {
+    let name = pod.metadata.name.clone().unwrap_or_default();
     let spec = pod.spec.as_ref();
-    let main: Vec<&str> = spec
-        .map(|s| s.containers.iter().map(|c| c.name.as_str()).collect())
+    let main: Vec<String> = spec
+        .map(|s| s.containers.iter().map(|c| c.name.clone()).collect())
         .unwrap_or_default();
-    let init: Vec<&str> = spec
+    let init: Vec<String> = spec
         .and_then(|s| s.init_containers.as_ref())
-        .map(|cs| cs.iter().map(|c| c.name.as_str()).collect())
+        .map(|cs| cs.iter().map(|c| c.name.clone()).collect())
         .unwrap_or_default();
     match asked {
-        Some(c) if main.contains(&c) || init.contains(&c) => Ok(c.to_string()),
-        Some(c) => Err(format!("container {c} is not valid for pod {name}")),
-        None if main.len() == 1 => Ok(main[0].to_string()),
-        None => {
-            let mut msg = format!(
-                "a container name must be specified for pod {name}, choose one of: [{}]",
-                main.join(" ")
-            );
-            if !init.is_empty() {
-                msg += &format!(" or one of the init containers: [{}]", init.join(" "));
-            }
-            Err(msg)
-        }
+        Some(c) if main.iter().chain(&init).any(|n| n == c) => Ok(c.to_string()),
+        Some(c) => Err(NoContainer::NotInPod {
+            container: c.to_string(),
+            pod: name,
+        }),
+        None if main.len() == 1 => Ok(main[0].clone()),
+        None => Err(NoContainer::Unnamed {
+            pod: name,
+            main,
+            init,
+        }),
     }
 }
 

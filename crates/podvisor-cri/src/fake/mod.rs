@@ -83,6 +83,8 @@ struct Inner {
     events: Option<broadcast::Sender<Result<ContainerEvent, CriError>>>,
     /// Events still to be lost (`lose_events`).
     lose_events: std::cell::Cell<usize>,
+    /// Whether events carry their sandbox's statuses (`without_event_snapshots`).
+    event_snapshots: std::cell::Cell<bool>,
     last_ts: i64,
 }
 
@@ -117,6 +119,7 @@ impl FakeRuntime {
                 calls: Vec::new(),
                 events: None,
                 lose_events: std::cell::Cell::new(0),
+                event_snapshots: std::cell::Cell::new(true),
                 last_ts: 0,
             })),
             epoch: Instant::now(),
@@ -126,6 +129,12 @@ impl FakeRuntime {
     /// Makes `container_events` stream events (like containerd 1.7+).
     pub fn with_event_stream(self) -> Self {
         self.lock().events = Some(broadcast::channel(1024).0);
+        self
+    }
+
+    /// Events no longer carry their sandbox's statuses (a runtime that sends only ids).
+    pub fn without_event_snapshots(self) -> Self {
+        self.lock().event_snapshots.set(false);
         self
     }
 
@@ -313,12 +322,18 @@ fn emit(inner: &Inner, container_id: &str, kind: ContainerEventKind, at: i64) {
             .containers
             .get(container_id)
             .and_then(|c| inner.state.sandboxes.get(&c.sandbox_id));
+        let snapshot = sandbox.filter(|_| inner.event_snapshots.get()).map(|s| {
+            // A deleted container has left the runtime before its event is made.
+            let gone = (kind == ContainerEventKind::Deleted).then_some(container_id);
+            Box::new(inner.state.sandbox_snapshot(&s.status.id, gone))
+        });
         let _ = tx.send(Ok(ContainerEvent {
             container_id: container_id.to_string(),
             kind,
             created_at: at,
             pod: sandbox.map(|s| s.status.pod.clone()),
             pod_labels: sandbox.map(|s| s.status.labels.clone()).unwrap_or_default(),
+            snapshot,
         }));
     }
 }

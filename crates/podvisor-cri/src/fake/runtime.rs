@@ -9,6 +9,11 @@ use super::*;
 
 #[async_trait]
 impl Runtime for FakeRuntime {
+    fn age_of(&self, at: i64) -> Duration {
+        let now = BASE_NANOS + Instant::now().duration_since(self.epoch).as_nanos() as i64;
+        Duration::from_nanos(u64::try_from(now - at).unwrap_or(0))
+    }
+
     async fn version(&self) -> Result<RuntimeVersion, CriError> {
         self.enter(Op::Version, "").await?;
         Ok(RuntimeVersion {

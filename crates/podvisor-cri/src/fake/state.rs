@@ -315,6 +315,21 @@ impl State {
         Ok(())
     }
 
+    /// What containerd sends with an event: one sandbox and its containers (less `gone`).
+    pub fn sandbox_snapshot(&self, sandbox_id: &str, gone: Option<&str>) -> PodStatus {
+        let Some(sandbox) = self.sandboxes.get(sandbox_id) else {
+            return PodStatus::default();
+        };
+        let containers = self
+            .containers
+            .values()
+            .filter(|c| c.sandbox_id == sandbox_id && Some(c.status.id.as_str()) != gone)
+            .map(|c| c.status.clone())
+            .collect();
+        let uid = sandbox.status.pod.uid.clone();
+        PodStatus::assemble(&uid, vec![sandbox.status.clone()], containers)
+    }
+
     pub fn pod_status(&self, uid: &str) -> PodStatus {
         let sandboxes = self
             .sandboxes

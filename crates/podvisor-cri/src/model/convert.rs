@@ -142,16 +142,33 @@ impl From<proto::ContainerEventType> for ContainerEventKind {
 impl From<proto::ContainerEventResponse> for ContainerEvent {
     fn from(e: proto::ContainerEventResponse) -> Self {
         let kind = e.container_event_type().into();
-        let (pod, pod_labels) = match e.pod_sandbox_status {
-            Some(s) => (Some(pod_ref(s.metadata).0), s.labels.into_iter().collect()),
-            None => (None, Labels::new()),
+        let Some(sandbox) = e.pod_sandbox_status.map(SandboxStatus::from) else {
+            return Self {
+                container_id: e.container_id,
+                kind,
+                created_at: e.created_at,
+                pod: None,
+                pod_labels: Labels::new(),
+                snapshot: None,
+            };
         };
+        let containers = e
+            .containers_statuses
+            .into_iter()
+            .map(|c| ContainerStatus {
+                sandbox_id: sandbox.id.clone(),
+                ..c.into()
+            })
+            .collect();
+        let (pod, pod_labels) = (sandbox.pod.clone(), sandbox.labels.clone());
+        let snapshot = PodStatus::assemble(&pod.uid, vec![sandbox], containers);
         Self {
             container_id: e.container_id,
             kind,
             created_at: e.created_at,
-            pod,
+            pod: Some(pod),
             pod_labels,
+            snapshot: Some(Box::new(snapshot)),
         }
     }
 }

@@ -228,6 +228,11 @@ pub struct ContainerEvent {
     pub pod: Option<PodRef>,
     /// Its sandbox's labels, when the runtime says (who owns the pod: `labels::owned_by`).
     pub pod_labels: Labels,
+    /// What the runtime sent along: the container's sandbox and that sandbox's containers
+    /// as they were when the event was made (containerd 1.7 and 2.x send them; the
+    /// kubelet's evented PLEG caches them as the pod's status). Only that one sandbox:
+    /// a pod's older sandboxes are not in it.
+    pub snapshot: Option<Box<PodStatus>>,
 }
 
 // ---- conversions from CRI messages -------------------------------------------------------

@@ -225,7 +225,11 @@ impl Pleg {
             said: event.kind,
             kinds,
         };
-        self.queue_event(uid, waiting, ctx);
+        if let Some((uid, waiting)) =
+            self.settle_from_snapshot(uid, waiting, event.snapshot, event.created_at, ctx)
+        {
+            self.queue_event(uid, waiting, ctx);
+        }
     }
 
     /// Whether the stream skipped a step of this container's life (see `loss.rs`).

@@ -31,7 +31,9 @@ mod pending;
 mod records;
 mod relist;
 mod slow;
+mod snapshot;
 mod stream;
+mod summary;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -52,6 +54,7 @@ use pending::EventQueue;
 pub use records::PodRecords;
 use records::{record_from_status, translate};
 use stream::StreamTracker;
+pub use summary::PlegSummary;
 
 use crate::protocol::cache::{SetStatus, UpdateTime};
 use crate::protocol::lifecycle::{
@@ -151,35 +154,13 @@ pub struct Pleg {
     period_now: Option<Duration>,
     events_received: u64,
     events_ignored: u64,
+    /// Events settled from the statuses they carried, with no inspection.
+    events_from_snapshots: u64,
     list_failures: u32,
     /// Wall-clock time and duration (ms) of the last relist.
     last_relist: Option<(u64, f64)>,
     /// When the last successful relist began (`kubelet_pleg_relist_interval_seconds`).
     last_relist_start: Option<Instant>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PlegSummary {
-    pub mode: PlegMode,
-    pub healthy: bool,
-    pub last_relist_unix_ms: Option<u64>,
-    pub last_relist_ms: Option<f64>,
-    pub pods_tracked: usize,
-    pub awaiting_reinspection: usize,
-    /// Pods whose inspection hung the runtime, inspected aside.
-    pub slow_pods: usize,
-    /// Whether the event stream is open (it may be, beside relisting, while probed).
-    pub stream_open: bool,
-    /// Whether the stream lost events lately, so relisting runs at the normal period.
-    pub stream_lossy: bool,
-    pub events_received: u64,
-    /// Events for pods this node does not own.
-    pub events_ignored: u64,
-    /// Changes a relist found that the stream never delivered.
-    pub events_lost: u64,
-    /// Events waiting for their pod's inspection, and pods being inspected for theirs.
-    pub events_waiting: usize,
-    pub events_inspecting: usize,
 }
 
 impl Pleg {
@@ -214,6 +195,7 @@ impl Pleg {
             period_now: None,
             events_received: 0,
             events_ignored: 0,
+            events_from_snapshots: 0,
             list_failures: 0,
             last_relist: None,
             last_relist_start: None,
@@ -359,22 +341,7 @@ impl SupervisedActor for Pleg {
     }
 
     fn summary(&self) -> PlegSummary {
-        PlegSummary {
-            mode: self.mode,
-            healthy: self.health.check().is_ok(),
-            last_relist_unix_ms: self.last_relist.map(|(t, _)| t),
-            last_relist_ms: self.last_relist.map(|(_, d)| (d * 1000.0).round() / 1000.0),
-            pods_tracked: self.records.len(),
-            awaiting_reinspection: self.reinspect.len(),
-            slow_pods: self.slow.len(),
-            stream_open: self.stream_opened.is_some(),
-            stream_lossy: self.loss.is_lossy(Instant::now()),
-            events_received: self.events_received,
-            events_ignored: self.events_ignored,
-            events_lost: self.loss.lost_total(),
-            events_waiting: self.pending.depth().0,
-            events_inspecting: self.pending.depth().1,
-        }
+        self.summarize()
     }
 }
 

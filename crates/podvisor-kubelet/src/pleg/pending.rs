@@ -1,8 +1,8 @@
-//! Container events waiting for their pod's inspection. Each event is followed by an
-//! inspection of its pod (nothing is read from the event's own statuses), but not one at
-//! a time in the PLEG's `ctx.wait`: that let one pod whose inspection hangs hold up every
-//! other pod's events for the inspection's bound, and a burst of events cost one
-//! inspection each. Instead a pod has at most one inspection in flight; events that come
+//! Container events waiting for their pod's inspection. An event whose own snapshot is
+//! not the pod's whole status (`snapshot.rs`) is followed by an inspection of its pod,
+//! but not one at a time in the PLEG's `ctx.wait`: that let one pod whose inspection
+//! hangs hold up every other pod's events for the inspection's bound, and a burst of
+//! events cost one inspection each. Instead a pod has at most one inspection in flight; events that come
 //! meanwhile wait for the next one (the same event twice is told once); a few pods are
 //! inspected at once, first come first served.
 //!
@@ -106,8 +106,7 @@ impl Pleg {
         }
     }
 
-    /// Stores the pod's status and reports its events' own kinds (not a diff: the stream
-    /// said what happened).
+    /// The inspection after pod `uid`'s events: settles them, or marks the pod for another.
     fn event_inspected(
         &mut self,
         uid: PodUid,
@@ -131,6 +130,20 @@ impl Pleg {
                 return;
             }
         };
+        self.settle_events(uid, events, status, started, ctx);
+    }
+
+    /// A pod's status after its events (inspected, or the runtime's snapshot): the stream
+    /// checked against it, the records set from it, the status stored as of `at`, the
+    /// events' own kinds reported (not a diff: the stream said what happened).
+    pub(super) fn settle_events(
+        &mut self,
+        uid: PodUid,
+        events: &[Waiting],
+        status: PodStatus,
+        at: Instant,
+        ctx: &mut Context<Self>,
+    ) {
         for e in events {
             self.check_sequence(e.said, &e.container_id, &status, ctx);
         }
@@ -146,7 +159,7 @@ impl Pleg {
         }
         self.records.set_one(&uid, record_from_status(&status));
         self.records.update(&uid);
-        if self.store(&uid, Ok(status), started) {
+        if self.store(&uid, Ok(status), at) {
             self.emit(&lifecycle);
         }
     }

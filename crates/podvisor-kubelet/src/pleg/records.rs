@@ -321,6 +321,15 @@ impl PodRecords {
             .map(|c| c.name.clone())
     }
 
+    /// The pod's one sandbox by its latest record, if it has exactly one.
+    pub(crate) fn only_sandbox(&self, uid: &PodUid) -> Option<&str> {
+        let r = self.pods.get(uid)?;
+        match r.current.as_ref().or(r.old.as_ref())?.sandboxes.as_slice() {
+            [(id, _)] => Some(id),
+            _ => None,
+        }
+    }
+
     /// The pod a container belongs to, from the last records.
     pub(crate) fn pod_of_container(&self, container_id: &str) -> Option<PodUid> {
         self.pods.iter().find_map(|(uid, r)| {

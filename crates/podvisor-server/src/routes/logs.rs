@@ -63,17 +63,28 @@ pub(super) async fn serve(
         .streaming(output)
 }
 
-fn options(q: &LogQuery) -> Result<LogOptions, String> {
-    let count = |v: Option<i64>, what: &str| {
-        v.map(|n| u64::try_from(n).map_err(|_| format!("{what} must be at least 0")))
+/// A log query the kubelet would refuse, and why.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum BadLogQuery {
+    #[error("{0} must be at least 0")]
+    Negative(&'static str),
+    #[error("sinceSeconds must be greater than 0")]
+    SinceSeconds,
+    #[error("sinceTime: {0}")]
+    SinceTime(#[from] jiff::Error),
+}
+
+fn options(q: &LogQuery) -> Result<LogOptions, BadLogQuery> {
+    let count = |v: Option<i64>, what: &'static str| {
+        v.map(|n| u64::try_from(n).map_err(|_| BadLogQuery::Negative(what)))
             .transpose()
     };
     let since = match (q.since_seconds, q.since_time.as_deref()) {
-        (Some(s), _) if s <= 0 => return Err("sinceSeconds must be greater than 0".into()),
+        (Some(s), _) if s <= 0 => return Err(BadLogQuery::SinceSeconds),
         (Some(s), _) => jiff::Timestamp::now()
             .checked_sub(jiff::SignedDuration::from_secs(s))
             .ok(),
-        (None, Some(t)) => Some(t.parse().map_err(|e| format!("sinceTime: {e}"))?),
+        (None, Some(t)) => Some(t.parse()?),
         (None, None) => None,
     };
     Ok(LogOptions {

@@ -37,7 +37,8 @@ fn restarts(pod: &Pod, container: &str) -> Option<(i32, bool)> {
 }
 
 fn choose(pod: &Pod, asked: Option<&str>) -> Result<String, ApiError> {
-    crate::streams::checks::container_for(pod, asked).map_err(ApiError::bad_request)
+    crate::streams::checks::container_for(pod, asked)
+        .map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
 fn log_target(state: &ApiState, pod: &Pod, p: &Params) -> Result<LogTarget, ApiError> {
