@@ -151,3 +151,67 @@ async fn logs_exec_cp_and_port_forward_reach_the_pod_through_the_cluster() {
     assert_eq!(kubelet_code(&port, token.trim(), "/pods"), "403");
     assert_eq!(kubelet_code(&port, "garbage", "/pods"), "401");
 }
+
+/// Whether the kubelet server at `port` shows a certificate the cluster's CA signed, for
+/// 127.0.0.1 (one of its addresses): `ok`, or why not.
+fn verified_by_cluster_ca(port: &str) -> String {
+    let ca = common::cluster::admin_kubeconfig()
+        .parent()
+        .unwrap()
+        .join("ca.crt");
+    let script = format!(
+        "import socket, ssl\nctx = ssl.create_default_context(cafile='{}')\ntry:\n    with socket.create_connection(('127.0.0.1', {port}), timeout=10) as s:\n        with ctx.wrap_socket(s, server_hostname='127.0.0.1') as t:\n            print('ok', dict(x[0] for x in t.getpeercert()['subject'])['commonName'])\nexcept ssl.SSLError as e:\n    print('no', e)\n",
+        ca.display()
+    );
+    let out = common::python().args(["-c", &script]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The kubelet's `serverTLSBootstrap`: the node asks the cluster for its serving
+/// certificate (signer `kubernetes.io/kubelet-serving`), serves a self-signed one until
+/// someone approves, then the issued one, without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kubelet_server_serves_the_certificate_the_cluster_issues_once_approved() {
+    let agent = join("cs-serving", None).await;
+    let (admin, cleanup) = setup(&agent);
+    let (ns, node) = (cleanup.namespace.clone(), agent.node.clone());
+    node_ready(&admin, &node).await;
+    let port = admin.jsonpath(
+        &["node", &node],
+        "{.status.daemonEndpoints.kubeletEndpoint.Port}",
+    );
+    let user = format!("system:node:{node}");
+    let find = r#"{range .items[?(@.spec.signerName=="kubernetes.io/kubelet-serving")]}{.metadata.name} {.spec.username}{"\n"}{end}"#;
+    let mut csr = String::new();
+    wait_for("the node's serving CSR", MINUTE, || {
+        let listed = admin.ok(&["get", "csr", "-o", &format!("jsonpath={find}")]);
+        let mine = listed.lines().find(|l| l.ends_with(&format!(" {user}")));
+        csr = mine
+            .and_then(|l| l.split(' ').next())
+            .unwrap_or_default()
+            .to_string();
+        !csr.is_empty()
+    })
+    .await;
+    let before = verified_by_cluster_ca(&port);
+    assert!(
+        before.starts_with("no"),
+        "self-signed until approved: {before}"
+    );
+    admin.ok(&["certificate", "approve", &csr]);
+    wait_for("the issued certificate served", MINUTE, || {
+        verified_by_cluster_ca(&port) == format!("ok {user}")
+    })
+    .await;
+    // The API server still reaches the node through it.
+    admin.apply(&pod(&ns, &node));
+    let ready = r#"{.status.conditions[?(@.type=="Ready")].status}"#;
+    wait_for("talker Ready", 2 * MINUTE, || {
+        admin.jsonpath(&["pod", "talker", "-n", &ns], ready) == "True"
+    })
+    .await;
+    assert_eq!(
+        admin.ok(&in_ns(&ns, &["logs", "talker", "-c", "main", "--tail=1"])),
+        "last\n"
+    );
+}

@@ -22,18 +22,22 @@ spec:
   - name: main
     image: localhost/podvisor/busybox:test
     command: ["sh", "-c", "echo first; echo last; exec sleep 3600"]
+    readinessProbe:
+      exec: {command: ["true"]}
+      periodSeconds: 1
 "#;
 
-/// Each answer: (code, body), by name.
-fn ask(agent: &Agent, port: &str) -> HashMap<String, (String, String)> {
+/// Each answer: (code, body), by name; `only` passed on to the script.
+fn ask_some(
+    agent: &Agent,
+    port: &str,
+    only: &[&str],
+    pod: &str,
+) -> HashMap<String, (String, String)> {
+    let token = agent.token();
+    let args = ["tests/python/kubelet_server.py", port, &token, pod, "main"];
     let out = common::python()
-        .args([
-            "tests/python/kubelet_server.py",
-            port,
-            &agent.token(),
-            "talker",
-            "main",
-        ])
+        .args(args.iter().chain(only))
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).to_string();
@@ -54,13 +58,28 @@ fn ask(agent: &Agent, port: &str) -> HashMap<String, (String, String)> {
         .collect()
 }
 
+fn ask(agent: &Agent, port: &str) -> HashMap<String, (String, String)> {
+    ask_some(agent, port, &[], "talker")
+}
+
+/// `/metrics/probes` as the kubelet serves it.
+fn probe_metrics(agent: &Agent, port: &str) -> String {
+    ask_some(agent, port, &["probes"], "talker")["probes"]
+        .1
+        .clone()
+}
+
+const TALKER_READY: &str =
+    r#"prober_probe_total{container="main",namespace="default",pod="talker","#;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_kubelet_server_answers_the_kubelets_paths_behind_the_nodes_token() {
     let agent = Agent::start("kubelet-server").await;
     let k = Kubectl::for_agent(&agent);
     k.apply(POD);
-    wait_for("talker Running", Duration::from_secs(60), || {
-        k.jsonpath(&["pod", "talker"], "{.status.phase}") == "Running"
+    wait_for("talker Ready", Duration::from_secs(60), || {
+        let ready = r#"{.status.conditions[?(@.type=="Ready")].status}"#;
+        k.jsonpath(&["pod", "talker"], ready) == "True"
     })
     .await;
     let port = k.jsonpath(
@@ -119,5 +138,60 @@ async fn the_kubelet_server_answers_the_kubelets_paths_behind_the_nodes_token() 
     let status: serde_json::Value = serde_json::from_str(body("exec-status")).unwrap();
     assert_eq!(status["reason"], "NonZeroExitCode", "{status}");
     assert_eq!(status["details"]["causes"][0]["message"], "4", "{status}");
+
+    // The readiness probe's runs, counted under the kubelet's names; gone with the pod.
+    let probes = body("probes");
+    let line = probes.lines().find(|l| l.starts_with(TALKER_READY));
+    let line = line.unwrap_or_else(|| panic!("no talker series in:\n{probes}"));
+    assert!(
+        line.contains(r#"probe_type="Readiness",result="successful"} "#),
+        "{line}"
+    );
+    assert!(probes.contains("# TYPE prober_probe_duration_seconds histogram"));
     k.ok(&["delete", "pod", "talker", "--wait=false"]);
+    wait_for("the probe's series gone", Duration::from_secs(30), || {
+        !probe_metrics(&agent, &port).contains(TALKER_READY)
+    })
+    .await;
+}
+
+const FINISHES: &str = r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: finisher
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: main
+    image: localhost/podvisor/busybox:test
+    command: ["sh", "-c", "echo done here"]
+"#;
+
+/// A pod that finished keeps its last container, and so its log, until it is deleted (as
+/// the kubelet keeps them): `kubectl logs` of a completed Job's pod reads it through here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_pods_log_is_served_until_the_pod_is_deleted() {
+    let agent = Agent::start("kubelet-finished").await;
+    let k = Kubectl::for_agent(&agent);
+    k.apply(FINISHES);
+    wait_for("finisher Succeeded", Duration::from_secs(60), || {
+        k.jsonpath(&["pod", "finisher"], "{.status.phase}") == "Succeeded"
+    })
+    .await;
+    let port = k.jsonpath(
+        &["node", &agent.node],
+        "{.status.daemonEndpoints.kubeletEndpoint.Port}",
+    );
+    let log = |agent: &Agent| ask_some(agent, &port, &["logs"], "finisher")["logs-all"].clone();
+    // Long after it finished (the worker's clean-up has run by then).
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(log(&agent), ("200".to_string(), "done here\n".to_string()));
+    k.ok(&["delete", "pod", "finisher"]);
+    wait_for(
+        "the finished pod's container removed",
+        Duration::from_secs(30),
+        || log(&agent).0 == "404",
+    )
+    .await;
 }

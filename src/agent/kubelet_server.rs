@@ -7,13 +7,14 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use podvisor_cluster::{ClusterReviews, RemoteClient, cluster_ca_pem};
+use podvisor_cluster::{ClusterReviews, Issued, RemoteClient, Serving, cluster_ca_pem};
 use podvisor_kubelet::agent::Agent;
 use podvisor_kubelet::protocol::sources::GetDesiredPods;
 use podvisor_kubelet::stats::GetSummary;
-use podvisor_server::{Bound, NodeToken, Reviewer, ServerConfig, Sources};
+use podvisor_server::{Bound, NodeToken, Reviewer, ServerConfig, ServingCert, Sources};
 use podvisor_streaming::Streams;
 use podvisor_streaming::front::Served;
+use tracing::{info, warn};
 
 use super::AgentConfig;
 
@@ -33,6 +34,7 @@ pub(crate) struct Wiring<'a> {
     pub streams: Arc<Streams>,
     pub kubelet: &'a Agent,
     pub metrics: Arc<dyn Fn() -> String + Send + Sync>,
+    pub probe_metrics: Arc<dyn Fn() -> String + Send + Sync>,
 }
 
 pub(crate) fn serve(bound: Bound, w: Wiring<'_>) -> anyhow::Result<Served> {
@@ -51,7 +53,7 @@ pub(crate) fn serve(bound: Bound, w: Wiring<'_>) -> anyhow::Result<Served> {
         .collect();
     hosts.dedup();
     let (reviewer, client_ca): (Arc<dyn Reviewer>, Option<String>) =
-        match (w.cluster, &w.cfg.cluster.kubeconfig) {
+        match (w.cluster.clone(), &w.cfg.cluster.kubeconfig) {
             (Some(remote), Some(kubeconfig)) => {
                 let ca = cluster_ca_pem(kubeconfig).context("the cluster's CA")?;
                 (Arc::new(ClusterReviews::new(remote)), Some(ca))
@@ -61,16 +63,29 @@ pub(crate) fn serve(bound: Bound, w: Wiring<'_>) -> anyhow::Result<Served> {
                 (Arc::new(NodeToken::new(&creds.token)), None)
             }
         };
+    let cert = ServingCert::self_signed(w.node, &hosts)?;
+    if let (Some(remote), true) = (&w.cluster, w.cfg.server.tls_bootstrap) {
+        let serving = Serving {
+            node: w.node.to_string(),
+            hosts,
+            dir: w.cfg.state_dir.join("cluster"),
+            rotate_after: w.cfg.cluster.rotate_after,
+        };
+        actix::spawn(serving_bootstrap(serving, remote.clone(), cert.clone()));
+    }
     let config = ServerConfig {
         node: w.node.to_string(),
-        hosts,
+        cert,
         client_ca,
     };
-    let served = bound.serve(&config, reviewer, w.streams, sources(w.kubelet, w.metrics))?;
+    let metrics = (w.metrics, w.probe_metrics);
+    let served = bound.serve(&config, reviewer, w.streams, sources(w.kubelet, metrics))?;
     Ok(served)
 }
 
-fn sources(kubelet: &Agent, metrics: Arc<dyn Fn() -> String + Send + Sync>) -> Sources {
+type Text = Arc<dyn Fn() -> String + Send + Sync>;
+
+fn sources(kubelet: &Agent, (metrics, probe_metrics): (Text, Text)) -> Sources {
     let desired = kubelet.sync_loop.recipient::<GetDesiredPods>();
     let stats = kubelet.stats.recipient::<GetSummary>();
     Sources {
@@ -88,5 +103,45 @@ fn sources(kubelet: &Agent, metrics: Arc<dyn Fn() -> String + Send + Sync>) -> S
             Box::pin(async move { stats.send(GetSummary).await.ok().flatten() })
         }),
         metrics,
+        probe_metrics,
     }
+}
+
+/// How long one serving CSR is waited for before another is made (the kubelet's 15 min).
+const CSR_WAIT: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+const CSR_RETRY: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The server's certificate from the cluster: the kept one, or one asked for, installed
+/// once issued and asked for again at its rotation point; self-signed meanwhile.
+async fn serving_bootstrap(serving: Serving, remote: RemoteClient, cert: Arc<ServingCert>) {
+    loop {
+        let issued = match serving.kept() {
+            Some(kept) => Ok(kept),
+            None => serving.request(&remote, CSR_WAIT).await,
+        };
+        let renew_at = match issued.map(|i| install(&cert, &i).map(|()| i.renew_at)) {
+            Ok(Ok(at)) => at,
+            Ok(Err(e)) => {
+                warn!(error = %e, "the cluster's serving certificate cannot be served; keeping the one served");
+                std::time::SystemTime::now() + CSR_RETRY
+            }
+            Err(e) => {
+                warn!(error = %e, "no serving certificate from the cluster yet; serving a self-signed one");
+                // A refusal is someone's decision: ask again only after a while.
+                let refused = matches!(e, podvisor_cluster::BootstrapError::Refused { .. });
+                std::time::SystemTime::now() + if refused { CSR_WAIT } else { CSR_RETRY }
+            }
+        };
+        let wait = renew_at
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or_default()
+            .max(CSR_RETRY);
+        tokio::time::sleep(wait).await;
+    }
+}
+
+fn install(cert: &ServingCert, issued: &Issued) -> Result<(), podvisor_server::tls::TlsError> {
+    cert.install(&issued.cert_pem, &issued.key_pem)?;
+    info!("the kubelet server serves the cluster's certificate (kubernetes.io/kubelet-serving)");
+    Ok(())
 }

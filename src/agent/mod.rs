@@ -160,6 +160,7 @@ async fn serve(cfg: AgentConfig) -> anyhow::Result<()> {
         streams,
         kubelet: &tree.kubelet,
         metrics: servers::metrics_text(prometheus.clone()),
+        probe_metrics: servers::probe_metrics_text(&metrics),
     };
     let kubelet_served = bound
         .map(|b| kubelet_server::serve(b, wiring))

@@ -59,6 +59,12 @@ pub(crate) fn metrics_text(
     })
 }
 
+/// The probe metrics as the kubelet server's `/metrics/probes` gives them.
+pub(crate) fn probe_metrics_text(metrics: &Metrics) -> Arc<dyn Fn() -> String + Send + Sync> {
+    let m = metrics.clone();
+    Arc::new(move || m.probes.text())
+}
+
 /// Liveness from the PLEG; readiness once the manifest directory has been read.
 fn health(kubelet: &Agent) -> Health {
     let health = Health::new();

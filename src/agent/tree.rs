@@ -55,6 +55,7 @@ fn pleg(cfg: &AgentConfig, g: &Ground) -> PlegConfig {
         max_stream_retries: cfg.pleg.stream_retries,
         safety_relist_period: cfg.pleg.safety_relist,
         inspect_timeout: cfg.pleg.inspect_timeout,
+        event_snapshots: cfg.pleg.event_snapshots,
         node: Some(g.node_name.clone()),
         metrics: g.metrics.clone(),
         ..PlegConfig::default()

@@ -2,7 +2,8 @@
 with TOKEN (or none: "-"), and prints one line per answer: `name code body-excerpt`.
 The exec goes over WebSocket (v4.channel.k8s.io) with the kubelet's query names.
 
-usage: kubelet_server.py PORT TOKEN POD CONTAINER
+usage: kubelet_server.py PORT TOKEN POD CONTAINER [probes|logs]
+("probes": only `/metrics/probes`; "logs": only the container's whole log)
 """
 import json
 import ssl
@@ -30,6 +31,12 @@ def ask(name, path, method="GET", auth=token):
     print(name, code, json.dumps(body[:200000]))
 
 
+if sys.argv[5:] == ["logs"]:
+    ask("logs-all", f"/containerLogs/default/{pod}/{container}")
+    sys.exit(0)
+ask("probes", "/metrics/probes")
+if sys.argv[5:] == ["probes"]:
+    sys.exit(0)
 ask("healthz", "/healthz")
 ask("healthz-anonymous", "/healthz", auth="-")
 ask("healthz-stranger", "/healthz", auth="not-the-token")

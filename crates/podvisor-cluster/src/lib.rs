@@ -19,6 +19,7 @@ mod remote;
 mod reviews;
 pub mod rotation;
 mod services;
+mod serving;
 mod tokens;
 
 pub use bootstrap::{BootstrapError, node_credentials};
@@ -29,4 +30,5 @@ pub use remote::RemoteClient;
 pub use reviews::{ClusterReviews, cluster_ca_pem};
 pub use rotation::{CertRotation, Rotation};
 pub use services::ClusterServices;
+pub use serving::{Issued, Serving};
 pub use tokens::ClusterTokens;

@@ -218,6 +218,7 @@ fn prober_deps_of(
         desired: sync_loop.recipient(),
         cache: status.cache.recipient(),
         limits: p.probe_limits,
+        metrics: p.metrics.clone(),
     })
 }
 

@@ -1,5 +1,5 @@
 //! The supervision groups the agent is built from, wired the same way in the agent and in
-//! tests (see ARCHITECTURE.md, "Which strategy where").
+//! tests (see ARCHITECTURE.md, "Actors and supervision").
 
 use std::sync::Arc;
 

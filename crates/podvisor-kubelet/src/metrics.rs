@@ -47,6 +47,8 @@ pub struct KubeletMetrics {
     pub started_containers: IntCounterVec,
     pub started_container_errors: IntCounterVec,
     pub evictions: IntCounterVec,
+    /// `/metrics/probes`, in a registry of their own.
+    pub probes: crate::prober::ProbeMetrics,
 }
 
 fn alpha(name: &str, help: &str) -> Opts {
@@ -146,6 +148,7 @@ impl KubeletMetrics {
                 &["container_type", "code"],
             )?,
             evictions: counters("evictions", EVICTIONS, &["eviction_signal"])?,
+            probes: crate::prober::ProbeMetrics::new()?,
         })
     }
 

@@ -71,6 +71,7 @@ fn the_prober_reports_changes_asks_for_syncs_and_probes_on_after_a_crash() {
             desired: desired.recipient(),
             cache: status.cache.recipient(),
             limits: podvisor_kubelet::prober::DEFAULT_LIMITS,
+            metrics: Default::default(),
         }));
         start_root(
             "root",

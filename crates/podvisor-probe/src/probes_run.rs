@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use podvisor_core::PodUid;
+use podvisor_core::{PodUid, SharedPod};
 use tokio::time::Instant;
 
 use super::{Effect, Failed, ProbeKey, ProbeResult, Probes, ProbesSummary, Run, Verdicts};
@@ -252,6 +252,19 @@ impl Probes {
     }
 
     /// Whether `key` has a run due or under way.
+    /// Whether the probe `key` still exists (its pod and container still have it).
+    pub fn has_probe(&self, key: &ProbeKey) -> bool {
+        self.pods.get(&key.uid).is_some_and(|e| {
+            e.workers
+                .contains_key(&(Arc::clone(&key.container), key.kind))
+        })
+    }
+
+    /// The pod of `uid`, as last set.
+    pub fn pod(&self, uid: &PodUid) -> Option<&SharedPod> {
+        self.pods.get(uid).map(|e| &e.pod)
+    }
+
     pub fn is_scheduled(&self, key: &ProbeKey) -> bool {
         self.queue.contains(key)
             || self

@@ -2,7 +2,7 @@
 //! logs`, `exec`, `attach`, `port-forward`, `cp`, `top` via metrics-server) and what
 //! monitoring scrapes. The kubelet's paths and semantics: `/healthz`, `/pods`,
 //! `/containerLogs/{ns}/{pod}/{container}`, `/exec`, `/attach`, `/portForward`, `/run`,
-//! `/stats/summary`, `/metrics`, `/metrics/resource`; every request authenticated (a
+//! `/stats/summary`, `/metrics`, `/metrics/resource`, `/metrics/probes`; every request authenticated (a
 //! client certificate or a bearer token) and authorized on the node object.
 
 // Functions stay short in production code (clippy.toml sets the limit); tests may run long.
@@ -24,6 +24,7 @@ use podvisor_streaming::front::{self, Conn, Served};
 
 pub use auth::{Attributes, Guard, Identity, NodeToken, ReviewError, Reviewer};
 pub use sources::{MetricsSource, PodsSource, Sources, SummarySource};
+pub use tls::ServingCert;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -53,8 +54,8 @@ pub fn bind(address: SocketAddr) -> Result<Bound, ServerError> {
 /// Who the server is and whom it trusts.
 pub struct ServerConfig {
     pub node: String,
-    /// Names and addresses the serving certificate is for.
-    pub hosts: Vec<String>,
+    /// The serving certificate (replaceable while serving).
+    pub cert: Arc<tls::ServingCert>,
     /// The cluster's CA (PEM), whose client certificates identify clients.
     pub client_ca: Option<String>,
 }
@@ -71,7 +72,7 @@ impl Bound {
         streams: Arc<Streams>,
         sources: Sources,
     ) -> Result<Served, ServerError> {
-        let tls = tls::server_config(&config.node, &config.hosts, config.client_ca.as_deref())?;
+        let tls = tls::server_config(config.cert.clone(), config.client_ca.as_deref())?;
         let guard = Arc::new(Guard::new(&config.node, reviewer));
         let gate = gate::KubeletGate {
             guard: guard.clone(),

@@ -35,6 +35,7 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
     .route("/stats/summary", web::post().to(summary))
     .route("/metrics", web::get().to(metrics))
     .route("/metrics/resource", web::get().to(resource::serve))
+    .route("/metrics/probes", web::get().to(probe_metrics))
     .route(
         "/containerLogs/{ns}/{pod}/{container}",
         web::get().to(logs::serve),
@@ -93,7 +94,15 @@ async fn summary(state: web::Data<ServerState>) -> HttpResponse {
 }
 
 async fn metrics(state: web::Data<ServerState>) -> HttpResponse {
+    text_format((state.sources.metrics)())
+}
+
+async fn probe_metrics(state: web::Data<ServerState>) -> HttpResponse {
+    text_format((state.sources.probe_metrics)())
+}
+
+fn text_format(body: String) -> HttpResponse {
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")
-        .body((state.sources.metrics)())
+        .body(body)
 }

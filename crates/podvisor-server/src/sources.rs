@@ -19,4 +19,6 @@ pub struct Sources {
     pub pods: PodsSource,
     pub summary: SummarySource,
     pub metrics: MetricsSource,
+    /// `/metrics/probes`: the probe metrics, apart as the kubelet keeps them.
+    pub probe_metrics: MetricsSource,
 }

@@ -28,6 +28,9 @@ pub struct Pleg {
     /// aside (a pod that hangs the runtime must not hold up every other pod's status).
     #[serde(deserialize_with = "duration")]
     pub inspect_timeout: Duration,
+    /// Whether an event's own statuses (containerd sends the sandbox's and its containers')
+    /// settle it when they are the pod's whole status; `false` inspects after every event.
+    pub event_snapshots: bool,
 }
 
 /// `[probes]`: how many probes run at once (the rest wait their turn, and show as late in
@@ -212,6 +215,7 @@ impl Default for Pleg {
             stream_retries: d.max_stream_retries,
             safety_relist: d.safety_relist_period,
             inspect_timeout: d.inspect_timeout,
+            event_snapshots: d.event_snapshots,
         }
     }
 }
@@ -275,6 +279,9 @@ pub struct Server {
     pub enabled: bool,
     /// The kubelet's `0.0.0.0:10250` by default; the Node's `daemonEndpoints` says its port.
     pub address: SocketAddr,
+    /// In a cluster, ask it for the serving certificate (signer
+    /// `kubernetes.io/kubelet-serving`; the kubelet's `serverTLSBootstrap`).
+    pub tls_bootstrap: bool,
 }
 
 impl Default for Server {
@@ -282,6 +289,7 @@ impl Default for Server {
         Self {
             enabled: true,
             address: SocketAddr::from(([0, 0, 0, 0], 10250)),
+            tls_bootstrap: true,
         }
     }
 }

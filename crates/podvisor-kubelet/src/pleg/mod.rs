@@ -88,6 +88,9 @@ pub struct PlegConfig {
     /// How long the PLEG waits for one pod's inspection before it inspects that pod aside
     /// (`slow.rs`).
     pub inspect_timeout: Duration,
+    /// Whether an event's own statuses settle it when they are its pod's whole status
+    /// (`snapshot.rs`); `false`: every event is followed by its pod's inspection.
+    pub event_snapshots: bool,
     /// The node whose runtime pods are tracked (`labels::owned_by`); `None`: every pod.
     pub node: Option<String>,
     /// The kubelet's `kubelet_pleg_*`, `kubelet_running_pods` and
@@ -106,6 +109,7 @@ impl Default for PlegConfig {
             inspect_concurrency: 8,
             stream_probe_period: Duration::from_secs(60),
             inspect_timeout: Duration::from_secs(2),
+            event_snapshots: true,
             node: None,
             metrics: crate::metrics::Metrics::default(),
         }

@@ -44,8 +44,10 @@ impl Pleg {
         ctx: &mut Context<Self>,
     ) -> Option<(PodUid, Waiting)> {
         let age = self.runtime.age_of(made_at);
-        let Some(snapshot) = snapshot.filter(|s| suffices(s, self.records.only_sandbox(&uid), age))
-        else {
+        let usable = |s: &PodStatus| {
+            self.config.event_snapshots && suffices(s, self.records.only_sandbox(&uid), age)
+        };
+        let Some(snapshot) = snapshot.filter(|s| usable(s)) else {
             return Some((uid, event));
         };
         let at = Instant::now().checked_sub(age).unwrap_or_else(Instant::now);

@@ -7,10 +7,14 @@
 //! the sync loop when a pod must be synced now (`ProbeSync`), and the pod's events
 //! (`Unhealthy`, `ProbeWarning`).
 //!
-//! Restart: nothing is kept. The new instance asks the sync loop for the desired pods and
+//! Each run is counted for `/metrics/probes` (`metrics.rs`).
+//!
+//! Restart: nothing is kept (the probe metrics start again). The new instance asks the sync loop for the desired pods and
 //! the status cache for their statuses, and probes again from there; a container already
 //! running is probed within one period (spread out), and until a probe decides, the status
 //! manager keeps the readiness it last published for that instance.
+
+mod metrics;
 
 use std::sync::Arc;
 
@@ -24,12 +28,15 @@ use podvisor_probe::{
 use tokio::time::Instant;
 use tracing::debug;
 
+use crate::metrics::Metrics;
 use crate::protocol::cache::{GetStatus, StatusChanged};
 use crate::protocol::probes::{
     EndProbes, ProbeChanged, ProbeSync, ProbesEnd, ResendProbeResults, RetainProbes, SyncProbes,
 };
 use crate::protocol::sources::GetDesiredPods;
 use crate::protocol::status::{EventType, RecordEvent};
+pub use metrics::ProbeMetrics;
+use metrics::Series;
 
 /// How many probes run at once, at most (the rest wait their turn, in order), and of
 /// those how many execs (see docs/benchmarks.md, probe-bench, for how they were chosen).
@@ -44,17 +51,23 @@ pub struct ProberDeps {
     pub desired: Recipient<GetDesiredPods>,
     pub cache: Recipient<GetStatus>,
     pub limits: Limits,
+    pub metrics: Metrics,
 }
 
 pub struct Prober {
     deps: Arc<ProberDeps>,
     probes: Probes,
+    series: Series,
 }
 
 impl Prober {
     pub fn new(deps: Arc<ProberDeps>) -> Self {
         let probes = Probes::new(deps.limits, podvisor_core::time::now_nanos());
-        Self { deps, probes }
+        Self {
+            deps,
+            probes,
+            series: Series::default(),
+        }
     }
 
     fn on_due(&mut self, key: ProbeKey, _: Instant, ctx: &mut Context<Self>) {
@@ -69,13 +82,26 @@ impl Prober {
             container_id: run.container_id.clone(),
             pod_ip: run.pod_ip,
         };
-        let (key, id) = (run.key, run.container_id);
+        let (key, id, started) = (run.key, run.container_id, Instant::now());
         let probe = podvisor_probe::run::probe(run.action, target, run.timeout);
-        ctx.spawn(
-            probe
-                .into_actor(self)
-                .map(move |outcome, act, ctx| act.finished(&key, &id, outcome, ctx)),
-        );
+        ctx.spawn(probe.into_actor(self).map(move |outcome, act, ctx| {
+            act.count(&key, &outcome, started.elapsed());
+            act.finished(&key, &id, outcome, ctx);
+        }));
+    }
+
+    fn count(&mut self, key: &ProbeKey, outcome: &Outcome, took: std::time::Duration) {
+        if let Some(pod) = self.probes.pod(&key.uid) {
+            let m = &self.deps.metrics.probes;
+            self.series.observe(m, key, pod, outcome, took);
+        }
+    }
+
+    /// Removes the metric series of probes that ended.
+    fn prune_series(&mut self) {
+        let probes = &self.probes;
+        let m = &self.deps.metrics.probes;
+        self.series.prune(m, |key| probes.has_probe(key));
     }
 
     fn finished(&mut self, key: &ProbeKey, id: &str, outcome: Outcome, ctx: &mut Context<Self>) {
@@ -172,6 +198,8 @@ impl SupervisedActor for Prober {
         self.probes = Probes::new(self.deps.limits, podvisor_core::time::now_nanos());
         due::drive(ctx, |a: &mut Self| a.probes.queue(), Self::on_due);
         if start.is_restart() {
+            self.series = Series::default();
+            self.deps.metrics.probes.reset();
             self.relearn(ctx);
         }
     }
@@ -189,6 +217,7 @@ impl Handler<SyncProbes> for Prober {
         if self.probes.set_pod(msg.pod, now, wall) {
             self.fetch_status(uid.clone(), ctx);
         }
+        self.prune_series();
         let verdicts: Verdicts = self.probes.verdicts(&uid);
         MessageResult(verdicts)
     }
@@ -214,6 +243,7 @@ impl Handler<EndProbes> for Prober {
             }
             ProbesEnd::Terminated => self.probes.remove(&msg.uid),
         }
+        self.prune_series();
     }
 }
 
@@ -221,6 +251,7 @@ impl Handler<RetainProbes> for Prober {
     type Result = ();
     fn handle(&mut self, RetainProbes(keep): RetainProbes, _: &mut Context<Self>) {
         self.probes.retain(&keep);
+        self.prune_series();
     }
 }
 

@@ -375,10 +375,16 @@ impl PodSyncer for CriSyncer {
         status: &Arc<PodStatus>,
     ) -> Result<(), SyncError> {
         self.end_probes(pod, ProbesEnd::Terminated);
-        // What the runtime holds of the pod as of after its termination (the worker waited
-        // for status that new), without a listing of its own: on containerd 1.6 each walks
-        // every pod. Anything missed is an orphan for housekeeping to remove.
-        self.remove_listed(status).await?;
+        if pod.is_deleted() {
+            // What the runtime holds of the pod as of after its termination (the worker
+            // waited for status that new), without a listing of its own: on containerd 1.6
+            // each walks every pod. Anything missed is an orphan for housekeeping to remove.
+            self.remove_listed(status).await?;
+        }
+        // A pod that finished stays in the API until someone deletes it: as the kubelet
+        // does, its stopped sandbox and last containers stay too (and so their logs, which
+        // `kubectl logs` reads through the kubelet server); once the pod is gone they are
+        // an orphan's, which housekeeping removes.
         self.remove_dirs(pod).await?;
         info!(pod_uid = %pod.uid(), "pod cleaned up");
         Ok(())

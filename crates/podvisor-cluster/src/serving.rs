@@ -1,0 +1,180 @@
+//! The kubelet server's certificate from the cluster (the kubelet's `serverTLSBootstrap`):
+//! a key of the node's own and a CertificateSigningRequest to signer
+//! `kubernetes.io/kubelet-serving` for `system:node:<node>` (O `system:nodes`) naming the
+//! node's host names and addresses, made with the node's own credentials. The controller
+//! manager does not approve these by itself (a node could claim any address): an operator
+//! or an approver does (`kubectl certificate approve`). Until then the server keeps its
+//! self-signed certificate. The issued pair is kept (0600) and used again after a restart
+//! while it is within `rotate_after` of its life; past that a new CSR is made.
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::certificates::v1::{
+    CertificateSigningRequest, CertificateSigningRequestSpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, PostParams};
+use tracing::info;
+
+use crate::RemoteClient;
+use crate::bootstrap::{BootstrapError, issued, write_private};
+use crate::rotation::{due, validity};
+
+const SIGNER: &str = "kubernetes.io/kubelet-serving";
+/// The server's certificate and key, in the credentials directory.
+const PEM: &str = "kubelet-server.pem";
+
+/// What the certificate is for, and where it is kept.
+#[derive(Debug, Clone)]
+pub struct Serving {
+    pub node: String,
+    /// Host names and IP addresses the certificate names.
+    pub hosts: Vec<String>,
+    /// The credentials directory.
+    pub dir: PathBuf,
+    /// The share of its life after which a certificate is replaced.
+    pub rotate_after: f64,
+}
+
+/// An issued serving certificate: its PEM chain, its key's PEM, and when to replace it.
+#[derive(Debug, Clone)]
+pub struct Issued {
+    pub cert_pem: Vec<u8>,
+    pub key_pem: Vec<u8>,
+    pub renew_at: SystemTime,
+}
+
+impl Serving {
+    fn pem(&self) -> PathBuf {
+        self.dir.join(PEM)
+    }
+
+    /// The kept certificate, if it is still within its rotation share.
+    pub fn kept(&self) -> Option<Issued> {
+        let renew_at = due(validity(&self.pem()).ok()?, self.rotate_after);
+        if renew_at <= SystemTime::now() {
+            return None;
+        }
+        let both = std::fs::read(self.pem()).ok()?;
+        split(&both, renew_at)
+    }
+
+    /// Asks the cluster for a certificate and waits at most `wait` for it; logs the CSR's
+    /// name so an operator can approve it.
+    pub async fn request(
+        &self,
+        remote: &RemoteClient,
+        wait: Duration,
+    ) -> Result<Issued, BootstrapError> {
+        let key = rcgen::KeyPair::generate()?;
+        let csr = csr(&self.node, &self.hosts, &key)?;
+        let api: Api<CertificateSigningRequest> = Api::all(remote.kube());
+        let made = api
+            .create(&PostParams::default(), &csr)
+            .await
+            .map_err(BootstrapError::Api)?;
+        let name = made.metadata.name.unwrap_or_default();
+        info!(csr = %name, "asked the cluster for the kubelet server's certificate; it waits for approval (kubectl certificate approve {name})");
+        let cert = issued(&api, &name, wait).await?;
+        let mut both = cert;
+        both.extend_from_slice(key.serialize_pem().as_bytes());
+        write_private(&self.pem(), &both)?;
+        let renew_at = validity(&self.pem())
+            .map(|v| due(v, self.rotate_after))
+            .unwrap_or_else(|_| SystemTime::now());
+        split(&both, renew_at).ok_or_else(|| BootstrapError::NotIssued { name, waited: wait })
+    }
+}
+
+/// The certificates and the key of a PEM file that holds both.
+fn split(both: &[u8], renew_at: SystemTime) -> Option<Issued> {
+    let text = std::str::from_utf8(both).ok()?;
+    let at = text.find("-----BEGIN PRIVATE KEY-----")?;
+    Some(Issued {
+        cert_pem: both[..at].to_vec(),
+        key_pem: both[at..].to_vec(),
+        renew_at,
+    })
+}
+
+/// The CSR for `node`'s serving certificate naming `hosts`.
+fn csr(
+    node: &str,
+    hosts: &[String],
+    key: &rcgen::KeyPair,
+) -> Result<CertificateSigningRequest, BootstrapError> {
+    let mut params = rcgen::CertificateParams::new(hosts.to_vec())?;
+    let mut dn = rcgen::DistinguishedName::new();
+    dn.push(rcgen::DnType::OrganizationName, "system:nodes");
+    dn.push(rcgen::DnType::CommonName, format!("system:node:{node}"));
+    params.distinguished_name = dn;
+    let pem = params.serialize_request(key)?.pem()?;
+    Ok(CertificateSigningRequest {
+        metadata: ObjectMeta {
+            generate_name: Some(format!("csr-serving-{node}-")),
+            ..ObjectMeta::default()
+        },
+        spec: CertificateSigningRequestSpec {
+            request: ByteString(pem.into_bytes()),
+            signer_name: SIGNER.into(),
+            // An ECDSA key: no key encipherment (as the kubelet asks for one).
+            usages: Some(vec!["digital signature".into(), "server auth".into()]),
+            ..CertificateSigningRequestSpec::default()
+        },
+        status: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use x509_parser::prelude::FromDer;
+
+    #[test]
+    fn the_request_names_the_node_its_hosts_and_the_serving_signer() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let hosts = vec!["n1".to_string(), "10.0.0.7".to_string()];
+        let csr = csr("n1", &hosts, &key).unwrap();
+        assert_eq!(csr.spec.signer_name, SIGNER);
+        assert_eq!(
+            csr.spec.usages.unwrap(),
+            ["digital signature", "server auth"]
+        );
+        let pem = String::from_utf8(csr.spec.request.0).unwrap();
+        let der = der_of(&pem);
+        let (_, req) =
+            x509_parser::certification_request::X509CertificationRequest::from_der(&der).unwrap();
+        let subject = req.certification_request_info.subject.to_string();
+        assert!(subject.contains("CN=system:node:n1"), "{subject}");
+        assert!(subject.contains("O=system:nodes"), "{subject}");
+        let sans = format!(
+            "{:?}",
+            req.requested_extensions().map(|e| e.collect::<Vec<_>>())
+        );
+        assert!(sans.contains("\"n1\""), "{sans}");
+        assert!(sans.contains("[10, 0, 0, 7]"), "an IP SAN: {sans}");
+    }
+
+    fn der_of(pem: &str) -> Vec<u8> {
+        let (_, p) = x509_parser::pem::parse_x509_pem(pem.as_bytes()).unwrap();
+        p.contents
+    }
+
+    #[test]
+    fn a_kept_pair_is_split_into_its_certificate_and_key() {
+        let both = b"-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n-----BEGIN PRIVATE KEY-----\nBB==\n-----END PRIVATE KEY-----\n";
+        let issued = split(both, SystemTime::now()).unwrap();
+        assert!(
+            String::from_utf8(issued.cert_pem)
+                .unwrap()
+                .ends_with("END CERTIFICATE-----\n")
+        );
+        assert!(
+            String::from_utf8(issued.key_pem)
+                .unwrap()
+                .starts_with("-----BEGIN PRIVATE KEY")
+        );
+    }
+}
