@@ -521,12 +521,21 @@ async fn pods_that_completed_stay_completed_across_a_sigkilled_agent() {
         })
         .await;
     }
-    // Their terminated syncs clean them up: the runtime holds nothing of them, so only
-    // their statuses say they ran.
-    common::eventually("both cleaned up", limit, || async {
-        agent.runtime_pods().await.is_empty().then_some(())
+    // As the kubelet does, a finished pod keeps its stopped sandbox and last container
+    // until it is deleted.
+    common::eventually("both kept, stopped", limit, || async {
+        let kept = agent.runtime_pods().await;
+        let stopped = kept.iter().all(|p| {
+            p.containers
+                .iter()
+                .all(|c| c.state == podvisor_cri::ContainerState::Exited)
+        });
+        (kept.len() == 2 && stopped).then_some(())
     })
     .await;
+    // The runtime may still drop them (a garbage collection, a runtime reset): then only
+    // their statuses say they ran.
+    common::agent::remove_owned(&common::runtime().await, &agent.node).await;
     // Which container ran each: a pod run again would show another.
     let ran = |pods: &[Pod]| -> Vec<(String, String)> {
         let mut v: Vec<(String, String)> = pods

@@ -9,7 +9,7 @@ use podvisor_actors::ChildSpec;
 use podvisor_actors::testing::start_collector;
 use podvisor_core::SharedPod;
 use podvisor_cri::fake::Op;
-use podvisor_cri::{ContainerState, ContainerStatus, CriError, FakeRuntime, Runtime};
+use podvisor_cri::{ContainerState, ContainerStatus, CriError, FakeRuntime, PodStatus, Runtime};
 use podvisor_kubelet::kuberuntime::config::NodeConfig;
 use podvisor_kubelet::kuberuntime::images::ImageManager;
 use podvisor_kubelet::kuberuntime::syncer::{CriSyncer, SyncerOutputs};
@@ -211,26 +211,11 @@ async fn a_sync_allocates_the_work_it_may_do_only_when_it_does_it() {
 /// made 500 of them.
 #[actix_rt::test]
 async fn the_terminated_sync_removes_what_its_status_shows_without_a_listing() {
-    use podvisor_core::GracePeriod;
-    use podvisor_kubelet::protocol::sync::Termination;
     let dir = scratch("removal");
     let fake = FakeRuntime::new();
     let s = syncer(&fake, &dir);
-    let pod = pod();
-    let status = Arc::new(fake.pod_status(UID).await.unwrap());
-    s.sync_pod(&ctx(), UpdateType::Create, &pod, &status)
-        .await
-        .unwrap();
-    let status = Arc::new(fake.pod_status(UID).await.unwrap());
-    let termination = Termination {
-        grace: GracePeriod::from_seconds(1),
-        running_pod: None,
-        status_fns: &[],
-    };
-    s.sync_terminating_pod(&ctx(), &pod, &status, termination)
-        .await
-        .unwrap();
-    let stopped = Arc::new(fake.pod_status(UID).await.unwrap());
+    let pod = deleted(pod());
+    let stopped = run_and_stop(&s, &fake, &pod).await;
     fake.clear_calls();
     s.sync_terminated_pod(&ctx(), &pod, &stopped).await.unwrap();
     assert!(
@@ -244,5 +229,67 @@ async fn the_terminated_sync_removes_what_its_status_shows_without_a_listing() {
         left.containers.is_empty() && left.sandboxes.is_empty(),
         "{left:?}"
     );
+    assert!(
+        !dir.join("pods").join(UID).exists(),
+        "its directory is gone"
+    );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A pod that finished and is still wanted keeps its stopped sandbox, its last container
+/// and its termination messages until it is deleted (as the kubelet does: `kubectl logs`
+/// reads them); its volumes go.
+#[actix_rt::test]
+async fn a_finished_pods_terminated_sync_keeps_its_containers_and_drops_its_volumes() {
+    let dir = scratch("finished");
+    let fake = FakeRuntime::new();
+    let s = syncer(&fake, &dir);
+    let pod = pod();
+    let stopped = run_and_stop(&s, &fake, &pod).await;
+    let state = dir.join("pods").join(UID);
+    let volumes = state.join("volumes").join("empty-dir").join("scratch");
+    std::fs::create_dir_all(&volumes).unwrap();
+    let kept = state
+        .join("containers")
+        .join("app")
+        .join("0-termination-log");
+    std::fs::create_dir_all(kept.parent().unwrap()).unwrap();
+    std::fs::write(&kept, "done").unwrap();
+    fake.clear_calls();
+    s.sync_terminated_pod(&ctx(), &pod, &stopped).await.unwrap();
+    assert!(fake.calls_of(Op::RemoveContainer).is_empty());
+    assert!(fake.calls_of(Op::RemoveSandbox).is_empty());
+    let left = fake.pod_status(UID).await.unwrap();
+    assert_eq!((left.containers.len(), left.sandboxes.len()), (1, 1));
+    assert!(!state.join("volumes").exists(), "its volumes are gone");
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), "done");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn deleted(pod: SharedPod) -> SharedPod {
+    let mut p = (*pod).clone();
+    p.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+    ));
+    SharedPod::new(p).unwrap()
+}
+
+/// Runs the pod, stops it, and returns its status after the stop.
+async fn run_and_stop(s: &CriSyncer, fake: &FakeRuntime, pod: &SharedPod) -> Arc<PodStatus> {
+    use podvisor_core::GracePeriod;
+    use podvisor_kubelet::protocol::sync::Termination;
+    let status = Arc::new(fake.pod_status(UID).await.unwrap());
+    s.sync_pod(&ctx(), UpdateType::Create, pod, &status)
+        .await
+        .unwrap();
+    let status = Arc::new(fake.pod_status(UID).await.unwrap());
+    let termination = Termination {
+        grace: GracePeriod::from_seconds(1),
+        running_pod: None,
+        status_fns: &[],
+    };
+    s.sync_terminating_pod(&ctx(), pod, &status, termination)
+        .await
+        .unwrap();
+    Arc::new(fake.pod_status(UID).await.unwrap())
 }

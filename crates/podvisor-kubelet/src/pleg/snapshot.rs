@@ -21,15 +21,30 @@ use super::pending::Waiting;
 /// is not trusted to say how the pod is: the pod is inspected.
 pub(super) const MAX_AGE: Duration = Duration::from_secs(5);
 
-/// Whether `snapshot`, made `age` ago, is the whole status of a pod whose latest record
-/// shows `only_sandbox` as its one sandbox.
-pub(super) fn suffices(snapshot: &PodStatus, only_sandbox: Option<&str>, age: Duration) -> bool {
+/// What the PLEG's records say of a pod's sandboxes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Known<'a> {
+    /// The pod's latest record shows this one sandbox.
+    Only(&'a str),
+    /// The PLEG has no record of the pod (it is new, or the PLEG has not relisted yet).
+    Unknown,
+    /// Several sandboxes, or none.
+    Other,
+}
+
+/// Whether `snapshot`, made `age` ago, is the whole status of its pod: one ready sandbox,
+/// the one the records show, or for a pod they do not know, its first (attempt 0: no
+/// sandbox came before it, and a next one is made only once it has stopped).
+pub(super) fn suffices(snapshot: &PodStatus, known: Known<'_>, age: Duration) -> bool {
     let [sandbox] = snapshot.sandboxes.as_slice() else {
         return false;
     };
-    sandbox.state == SandboxState::Ready
-        && only_sandbox == Some(sandbox.id.as_str())
-        && age <= MAX_AGE
+    let whole = match known {
+        Known::Only(id) => id == sandbox.id,
+        Known::Unknown => sandbox.attempt == 0,
+        Known::Other => false,
+    };
+    whole && sandbox.state == SandboxState::Ready && age <= MAX_AGE
 }
 
 impl Pleg {
@@ -44,9 +59,12 @@ impl Pleg {
         ctx: &mut Context<Self>,
     ) -> Option<(PodUid, Waiting)> {
         let age = self.runtime.age_of(made_at);
-        let usable = |s: &PodStatus| {
-            self.config.event_snapshots && suffices(s, self.records.only_sandbox(&uid), age)
+        let known = match self.records.only_sandbox(&uid) {
+            Some(id) => Known::Only(id),
+            None if self.records.contains(&uid) => Known::Other,
+            None => Known::Unknown,
         };
+        let usable = |s: &PodStatus| self.config.event_snapshots && suffices(s, known, age);
         let Some(snapshot) = snapshot.filter(|s| usable(s)) else {
             return Some((uid, event));
         };
@@ -69,7 +87,7 @@ mod tests {
             .map(|(id, state)| SandboxStatus {
                 id: (*id).into(),
                 pod: Default::default(),
-                attempt: 0,
+                attempt: id.trim_start_matches('s').parse().unwrap(),
                 state: *state,
                 created_at: 1,
                 ip: None,
@@ -84,20 +102,31 @@ mod tests {
 
     #[test]
     fn a_snapshot_is_the_status_only_of_a_pod_with_one_ready_sandbox_the_records_know() {
+        use Known::*;
         let fresh = Duration::from_millis(3);
         let ready = snapshot(&[("s1", SandboxState::Ready)]);
-        assert!(suffices(&ready, Some("s1"), fresh));
+        assert!(suffices(&ready, Only("s1"), fresh));
         // A sandbox the records do not know (a new one), or a pod with older sandboxes.
-        assert!(!suffices(&ready, Some("s0"), fresh));
-        assert!(!suffices(&ready, None, fresh));
+        assert!(!suffices(&ready, Only("s0"), fresh));
+        assert!(!suffices(&ready, Other, fresh));
+        // A pod the records do not know: its first sandbox (attempt 0) is all it has; a
+        // later attempt may have older sandboxes beside it.
+        assert!(!suffices(&ready, Unknown, fresh));
+        assert!(suffices(
+            &snapshot(&[("s0", SandboxState::Ready)]),
+            Unknown,
+            fresh
+        ));
         // A stopped sandbox: a newer one may exist that the snapshot does not show.
         let stopped = snapshot(&[("s1", SandboxState::NotReady)]);
-        assert!(!suffices(&stopped, Some("s1"), fresh));
-        assert!(!suffices(&snapshot(&[]), Some("s1"), fresh));
+        assert!(!suffices(&stopped, Only("s1"), fresh));
+        let first_stopped = snapshot(&[("s0", SandboxState::NotReady)]);
+        assert!(!suffices(&first_stopped, Unknown, fresh));
+        assert!(!suffices(&snapshot(&[]), Only("s1"), fresh));
         // An old snapshot says too little of now.
         assert!(!suffices(
             &ready,
-            Some("s1"),
+            Only("s1"),
             MAX_AGE + Duration::from_millis(1)
         ));
     }

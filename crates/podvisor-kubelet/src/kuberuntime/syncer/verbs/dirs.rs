@@ -124,19 +124,30 @@ impl CriSyncer {
             .map_err(CriSyncError::SubPath)
     }
 
-    /// Removes the pod's state directory (unmounting its subPath binds first); a pod that was deleted loses its logs too (one
-    /// still in its config, which completed, keeps them for `podvisor logs`).
+    /// Removes a deleted pod's state directory and logs, or a finished pod's volumes
+    /// (unmounting what is mounted beneath first); a finished pod still in its config
+    /// keeps its logs and termination messages until it is deleted.
     pub(crate) async fn remove_dirs(&self, pod: &SharedPod) -> Result<(), CriSyncError> {
         let dir = pod_state_dir(&self.node, pod.uid());
-        let d = dir.clone();
-        let removed = tokio::task::spawn_blocking(move || subpath::remove_tree(&d))
-            .await
-            .map_err(|e| CriSyncError::Blocking(e.to_string()))?;
-        match removed {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(io("remove", &dir, e));
+        // A pod that finished keeps its containers' termination messages (the statuses of
+        // its kept containers are read with them) until it is deleted; its volumes go now,
+        // as the kubelet unmounts a terminated pod's.
+        let doomed = if pod.is_deleted() {
+            vec![dir]
+        } else {
+            vec![dir.join("volumes"), dir.join("volume-subpaths")]
+        };
+        for dir in doomed {
+            let d = dir.clone();
+            let removed = tokio::task::spawn_blocking(move || subpath::remove_tree(&d))
+                .await
+                .map_err(|e| CriSyncError::Blocking(e.to_string()))?;
+            match removed {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(io("remove", &dir, e));
+                }
+                _ => {}
             }
-            _ => {}
         }
         if pod.is_deleted() {
             let _ = tokio::fs::remove_dir_all(pod_log_directory(&self.node, pod)).await;
