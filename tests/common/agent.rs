@@ -25,13 +25,28 @@ pub struct Agent {
 /// Two distinct free ports on loopback (debug endpoint, API). Both listeners are held until
 /// both are known: a port released at once can be handed out again by the next bind (CI
 /// once gave the debug endpoint and the API one port, and the agent could not start).
+/// They are chosen below the kernel's ephemeral range (32768 and up): whatever binds port
+/// 0 meanwhile (another agent's kubelet server, a kubectl port-forward) is given one from
+/// that range, so it cannot take a picked port before this agent binds it (it once did).
 fn free_ports() -> (u16, u16) {
-    let a = TcpListener::bind("127.0.0.1:0").unwrap();
-    let b = TcpListener::bind("127.0.0.1:0").unwrap();
+    let (a, b) = (below_ephemeral(), below_ephemeral());
     (
         a.local_addr().unwrap().port(),
         b.local_addr().unwrap().port(),
     )
+}
+
+/// A listener on a random free port in 20000–31999.
+fn below_ephemeral() -> TcpListener {
+    use std::hash::BuildHasher;
+    for _ in 0..1000 {
+        let n = std::collections::hash_map::RandomState::new().hash_one(std::process::id());
+        let port = 20_000 + u16::try_from(n % 12_000).unwrap();
+        if let Ok(l) = TcpListener::bind(("127.0.0.1", port)) {
+            return l;
+        }
+    }
+    TcpListener::bind("127.0.0.1:0").unwrap()
 }
 
 impl Agent {
