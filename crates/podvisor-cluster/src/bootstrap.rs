@@ -86,14 +86,7 @@ pub async fn node_credentials(
     let csr = request(node, &key, lifetime)?;
     let client = crate::RemoteClient::from_kubeconfig(bootstrap).await?;
     let api: Api<CertificateSigningRequest> = Api::all(client.kube());
-    let made = api
-        .create(&PostParams::default(), &csr)
-        .await
-        .map_err(BootstrapError::Api)?;
-    let name = made.metadata.name.unwrap_or_default();
-    let cert = issued(&api, &name, wait).await?;
-    let mut both = cert;
-    both.extend_from_slice(key.serialize_pem().as_bytes());
+    let both = obtain(&api, &csr, &key, wait).await?;
     write_private(&pem, &both)?;
     let config = node_kubeconfig(bootstrap, &pem)?;
     write_private(&kubeconfig, serde_yaml_ng::to_string(&config)?.as_bytes())?;
@@ -142,32 +135,82 @@ pub(crate) fn cluster_ca(bootstrap: &Path) -> Result<Vec<u8>, BootstrapError> {
     })
 }
 
+/// What a CSR of the node asks for: which signer, for what, naming which hosts.
+pub(crate) struct CsrKind<'a> {
+    pub signer: &'a str,
+    pub usages: &'a [&'a str],
+    /// Host names and addresses (a serving certificate's); none for a client one.
+    pub hosts: &'a [String],
+    /// The start of the CSR's generated name.
+    pub prefix: &'a str,
+    /// The lifetime asked (`spec.expirationSeconds`); `None`: the signer's default.
+    pub lifetime: Option<Duration>,
+}
+
 /// The CertificateSigningRequest for `node`'s client certificate.
 pub(crate) fn request(
     node: &str,
     key: &rcgen::KeyPair,
     lifetime: Option<Duration>,
 ) -> Result<CertificateSigningRequest, BootstrapError> {
-    let mut params = rcgen::CertificateParams::default();
+    let kind = CsrKind {
+        signer: SIGNER,
+        usages: &["digital signature", "client auth"],
+        hosts: &[],
+        prefix: "node-csr",
+        lifetime,
+    };
+    node_csr(node, key, &kind)
+}
+
+/// A CSR for `system:node:<node>` (O `system:nodes`) with `key`, as `kind` says.
+pub(crate) fn node_csr(
+    node: &str,
+    key: &rcgen::KeyPair,
+    kind: &CsrKind<'_>,
+) -> Result<CertificateSigningRequest, BootstrapError> {
+    let mut params = rcgen::CertificateParams::new(kind.hosts.to_vec())?;
     let mut dn = rcgen::DistinguishedName::new();
     dn.push(rcgen::DnType::OrganizationName, "system:nodes");
     dn.push(rcgen::DnType::CommonName, format!("system:node:{node}"));
     params.distinguished_name = dn;
     let pem = params.serialize_request(key)?.pem()?;
+    let expiration = kind
+        .lifetime
+        .map(|d| i32::try_from(d.as_secs()).unwrap_or(i32::MAX));
     Ok(CertificateSigningRequest {
         metadata: ObjectMeta {
-            generate_name: Some(format!("node-csr-{node}-")),
+            generate_name: Some(format!("{}-{node}-", kind.prefix)),
             ..ObjectMeta::default()
         },
         spec: CertificateSigningRequestSpec {
             request: ByteString(pem.into_bytes()),
-            signer_name: SIGNER.into(),
-            usages: Some(vec!["digital signature".into(), "client auth".into()]),
-            expiration_seconds: lifetime.map(|d| i32::try_from(d.as_secs()).unwrap_or(i32::MAX)),
+            signer_name: kind.signer.into(),
+            usages: Some(kind.usages.iter().map(|u| u.to_string()).collect()),
+            expiration_seconds: expiration,
             ..CertificateSigningRequestSpec::default()
         },
         status: None,
     })
+}
+
+/// Submits `csr` made with `key` and waits at most `wait` for it to be issued: the
+/// certificate with the key after it, as one PEM.
+pub(crate) async fn obtain(
+    api: &Api<CertificateSigningRequest>,
+    csr: &CertificateSigningRequest,
+    key: &rcgen::KeyPair,
+    wait: Duration,
+) -> Result<Vec<u8>, BootstrapError> {
+    let made = api
+        .create(&PostParams::default(), csr)
+        .await
+        .map_err(BootstrapError::Api)?;
+    let name = made.metadata.name.unwrap_or_default();
+    tracing::info!(csr = %name, signer = %csr.spec.signer_name, "asked the cluster for a certificate (kubectl certificate approve {name}, if nothing approves it)");
+    let mut both = issued(api, &name, wait).await?;
+    both.extend_from_slice(key.serialize_pem().as_bytes());
+    Ok(both)
 }
 
 /// The certificate, once the CSR `name` is issued.

@@ -12,13 +12,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use actix::prelude::*;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
 use serde::Serialize;
 use tracing::{info, warn};
 
 use crate::RemoteClient;
-use crate::bootstrap::{BootstrapError, PEM, issued, request, write_private};
+use crate::bootstrap::{BootstrapError, PEM, obtain, request, write_private};
 
 /// A rotation finished: the new certificate's expiry (to the actor itself).
 #[derive(Message)]
@@ -81,13 +81,7 @@ async fn rotate(r: Rotation, remote: RemoteClient) -> Result<SystemTime, Bootstr
     let key = rcgen::KeyPair::generate()?;
     let csr = request(&r.node, &key, r.lifetime)?;
     let api: Api<CertificateSigningRequest> = Api::all(remote.kube());
-    let made = api
-        .create(&PostParams::default(), &csr)
-        .await
-        .map_err(BootstrapError::Api)?;
-    let name = made.metadata.name.unwrap_or_default();
-    let mut both = issued(&api, &name, WAIT).await?;
-    both.extend_from_slice(key.serialize_pem().as_bytes());
+    let both = obtain(&api, &csr, &key, WAIT).await?;
     let pem = r.dir.join(PEM);
     write_private(&pem, &both)?;
     remote.reload(&r.dir.join("kubelet.kubeconfig")).await?;

@@ -10,16 +10,11 @@
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-use k8s_openapi::ByteString;
-use k8s_openapi::api::certificates::v1::{
-    CertificateSigningRequest, CertificateSigningRequestSpec,
-};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, PostParams};
-use tracing::info;
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+use kube::api::Api;
 
 use crate::RemoteClient;
-use crate::bootstrap::{BootstrapError, issued, write_private};
+use crate::bootstrap::{BootstrapError, CsrKind, node_csr, obtain, write_private};
 use crate::rotation::{due, validity};
 
 const SIGNER: &str = "kubernetes.io/kubelet-serving";
@@ -71,20 +66,15 @@ impl Serving {
         let key = rcgen::KeyPair::generate()?;
         let csr = csr(&self.node, &self.hosts, &key)?;
         let api: Api<CertificateSigningRequest> = Api::all(remote.kube());
-        let made = api
-            .create(&PostParams::default(), &csr)
-            .await
-            .map_err(BootstrapError::Api)?;
-        let name = made.metadata.name.unwrap_or_default();
-        info!(csr = %name, "asked the cluster for the kubelet server's certificate; it waits for approval (kubectl certificate approve {name})");
-        let cert = issued(&api, &name, wait).await?;
-        let mut both = cert;
-        both.extend_from_slice(key.serialize_pem().as_bytes());
+        let both = obtain(&api, &csr, &key, wait).await?;
         write_private(&self.pem(), &both)?;
         let renew_at = validity(&self.pem())
             .map(|v| due(v, self.rotate_after))
             .unwrap_or_else(|_| SystemTime::now());
-        split(&both, renew_at).ok_or_else(|| BootstrapError::NotIssued { name, waited: wait })
+        split(&both, renew_at).ok_or(BootstrapError::NotIssued {
+            name: csr.metadata.generate_name.unwrap_or_default(),
+            waited: wait,
+        })
     }
 }
 
@@ -105,26 +95,15 @@ fn csr(
     hosts: &[String],
     key: &rcgen::KeyPair,
 ) -> Result<CertificateSigningRequest, BootstrapError> {
-    let mut params = rcgen::CertificateParams::new(hosts.to_vec())?;
-    let mut dn = rcgen::DistinguishedName::new();
-    dn.push(rcgen::DnType::OrganizationName, "system:nodes");
-    dn.push(rcgen::DnType::CommonName, format!("system:node:{node}"));
-    params.distinguished_name = dn;
-    let pem = params.serialize_request(key)?.pem()?;
-    Ok(CertificateSigningRequest {
-        metadata: ObjectMeta {
-            generate_name: Some(format!("csr-serving-{node}-")),
-            ..ObjectMeta::default()
-        },
-        spec: CertificateSigningRequestSpec {
-            request: ByteString(pem.into_bytes()),
-            signer_name: SIGNER.into(),
-            // An ECDSA key: no key encipherment (as the kubelet asks for one).
-            usages: Some(vec!["digital signature".into(), "server auth".into()]),
-            ..CertificateSigningRequestSpec::default()
-        },
-        status: None,
-    })
+    let kind = CsrKind {
+        signer: SIGNER,
+        // An ECDSA key: no key encipherment (as the kubelet asks for one).
+        usages: &["digital signature", "server auth"],
+        hosts,
+        prefix: "csr-serving",
+        lifetime: None,
+    };
+    node_csr(node, key, &kind)
 }
 
 #[cfg(test)]
