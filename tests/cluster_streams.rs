@@ -40,6 +40,29 @@ fn in_ns<'a>(ns: &'a str, args: &[&'a str]) -> Vec<&'a str> {
     [&["-n", ns][..], args].concat()
 }
 
+/// The kubelet server's port, as the Node's `daemonEndpoints` gives it.
+fn kubelet_port(admin: &common::kubectl::Kubectl, node: &str) -> String {
+    let port = admin.jsonpath(
+        &["node", node],
+        "{.status.daemonEndpoints.kubeletEndpoint.Port}",
+    );
+    assert!(
+        port.parse::<u16>().is_ok_and(|p| p > 0),
+        "daemonEndpoints: {port:?}"
+    );
+    port
+}
+
+/// Applies the talker pod to `node` and waits until it is Ready.
+async fn talker_ready(admin: &common::kubectl::Kubectl, ns: &str, node: &str) {
+    admin.apply(&pod(ns, node));
+    let ready = r#"{.status.conditions[?(@.type=="Ready")].status}"#;
+    wait_for("talker Ready", 2 * MINUTE, || {
+        admin.jsonpath(&["pod", "talker", "-n", ns], ready) == "True"
+    })
+    .await;
+}
+
 /// The status code the kubelet server answers `path` with, for `token`.
 fn kubelet_code(port: &str, token: &str, path: &str) -> String {
     let script = format!(
@@ -55,20 +78,8 @@ async fn logs_exec_cp_and_port_forward_reach_the_pod_through_the_cluster() {
     let (admin, cleanup) = setup(&agent);
     let (ns, node) = (cleanup.namespace.clone(), agent.node.clone());
     node_ready(&admin, &node).await;
-    let port = admin.jsonpath(
-        &["node", &node],
-        "{.status.daemonEndpoints.kubeletEndpoint.Port}",
-    );
-    assert!(
-        port.parse::<u16>().is_ok_and(|p| p > 0),
-        "daemonEndpoints: {port:?}"
-    );
-    admin.apply(&pod(&ns, &node));
-    let ready = r#"{.status.conditions[?(@.type=="Ready")].status}"#;
-    wait_for("talker Ready", 2 * MINUTE, || {
-        admin.jsonpath(&["pod", "talker", "-n", &ns], ready) == "True"
-    })
-    .await;
+    let port = kubelet_port(&admin, &node);
+    talker_ready(&admin, &ns, &node).await;
 
     assert_eq!(
         admin.ok(&in_ns(&ns, &["logs", "talker", "-c", "main"])),
@@ -176,10 +187,7 @@ async fn the_kubelet_server_serves_the_certificate_the_cluster_issues_once_appro
     let (admin, cleanup) = setup(&agent);
     let (ns, node) = (cleanup.namespace.clone(), agent.node.clone());
     node_ready(&admin, &node).await;
-    let port = admin.jsonpath(
-        &["node", &node],
-        "{.status.daemonEndpoints.kubeletEndpoint.Port}",
-    );
+    let port = kubelet_port(&admin, &node);
     let user = format!("system:node:{node}");
     let find = r#"{range .items[?(@.spec.signerName=="kubernetes.io/kubelet-serving")]}{.metadata.name} {.spec.username}{"\n"}{end}"#;
     let mut csr = String::new();
@@ -204,12 +212,7 @@ async fn the_kubelet_server_serves_the_certificate_the_cluster_issues_once_appro
     })
     .await;
     // The API server still reaches the node through it.
-    admin.apply(&pod(&ns, &node));
-    let ready = r#"{.status.conditions[?(@.type=="Ready")].status}"#;
-    wait_for("talker Ready", 2 * MINUTE, || {
-        admin.jsonpath(&["pod", "talker", "-n", &ns], ready) == "True"
-    })
-    .await;
+    talker_ready(&admin, &ns, &node).await;
     assert_eq!(
         admin.ok(&in_ns(&ns, &["logs", "talker", "-c", "main", "--tail=1"])),
         "last\n"
