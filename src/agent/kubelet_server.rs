@@ -70,6 +70,7 @@ pub(crate) fn serve(bound: Bound, w: Wiring<'_>) -> anyhow::Result<Served> {
             hosts,
             dir: w.cfg.state_dir.join("cluster"),
             rotate_after: w.cfg.cluster.rotate_after,
+            cluster_ca: client_ca.clone().unwrap_or_default(),
         };
         actix::spawn(serving_bootstrap(serving, remote.clone(), cert.clone()));
     }

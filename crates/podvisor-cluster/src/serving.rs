@@ -31,6 +31,9 @@ pub struct Serving {
     pub dir: PathBuf,
     /// The share of its life after which a certificate is replaced.
     pub rotate_after: f64,
+    /// The cluster's CA (PEM): a kept certificate another CA issued (the cluster was made
+    /// again) is not used.
+    pub cluster_ca: String,
 }
 
 /// An issued serving certificate: its PEM chain, its key's PEM, and when to replace it.
@@ -53,6 +56,7 @@ impl Serving {
             return None;
         }
         let both = std::fs::read(self.pem()).ok()?;
+        issued_by(&both, self.cluster_ca.as_bytes()).then_some(())?;
         split(&both, renew_at)
     }
 
@@ -75,6 +79,18 @@ impl Serving {
             name: csr.metadata.generate_name.unwrap_or_default(),
             waited: wait,
         })
+    }
+}
+
+/// Whether the first certificate in `pem` names `ca_pem`'s subject as its issuer.
+fn issued_by(pem: &[u8], ca_pem: &[u8]) -> bool {
+    let first = |bytes: &[u8]| x509_parser::pem::parse_x509_pem(bytes).ok().map(|(_, p)| p);
+    let (Some(cert), Some(ca)) = (first(pem), first(ca_pem)) else {
+        return false;
+    };
+    match (cert.parse_x509(), ca.parse_x509()) {
+        (Ok(cert), Ok(ca)) => cert.issuer().as_raw() == ca.subject().as_raw(),
+        _ => false,
     }
 }
 
@@ -139,6 +155,31 @@ mod tests {
     fn der_of(pem: &str) -> Vec<u8> {
         let (_, p) = x509_parser::pem::parse_x509_pem(pem.as_bytes()).unwrap();
         p.contents
+    }
+
+    #[test]
+    fn a_kept_certificate_counts_only_if_the_clusters_ca_issued_it() {
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "cluster-ca");
+        let ca = ca_params.self_signed(&ca_key).unwrap();
+        let issuer = rcgen::Issuer::new(ca_params, ca_key);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let leaf = rcgen::CertificateParams::new(vec!["n1".to_string()])
+            .unwrap()
+            .signed_by(&key, &issuer)
+            .unwrap();
+        let other = rcgen::CertificateParams::new(vec!["other-ca".to_string()])
+            .unwrap()
+            .self_signed(&rcgen::KeyPair::generate().unwrap())
+            .unwrap();
+        let leaf = leaf.pem();
+        assert!(issued_by(leaf.as_bytes(), ca.pem().as_bytes()));
+        assert!(!issued_by(leaf.as_bytes(), other.pem().as_bytes()));
+        assert!(!issued_by(b"garbage", ca.pem().as_bytes()));
     }
 
     #[test]
