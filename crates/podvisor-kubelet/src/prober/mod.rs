@@ -9,10 +9,11 @@
 //!
 //! Each run is counted for `/metrics/probes` (`metrics.rs`).
 //!
-//! Restart: nothing is kept (the probe metrics start again). The new instance asks the sync loop for the desired pods and
-//! the status cache for their statuses, and probes again from there; a container already
-//! running is probed within one period (spread out), and until a probe decides, the status
-//! manager keeps the readiness it last published for that instance.
+//! Restart: nothing is kept (the probe metrics start again). The new instance asks the
+//! sync loop for the desired pods and the status cache for their statuses, and probes
+//! again from there; a container already running is probed within one period (spread
+//! out), and until a probe decides, the status manager keeps the readiness it last
+//! published for that instance.
 
 mod metrics;
 
