@@ -50,12 +50,7 @@ async fn abandoned_and_unread_sessions_cost_nothing_lasting() {
         .args(["200", "10"])
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::succeeded(out);
     assert!(
         text.contains("opened 150\n") && text.contains("refused 50\n"),
         "{text}"

@@ -86,12 +86,7 @@ async fn exec_gives_output_exit_codes_and_stdin_and_cp_copies_both_ways() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::succeeded(out);
     assert!(
         text.contains("/dev/pts/"),
         "the command has a terminal: {text:?}"
@@ -267,12 +262,7 @@ async fn a_websocket_client_execs_too() {
         .arg(agent.state_dir().join("kubeconfig"))
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = common::succeeded(out);
     assert_eq!(stdout, "out:HELLO\nerr:oops\ncode:7\ntty:/dev/pts/0\n");
     k.ok(&["delete", "pod", "shell", "--wait=false"]);
 }

@@ -40,12 +40,7 @@ fn ask_some(
         .args(args.iter().chain(only))
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::succeeded(out);
     text.lines()
         .map(|l| {
             let mut parts = l.splitn(3, ' ');

@@ -124,6 +124,18 @@ pub async fn runtime_version() -> String {
     runtime().await.version().await.unwrap().runtime_version
 }
 
+/// The standard output of a command that must have succeeded (else both outputs, in the
+/// panic).
+pub fn succeeded(out: std::process::Output) -> String {
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
 /// The Python with the `kubernetes` and `websocket` modules (scripts/test-deps' venv).
 pub fn python() -> std::process::Command {
     let path =

@@ -98,11 +98,12 @@ impl Prober {
         }
     }
 
-    /// Removes the metric series of probes that ended.
-    fn prune_series(&mut self) {
+    /// Removes the metric series of probes that ended: of pod `only`, or of any pod.
+    fn prune_series(&mut self, only: Option<&PodUid>) {
         let probes = &self.probes;
         let m = &self.deps.metrics.probes;
-        self.series.prune(m, |key| probes.has_probe(key));
+        let keep = |key: &ProbeKey| only.is_some_and(|u| key.uid != *u) || probes.has_probe(key);
+        self.series.prune(m, keep);
     }
 
     fn finished(&mut self, key: &ProbeKey, id: &str, outcome: Outcome, ctx: &mut Context<Self>) {
@@ -218,7 +219,7 @@ impl Handler<SyncProbes> for Prober {
         if self.probes.set_pod(msg.pod, now, wall) {
             self.fetch_status(uid.clone(), ctx);
         }
-        self.prune_series();
+        self.prune_series(Some(&uid));
         let verdicts: Verdicts = self.probes.verdicts(&uid);
         MessageResult(verdicts)
     }
@@ -244,7 +245,7 @@ impl Handler<EndProbes> for Prober {
             }
             ProbesEnd::Terminated => self.probes.remove(&msg.uid),
         }
-        self.prune_series();
+        self.prune_series(Some(&msg.uid));
     }
 }
 
@@ -252,7 +253,7 @@ impl Handler<RetainProbes> for Prober {
     type Result = ();
     fn handle(&mut self, RetainProbes(keep): RetainProbes, _: &mut Context<Self>) {
         self.probes.retain(&keep);
-        self.prune_series();
+        self.prune_series(None);
     }
 }
 
