@@ -385,3 +385,65 @@ async fn a_default_pod_runs_with_its_token_and_the_cluster_s_configmaps_and_secr
     );
     drop(cleanup);
 }
+
+/// Containers of the pod `uid` running in containerd now.
+async fn running_of(agent: &common::agent::Agent, uid: &str) -> usize {
+    let pods = agent.runtime_pods().await;
+    let containers = pods.iter().filter(|p| p.pod.uid == uid);
+    containers
+        .flat_map(|p| &p.containers)
+        .filter(|c| c.state == podvisor_cri::ContainerState::Running)
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_node_scales_takes_a_force_delete_and_is_cordoned_and_drained_with_kubectl() {
+    let agent = join("cn-drain", None).await;
+    let (admin, cleanup) = setup(&agent);
+    let (ns, node) = (cleanup.namespace.clone(), agent.node.clone());
+    node_ready(&admin, &node).await;
+    admin.apply(&deployment(&ns, &node, 3));
+    running(&admin, &ns, &node, 3).await;
+    admin.ok(&["scale", "deployment", "web", "-n", &ns, "--replicas=10"]);
+    running(&admin, &ns, &node, 10).await;
+
+    // A force delete removes the object at once; the node stops the pod when it hears.
+    let victim = names(&admin, &ns)[0].clone();
+    let uid = admin.jsonpath(&["pod", &victim, "-n", &ns], "{.metadata.uid}");
+    assert_eq!(running_of(&agent, &uid).await, 1);
+    let force = ["--grace-period=0", "--force"];
+    admin.ok(&[&["delete", "pod", &victim, "-n", &ns][..], &force].concat());
+    eventually(
+        "the force-deleted pod stopped on the node",
+        MINUTE,
+        || async { (running_of(&agent, &uid).await == 0).then_some(()) },
+    )
+    .await;
+    running(&admin, &ns, &node, 10).await;
+    admin.ok(&["scale", "deployment", "web", "-n", &ns, "--replicas=1"]);
+    running(&admin, &ns, &node, 1).await;
+    eventually("nine pods' containers stopped", MINUTE, || async {
+        (running_containers(&agent).await == 1).then_some(())
+    })
+    .await;
+
+    // Cordoned, the node takes no new pod; drained, its pod is evicted (gracefully, through
+    // the Eviction API) and its replacement waits for a node.
+    admin.ok(&["cordon", &node]);
+    let unschedulable = admin.jsonpath(&["node", &node], "{.spec.unschedulable}");
+    assert_eq!(unschedulable, "true");
+    admin.ok(&["scale", "deployment", "web", "-n", &ns, "--replicas=2"]);
+    eventually("the new pod Pending with no node", MINUTE, || async {
+        let p = pods(&admin, &ns);
+        (p.len() == 2 && p.iter().any(|l| l.ends_with(" Pending "))).then_some(())
+    })
+    .await;
+    let drain = ["drain", &node, "--ignore-daemonsets", "--timeout=60s"];
+    admin.ok(&drain);
+    let p = pods(&admin, &ns);
+    assert!(p.iter().all(|l| l.ends_with(" Pending ")), "{p:?}");
+    assert_eq!(running_containers(&agent).await, 0);
+    admin.ok(&["uncordon", &node]);
+    running(&admin, &ns, &node, 2).await;
+    drop(cleanup);
+}

@@ -6,6 +6,7 @@ pub mod agent;
 pub mod alloc;
 pub mod args;
 pub mod cpu;
+pub mod fetch;
 pub mod floor;
 pub mod hops;
 pub mod nodes;

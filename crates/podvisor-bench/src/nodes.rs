@@ -1,4 +1,4 @@
-//! Nodes of a real cluster for `node-bench`: podvisor (`podvisor run` joining with the
+//! Nodes of a real cluster for `node-bench` and `forward-bench`: podvisor (`podvisor run` joining with the
 //! bootstrap kubeconfig) or the real kubelet (built by `scripts/cluster-up`'s module), each
 //! started in a directory of its own against the given containerd, one at a time.
 
@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use anyhow::Context;
+use k8s_openapi::api::core::v1::Node;
+use podvisor_client::{Api, Client};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NodeKind {
@@ -31,6 +33,89 @@ pub struct NodeSetup {
     pub ca: PathBuf,
     /// The kubelet refuses a loopback node IP: a host address.
     pub node_ip: String,
+}
+
+/// Where the cluster and the kubelet are (the flags both cluster benchmarks take).
+#[derive(clap::Args)]
+pub struct NodeArgs {
+    /// scripts/cluster-up's state directory.
+    #[arg(long, default_value = "/var/lib/podvisor-cluster")]
+    pub cluster: PathBuf,
+    /// The kubelet binary (scripts/cluster-up builds it with the control plane's version).
+    #[arg(
+        long,
+        default_value = "/var/lib/podvisor-tools/kubernetes/v1.37.2/bin/kubelet"
+    )]
+    pub kubelet: PathBuf,
+    /// A host address for the kubelet (it refuses loopback); default: the first of
+    /// `hostname -I`.
+    #[arg(long)]
+    pub node_ip: Option<String>,
+}
+
+impl NodeArgs {
+    pub fn setup(
+        &self,
+        agent: &crate::args::AgentArg,
+        runtime: &crate::args::RuntimeArg,
+    ) -> anyhow::Result<NodeSetup> {
+        let pki = self.cluster.join("pki");
+        Ok(NodeSetup {
+            podvisor: agent.binary()?,
+            kubelet: self.kubelet.clone(),
+            endpoint: runtime.endpoint.clone(),
+            bootstrap: pki.join("bootstrap.kubeconfig"),
+            ca: pki.join("ca.crt"),
+            node_ip: match &self.node_ip {
+                Some(ip) => ip.clone(),
+                None => host_ip()?,
+            },
+        })
+    }
+
+    pub fn admin_kubeconfig(&self) -> PathBuf {
+        self.cluster.join("pki").join("admin.kubeconfig")
+    }
+
+    /// A client acting as the cluster's admin.
+    pub async fn admin(&self) -> anyhow::Result<Client> {
+        let remote =
+            podvisor_cluster::RemoteClient::from_kubeconfig(&self.admin_kubeconfig()).await?;
+        Ok(Client::new(remote))
+    }
+}
+
+fn host_ip() -> anyhow::Result<String> {
+    let out = Command::new("hostname").arg("-I").output()?;
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    text.split_whitespace()
+        .find(|a| a.contains('.') && !a.starts_with("127.") && !a.starts_with("10.8"))
+        .map(str::to_string)
+        .ok_or_else(|| anyhow::anyhow!("no host address in `hostname -I`; pass --node-ip"))
+}
+
+/// Waits (up to 120 s) until the Node `name` is Ready.
+pub async fn node_ready(client: &Client, name: &str) -> anyhow::Result<()> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let ready = nodes.get_opt(name).await?.is_some_and(|n| {
+            let c = n
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.clone())
+                .unwrap_or_default();
+            c.iter().any(|c| c.type_ == "Ready" && c.status == "True")
+        });
+        if ready {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "node {name} not Ready after 120 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 }
 
 pub struct NodeProc {

@@ -61,7 +61,7 @@ where
     }
     // Also after a refusal: its body follows, and either side's close ends it. From here
     // on the client has its answer, so how the session ended is only logged.
-    let pipe = tokio::io::copy_bidirectional(&mut client, &mut server);
+    let pipe = tokio::io::copy_bidirectional_with_sizes(&mut client, &mut server, BUF, BUF);
     let ended = tokio::select! {
         r = pipe => r.map(|_| ()).map_err(StreamError::from),
         () = idle_for(&last, idle) => Err(StreamError::Idle(idle)),
@@ -71,6 +71,10 @@ where
     }
     Ok(())
 }
+
+/// Each direction's copy buffer: the size of Go's `io.Copy` the kubelet proxies with, so a
+/// large transfer takes a quarter of the reads, writes and TLS records 8 KiB would.
+const BUF: usize = 32 << 10;
 
 /// Resolves once nothing has moved for `idle`.
 async fn idle_for(last: &Mutex<Instant>, idle: Duration) {

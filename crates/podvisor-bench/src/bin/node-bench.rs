@@ -15,14 +15,13 @@
 //! target/release/node-bench --endpoint unix:///var/lib/podvisor-containerd-1.7/containerd.sock
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use clap::Parser;
 use futures_util::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-use podvisor_bench::nodes::{NodeKind, NodeProc, NodeSetup};
+use podvisor_bench::nodes::{NodeArgs, NodeKind, NodeProc, NodeSetup, node_ready};
 use podvisor_bench::procstat;
 use podvisor_bench::stats::{Samples, Summary};
 use podvisor_client::{Api, Client, DeleteParams, ListParams, PostParams, WatchEvent};
@@ -34,19 +33,8 @@ struct Args {
     runtime: podvisor_bench::args::RuntimeArg,
     #[command(flatten)]
     agent: podvisor_bench::args::AgentArg,
-    /// scripts/cluster-up's state directory.
-    #[arg(long, default_value = "/var/lib/podvisor-cluster")]
-    cluster: PathBuf,
-    /// The kubelet binary (scripts/cluster-up builds it with the control plane's version).
-    #[arg(
-        long,
-        default_value = "/var/lib/podvisor-tools/kubernetes/v1.37.2/bin/kubelet"
-    )]
-    kubelet: PathBuf,
-    /// A host address for the kubelet (it refuses loopback); default: the first of
-    /// `hostname -I`.
-    #[arg(long)]
-    node_ip: Option<String>,
+    #[command(flatten)]
+    nodes: NodeArgs,
     #[arg(long, default_value_t = 20)]
     singles: usize,
     #[arg(long, default_value_t = 100)]
@@ -183,29 +171,6 @@ async fn usage(pid: u32, window: Duration) -> anyhow::Result<(f64, f64)> {
     tokio::time::sleep(window).await;
     let cpu = (procstat::cpu_time(pid)? - c0).as_secs_f64() / t0.elapsed().as_secs_f64() * 100.0;
     Ok((cpu, procstat::rss_bytes(pid)? as f64 / (1 << 20) as f64))
-}
-
-async fn node_ready(client: &Client, name: &str) -> anyhow::Result<()> {
-    let nodes: Api<Node> = Api::all(client.clone());
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let ready = nodes.get_opt(name).await?.is_some_and(|n| {
-            let c = n
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.clone())
-                .unwrap_or_default();
-            c.iter().any(|c| c.type_ == "Ready" && c.status == "True")
-        });
-        if ready {
-            return Ok(());
-        }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "node {name} not Ready after 120 s"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 async fn singles(
@@ -375,7 +340,7 @@ async fn run_node(
         exec_sync: Samples::new(),
     };
     singles(&pods, &seen, &node.name, args.singles, &mut r).await?;
-    let admin = args.cluster.join("pki").join("admin.kubeconfig");
+    let admin = args.nodes.admin_kubeconfig();
     let places = (node.name.as_str(), ns.as_str());
     streams(&pods, &seen, places, (rt, &admin), args.streams, &mut r).await?;
     exits(&pods, &seen, rt, &node.name, args.exits, &mut r).await?;
@@ -450,40 +415,18 @@ async fn streams(
     Ok(())
 }
 
-fn host_ip() -> anyhow::Result<String> {
-    let out = std::process::Command::new("hostname").arg("-I").output()?;
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    text.split_whitespace()
-        .find(|a| a.contains('.') && !a.starts_with("127.") && !a.starts_with("10.8"))
-        .map(str::to_string)
-        .ok_or_else(|| anyhow::anyhow!("no host address in `hostname -I`; pass --node-ip"))
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let pki = args.cluster.join("pki");
-    let setup = NodeSetup {
-        podvisor: args.agent.binary()?,
-        kubelet: args.kubelet.clone(),
-        endpoint: args.runtime.endpoint.clone(),
-        bootstrap: pki.join("bootstrap.kubeconfig"),
-        ca: pki.join("ca.crt"),
-        node_ip: match &args.node_ip {
-            Some(ip) => ip.clone(),
-            None => host_ip()?,
-        },
-    };
-    let admin =
-        podvisor_cluster::RemoteClient::from_kubeconfig(&pki.join("admin.kubeconfig")).await?;
-    let client = Client::new(admin);
+    let setup = args.nodes.setup(&args.agent, &args.runtime)?;
+    let client = args.nodes.admin().await?;
     let rt = CriRuntime::new(&args.runtime.endpoint, Timeouts::default())?;
     let v = rt.version().await?;
     println!(
         "# node-bench: {} {}, kubelet {}\n",
         v.runtime_name,
         v.runtime_version,
-        args.kubelet.display()
+        args.nodes.kubelet.display()
     );
     let mut all = Vec::new();
     for kind in [NodeKind::Podvisor, NodeKind::Kubelet] {
