@@ -268,6 +268,7 @@ async fn status_subresource(client: &Client) {
         Some("contract"),
         "a write keeps the status"
     );
+    status_patches(&api, &name, &after).await;
     api.delete(
         &name,
         &DeleteParams {
@@ -277,6 +278,40 @@ async fn status_subresource(client: &Client) {
     )
     .await
     .unwrap();
+}
+
+/// The kubelet's status write: a strategic merge patch of pods/status naming the pod's UID
+/// as a precondition; conditions merge by type, `$patch: delete` removes one, a null
+/// removes a field, and another UID is refused as Invalid.
+async fn status_patches(api: &Api<Pod>, name: &str, pod: &Pod) {
+    let pp = PostParams::default();
+    let uid = pod.metadata.uid.clone().unwrap_or_default();
+    let cond = |t: &str| json!({"type": t, "status": "True"});
+    let both = json!({"metadata": {"uid": uid}, "status": {"conditions": [cond("A"), cond("B")]}});
+    api.patch_status(name, &pp, &Patch::Strategic(both))
+        .await
+        .unwrap();
+    let less = json!({"metadata": {"uid": uid}, "status": {
+        "$setElementOrder/conditions": [{"type": "B"}],
+        "conditions": [{"type": "A", "$patch": "delete"}],
+        "message": null}});
+    let o = api
+        .patch_status(name, &pp, &Patch::Strategic(less))
+        .await
+        .unwrap();
+    let status = o.status.clone().unwrap_or_default();
+    let types: Vec<_> = status
+        .conditions
+        .iter()
+        .flatten()
+        .map(|c| &c.type_)
+        .collect();
+    assert_eq!(types, ["B"]);
+    assert_eq!(status.message, None);
+    assert_eq!(status.phase.as_deref(), Some("Running"), "the rest is kept");
+    let other = json!({"metadata": {"uid": "another"}, "status": {"message": "x"}});
+    let r = api.patch_status(name, &pp, &Patch::Strategic(other)).await;
+    assert!(matches!(r, Err(Error::Invalid { .. })), "{r:?}");
 }
 
 async fn patches(client: &Client) {

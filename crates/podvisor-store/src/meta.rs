@@ -47,6 +47,24 @@ pub(crate) fn check_namespace(
     }
 }
 
+/// A write may name the object's UID (the kubelet's status patch does, as a precondition)
+/// but not change it: kube-apiserver's answer, Invalid, when it differs.
+pub(crate) fn check_uid(res: &Resource, new: &AnyObject, stored: &str) -> Result<(), Error> {
+    let uid = new.meta().uid.as_deref().unwrap_or_default();
+    if uid.is_empty() || uid == stored {
+        return Ok(());
+    }
+    Err(Error::Invalid {
+        kind: res.kind.as_str().to_string(),
+        name: new.name().to_string(),
+        errors: FieldErrors(vec![FieldError::invalid(
+            &FieldPath::new("metadata.uid"),
+            uid,
+            "field is immutable",
+        )]),
+    })
+}
+
 /// A new object's server-set fields.
 pub(crate) fn prepare_create(
     res: &Resource,

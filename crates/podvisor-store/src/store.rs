@@ -210,6 +210,7 @@ impl Store {
                 "the object has been modified; please apply your changes to the latest version and try again",
             ));
         }
+        meta::check_uid(res, new, &old.uid)?;
         Ok(old)
     }
 

@@ -4,21 +4,21 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod, PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use podvisor_client::{Api, Client, DeleteParams, Error, PostParams};
+use podvisor_client::{Api, Client, DeleteParams, Error, Patch, PostParams};
 use podvisor_core::{PodExt, Uid};
 use tracing::{debug, info, warn};
 
+use super::patch::status_patch;
 use crate::MIRROR_ANNOTATION;
-
-const ATTEMPTS: usize = 3;
 
 fn pods(client: &Client, ns: &str) -> Api<Pod> {
     Api::namespaced(client.clone(), ns)
 }
 
-/// Writes the status of `pod` on the API's pod `name` if it is still `uid`; retries on
-/// conflicts. The pod as it is after the write (or as it was, when nothing changed), or
-/// `None` when it is gone or another incarnation.
+/// Writes the status of `pod` on the API's pod `name` if it is still `uid`, as the
+/// kubelet's status manager does: read, then a strategic merge patch of what differs, the
+/// UID its precondition. The pod as it is after the write (or as it was, when nothing
+/// changed), or `None` when it is gone or another incarnation.
 pub(crate) async fn write_status(
     client: &Client,
     pod: &Pod,
@@ -26,33 +26,35 @@ pub(crate) async fn write_status(
     name: &str,
 ) -> Result<Option<Arc<Pod>>, Error> {
     let api = pods(client, pod.namespace());
-    for _ in 0..ATTEMPTS {
-        // A cluster's Node authorizer answers Forbidden for a pod no longer bound to the
-        // node (deleted, or another incarnation elsewhere): gone, as far as it goes.
-        let current = match api.get_opt(name).await {
-            Err(Error::Forbidden { .. }) => None,
-            r => r?,
-        };
-        let Some(current) = current else {
-            return Ok(None);
-        };
-        if current.metadata.uid.as_deref() != Some(uid) {
-            return Ok(None);
-        }
-        let status = merged(pod.status.as_ref(), current.status.as_ref());
-        if current.status.as_ref() == Some(&status) {
-            return Ok(Some(current));
-        }
-        let mut next = (*current).clone();
-        next.status = Some(status);
-        match api.replace_status(&PostParams::default(), next).await {
-            Ok(o) => return Ok(Some(o)),
-            Err(Error::Conflict { .. }) => continue,
-            Err(Error::NotFound { .. }) => return Ok(None),
-            Err(e) => return Err(e),
-        }
+    let Some(current) = incarnation(&api, name, uid).await? else {
+        return Ok(None);
+    };
+    let status = merged(pod.status.as_ref(), current.status.as_ref());
+    if current.status.as_ref() == Some(&status) {
+        return Ok(Some(current));
     }
-    Err(Error::conflict("pods", name, "the pod kept changing"))
+    let patch = Patch::Strategic(status_patch(uid, current.status.as_ref(), &status));
+    match api.patch_status(name, &PostParams::default(), &patch).await {
+        Ok(o) => Ok(Some(o)),
+        Err(Error::NotFound { .. }) => Ok(None),
+        // The UID precondition: another pod of the name came between read and write.
+        Err(e @ Error::Invalid { .. }) => match incarnation(&api, name, uid).await? {
+            Some(_) => Err(e),
+            None => Ok(None),
+        },
+        Err(e) => Err(e),
+    }
+}
+
+/// The API's pod `name` if it is the incarnation `uid`.
+async fn incarnation(api: &Api<Pod>, name: &str, uid: &str) -> Result<Option<Arc<Pod>>, Error> {
+    // A cluster's Node authorizer answers Forbidden for a pod no longer bound to the node
+    // (deleted, or another incarnation elsewhere): gone, as far as it goes.
+    let current = match api.get_opt(name).await {
+        Err(Error::Forbidden { .. }) => None,
+        r => r?,
+    };
+    Ok(current.filter(|c| c.metadata.uid.as_deref() == Some(uid)))
 }
 
 /// The conditions the kubelet computes; the others (`DisruptionTarget` from the taint
@@ -255,9 +257,64 @@ pub(super) async fn remove_mirror(client: &Client, pod: &Pod) {
 
 #[cfg(test)]
 mod tests {
+    use podvisor_actors::ChildSpec;
+    use podvisor_actors::testing::paused_system;
+    use podvisor_store::{LocalClient, StoreActor, StoreConfig};
     use serde_json::json;
 
     use super::*;
+
+    fn with_status(p: &Pod, status: serde_json::Value) -> Pod {
+        let mut p = p.clone();
+        p.status = Some(serde_json::from_value(status).unwrap());
+        p
+    }
+
+    /// Against a real store: the patch leaves what another writer added, removes what
+    /// the node no longer reports, and does nothing to a new pod of the same name.
+    #[test]
+    fn statuses_are_patched_by_uid_and_keep_what_others_wrote() {
+        paused_system().block_on(async {
+            let dir = std::env::temp_dir().join(format!("podvisor-patch-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            let path = dir.join("s.redb");
+            let store = ChildSpec::of(move || {
+                let cfg = StoreConfig { path: path.clone(), window: 100 };
+                StoreActor::new(cfg, 64)
+            })
+            .start_unsupervised();
+            let client = LocalClient::client(&store);
+            let api: Api<Pod> = Api::namespaced(client.clone(), "default");
+            let body: Pod = serde_json::from_value(json!({"metadata": {"name": "p"},
+                "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "busybox"}]}}))
+            .unwrap();
+            let pod = api.create(&PostParams::default(), body.clone()).await.unwrap();
+            let uid = pod.metadata.uid.clone().unwrap();
+            let first = with_status(&pod, json!({"phase": "Pending", "message": "pulling",
+                "conditions": [{"type": "Ready", "status": "False", "reason": "ContainersNotReady"}]}));
+            write_status(&client, &first, &uid, "p").await.unwrap().unwrap();
+            let other = json!({"status": {"conditions": [{"type": "DisruptionTarget", "status": "True"}]}});
+            api.patch_status("p", &PostParams::default(), &Patch::Strategic(other))
+                .await
+                .unwrap();
+            let second = with_status(&pod, json!({"phase": "Running",
+                "conditions": [{"type": "Ready", "status": "True"}]}));
+            let stored = write_status(&client, &second, &uid, "p").await.unwrap().unwrap();
+            let s = stored.status.clone().unwrap();
+            assert_eq!((s.phase.as_deref(), s.message), (Some("Running"), None));
+            let conditions: Vec<_> = s.conditions.unwrap().into_iter()
+                .map(|c| (c.type_, c.status, c.reason)).collect();
+            assert_eq!(conditions, [
+                ("Ready".to_string(), "True".to_string(), None),
+                ("DisruptionTarget".to_string(), "True".to_string(), None)]);
+
+            api.delete("p", &DeleteParams::now_if_uid(&uid)).await.unwrap();
+            let again = api.create(&PostParams::default(), body).await.unwrap();
+            assert_eq!(write_status(&client, &first, &uid, "p").await.unwrap(), None);
+            let untouched = api.get("p").await.unwrap();
+            assert_eq!(untouched.status, again.status);
+        });
+    }
 
     #[test]
     fn conditions_the_kubelet_does_not_own_survive_its_writes() {
