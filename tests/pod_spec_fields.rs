@@ -2,7 +2,7 @@
 //! and containerd, driven by kubectl: `dnsPolicy` and `dnsConfig` (and the node's cluster
 //! DNS for `ClusterFirst`), `hostAliases`, `hostname` and `subdomain` in the pod's
 //! `/etc/hosts` and hostname, and the termination message from the file or, with
-//! `FallbackToLogsOnError`, from the log.
+//! `FallbackToLogsOnError`, from the log; and each QoS class's `oom_score_adj`.
 
 mod common;
 
@@ -163,4 +163,69 @@ spec:
         "Failed DeadlineExceeded"
     );
     k.ok(&["delete", "pod", "bounded", "--wait=true"]);
+}
+
+fn qos_pod(name: &str, resources: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: localhost/podvisor/busybox:test
+    command: ["/bin/sh", "-c", "echo adj $(cat /proc/self/oom_score_adj); sleep 3600"]
+    resources: {resources}
+"#
+    )
+}
+
+/// The machine's memory, bytes, as the agent reads it.
+fn mem_total() -> i64 {
+    let m = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let kib = m.lines().find(|l| l.starts_with("MemTotal:")).unwrap();
+    kib.split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse::<i64>()
+        .unwrap()
+        * 1024
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_qos_class_gets_the_kubelet_s_oom_score_adj() {
+    let agent = Agent::start("pod-fields-oom").await;
+    let k = Kubectl::for_agent(&agent);
+    let limits = "{limits: {cpu: 100m, memory: 64Mi}}";
+    let request = "{requests: {memory: 1Gi}}";
+    let pods = [
+        qos_pod("guaranteed", limits),
+        qos_pod("burstable", request),
+        qos_pod("besteffort", "{}"),
+    ];
+    k.apply(&pods.join("---\n"));
+    let burstable = (1000 - 1000 * (1i64 << 30) / mem_total()).clamp(3, 999);
+    // The scripts' containerd restricts scores to no lower than its own (these machines
+    // lack CAP_SYS_RESOURCE; ../shared/CONTAINERD.md), as it would a kubelet's -997.
+    let own = format!("/proc/{}/oom_score_adj", common::containerd::pid());
+    let floor: i64 = std::fs::read_to_string(own)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let expected = [
+        ("guaranteed", "Guaranteed", (-997i64).max(floor)),
+        ("burstable", "Burstable", burstable),
+        ("besteffort", "BestEffort", 1000),
+    ];
+    for (pod, class, adj) in expected {
+        wait_for(&format!("{pod}'s output"), Duration::from_secs(60), || {
+            k.run(&["logs", pod]).stdout.contains("adj ")
+        })
+        .await;
+        let out = k.run(&["logs", pod]).stdout;
+        assert_eq!(out.trim(), format!("adj {adj}"), "{pod}");
+        assert_eq!(k.jsonpath(&["pod", pod], "{.status.qosClass}"), class);
+    }
 }

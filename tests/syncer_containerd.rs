@@ -33,6 +33,7 @@ fn a_container_created_but_never_started_is_started_not_doubled() {
                 dns: None,
                 cluster_dns: Vec::new(),
                 cluster_domain: "cluster.local".into(),
+                memory_capacity: 4 << 30,
             };
             let pod: SharedPod = SharedPod::new(
                 serde_json::from_value(serde_json::json!({

@@ -12,7 +12,7 @@ fn cpu_milli() -> i64 {
     std::thread::available_parallelism().map_or(1, |n| n.get()) as i64 * 1000
 }
 
-fn memory_bytes() -> i64 {
+pub(crate) fn memory_bytes() -> i64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|m| {

@@ -70,6 +70,7 @@ fn node_config(cfg: &AgentConfig, g: &Ground) -> NodeConfig {
         dns: read_dns(std::path::Path::new("/etc/resolv.conf")),
         cluster_dns: cfg.node.cluster_dns.clone(),
         cluster_domain: cfg.node.cluster_domain.clone(),
+        memory_capacity: super::host::memory_bytes(),
     }
 }
 

@@ -16,6 +16,7 @@ pub mod grace;
 pub mod key;
 pub mod labels;
 pub mod node_admit;
+pub mod oom;
 pub mod phase;
 pub mod pod;
 pub mod ports;

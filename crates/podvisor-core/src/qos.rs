@@ -37,7 +37,7 @@ fn amount(resource: &str, q: &str) -> i64 {
 
 /// The container's (request, limit) of `resource`, a missing request being its limit (the
 /// API's defaulting).
-fn pair(c: &Container, resource: &str) -> (i64, Option<i64>) {
+pub(crate) fn pair(c: &Container, resource: &str) -> (i64, Option<i64>) {
     let r = c.resources.as_ref();
     let get = |m: Option<&std::collections::BTreeMap<String, _>>| {
         m.and_then(|m| m.get(resource)).map(

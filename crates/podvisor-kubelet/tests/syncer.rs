@@ -54,6 +54,7 @@ fn syncer(fake: &FakeRuntime, dir: &std::path::Path) -> CriSyncer {
             dns: None,
             cluster_dns: Vec::new(),
             cluster_domain: "cluster.local".into(),
+            memory_capacity: 4 << 30,
         },
         SyncerOutputs {
             images: images.recipient(),

@@ -102,6 +102,7 @@ mod tests {
             dns: None,
             cluster_dns: Vec::new(),
             cluster_domain: "cluster.local".into(),
+            memory_capacity: 4 << 30,
         };
         for d in [
             "pods/known",

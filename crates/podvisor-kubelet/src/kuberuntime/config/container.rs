@@ -168,13 +168,21 @@ fn get(m: &Option<BTreeMap<String, Quantity>>, k: &str) -> Option<String> {
     m.as_ref().and_then(|m| m.get(k)).map(|q| q.0.clone())
 }
 
-pub(super) fn resources(c: &Container) -> Result<LinuxContainerResources, ConfigError> {
+/// The container's runtime resources: CPU weight and quota, memory limit, and the
+/// `oom_score_adj` its pod's QoS class gives it (`podvisor_core::oom`).
+pub(super) fn resources(
+    c: &Container,
+    oom_score_adj: i64,
+) -> Result<LinuxContainerResources, ConfigError> {
     let q = |error| ConfigError::Quantity {
         container: c.name.clone(),
         error,
     };
     let res = c.resources.clone().unwrap_or_default();
-    let mut r = LinuxContainerResources::default();
+    let mut r = LinuxContainerResources {
+        oom_score_adj,
+        ..LinuxContainerResources::default()
+    };
     // Requests become relative weight (shares), limits become a hard quota, as in the kubelet.
     // No request at all is the kernel's minimum weight, as the kubelet gives it: left unset,
     // the runtime's default (1024, a whole CPU's worth) would let a container that asked for
@@ -278,7 +286,10 @@ pub fn container_config(node: &NodeConfig, i: &Instance) -> Result<ContainerConf
         stdin_once: c.stdin_once.unwrap_or(false),
         tty: c.tty.unwrap_or(false),
         linux: Some(LinuxContainerConfig {
-            resources: Some(resources(c)?),
+            resources: Some(resources(
+                c,
+                podvisor_core::oom::oom_score_adj(i.pod, c, node.memory_capacity),
+            )?),
             security_context: Some(container_security(i.pod, c, host_apparmor())?),
         }),
         ..Default::default()

@@ -113,6 +113,7 @@ mod tests {
             dns: None,
             cluster_dns: Vec::new(),
             cluster_domain: "cluster.local".into(),
+            memory_capacity: 4 << 30,
         }
     }
 

@@ -43,6 +43,8 @@ pub struct NodeConfig {
     /// The cluster's domain (`clusterDomain`, `cluster.local`), for search domains and
     /// hostnames.
     pub cluster_domain: String,
+    /// The machine's memory, bytes: Burstable containers' `oom_score_adj` is relative to it.
+    pub memory_capacity: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

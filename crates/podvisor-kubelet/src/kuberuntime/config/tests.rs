@@ -55,6 +55,7 @@ fn node() -> NodeConfig {
         }),
         cluster_dns: Vec::new(),
         cluster_domain: "cluster.local".into(),
+        memory_capacity: 4 << 30,
     }
 }
 
@@ -193,6 +194,8 @@ fn resources_become_shares_quota_and_memory_limit() {
         (256, 100_000, 50_000)
     );
     assert_eq!(r.memory_limit_in_bytes, 64 << 20);
+    // Burstable, asking 64 MiB (its limit) of the node's 4 GiB: 1000 - 15.
+    assert_eq!(r.oom_score_adj, 985);
     // A container that asks for nothing weighs the least, not the runtime's default.
     let bare = app();
     let r = config_of(&pod_with(bare.clone(), vec![]), &bare, "b", 0, 0, &[])
@@ -202,8 +205,13 @@ fn resources_become_shares_quota_and_memory_limit() {
         .resources
         .unwrap();
     assert_eq!(
-        (r.cpu_shares, r.cpu_quota, r.memory_limit_in_bytes),
-        (2, 0, 0)
+        (
+            r.cpu_shares,
+            r.cpu_quota,
+            r.memory_limit_in_bytes,
+            r.oom_score_adj
+        ),
+        (2, 0, 0, 1000)
     );
 }
 
@@ -385,7 +393,7 @@ fn huge_cpu_values_stay_in_the_kernel_s_ranges() {
         limits: Some(BTreeMap::from([("cpu".into(), Quantity("1000000".into()))])),
         ..Default::default()
     });
-    let r = resources(&c).unwrap();
+    let r = resources(&c, 1000).unwrap();
     assert_eq!(r.cpu_shares, 262_144);
     assert_eq!(r.cpu_quota, 100_000_000_000);
 }
