@@ -37,7 +37,7 @@ fn free_ports() -> (u16, u16) {
 }
 
 /// A listener on a random free port in 20000–31999.
-fn below_ephemeral() -> TcpListener {
+pub fn below_ephemeral() -> TcpListener {
     use std::hash::BuildHasher;
     for _ in 0..1000 {
         let n = std::collections::hash_map::RandomState::new().hash_one(std::process::id());

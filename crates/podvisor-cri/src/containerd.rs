@@ -179,9 +179,12 @@ impl Runtime for CriRuntime {
     async fn pull_image(
         &self,
         image: &str,
+        auth: Option<&RegistryAuth>,
         sandbox: Option<&PodSandboxConfig>,
     ) -> Result<String, CriError> {
-        self.client.pull_image(image, sandbox.cloned()).await
+        self.client
+            .pull_image(image, auth.map(Into::into), sandbox.cloned())
+            .await
     }
 
     async fn list_images(&self) -> Result<Vec<Image>, CriError> {

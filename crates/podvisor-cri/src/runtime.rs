@@ -60,10 +60,12 @@ pub trait Runtime: Send + Sync + 'static {
 
     /// `None` when the image is not present on the node.
     async fn image_status(&self, image: &str) -> Result<Option<Image>, CriError>;
-    /// Pulls an image and returns its reference (digest).
+    /// Pulls an image (with `auth` for the registry, if given) and returns its reference
+    /// (digest).
     async fn pull_image(
         &self,
         image: &str,
+        auth: Option<&RegistryAuth>,
         sandbox: Option<&PodSandboxConfig>,
     ) -> Result<String, CriError>;
     async fn list_images(&self) -> Result<Vec<Image>, CriError>;

@@ -78,7 +78,7 @@ fn pod_spec() -> Table {
             ("hostUsers", Refused(json!(false))),
             h("hostname"),
             ("hostnameOverride", Refused(json!("other"))),
-            ("imagePullSecrets", Refused(json!([{"name": "regcred"}]))),
+            h("imagePullSecrets"),
             h("initContainers"),
             h("nodeName"),
             h("nodeSelector"),

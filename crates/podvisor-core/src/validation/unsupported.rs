@@ -17,7 +17,7 @@ fn non_empty<T>(v: Option<&Vec<T>>) -> bool {
 }
 
 pub(super) fn validate_spec(spec: &PodSpec, path: &FieldPath, errs: &mut FieldErrors) {
-    let fields: [(bool, &str, &str); 7] = [
+    let fields: [(bool, &str, &str); 6] = [
         (
             non_empty(spec.ephemeral_containers.as_ref()),
             "ephemeralContainers",
@@ -27,11 +27,6 @@ pub(super) fn validate_spec(spec: &PodSpec, path: &FieldPath, errs: &mut FieldEr
             spec.hostname_override.is_some(),
             "hostnameOverride",
             "podvisor does not override a pod's hostname",
-        ),
-        (
-            non_empty(spec.image_pull_secrets.as_ref()),
-            "imagePullSecrets",
-            "podvisor does not pull with registry credentials yet",
         ),
         (
             spec.overhead.as_ref().is_some_and(|o| !o.is_empty()),

@@ -35,6 +35,7 @@ impl CriClient {
     pub async fn pull_image(
         &self,
         image: &str,
+        auth: Option<AuthConfig>,
         sandbox_config: Option<PodSandboxConfig>,
     ) -> Result<String, CriError> {
         let req = PullImageRequest {
@@ -42,7 +43,7 @@ impl CriClient {
                 image: image.to_string(),
                 ..Default::default()
             }),
-            auth: None,
+            auth,
             sandbox_config,
         };
         self.unary(

@@ -191,6 +191,16 @@ impl FakeRuntime {
         self.lock().state.pullable.insert(image.to_string());
     }
 
+    /// Lets `pull_image(image)` succeed only with `username`'s credentials.
+    pub fn allow_pull_as(&self, image: &str, username: &str) {
+        let mut inner = self.lock();
+        inner.state.pullable.insert(image.to_string());
+        inner
+            .state
+            .logins
+            .insert(image.to_string(), username.to_string());
+    }
+
     pub fn set_delay(&self, op: Op, delay: Duration) {
         self.lock().delays.insert(op, delay);
     }

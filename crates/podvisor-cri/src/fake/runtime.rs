@@ -214,10 +214,19 @@ impl Runtime for FakeRuntime {
     async fn pull_image(
         &self,
         image: &str,
+        auth: Option<&RegistryAuth>,
         _sandbox: Option<&PodSandboxConfig>,
     ) -> Result<String, CriError> {
         self.enter(Op::PullImage, image).await?;
         let mut inner = self.lock();
+        let user = auth.map(|a| a.username.as_str());
+        let login = inner.state.logins.get(image).map(String::as_str);
+        if login.is_some_and(|l| user != Some(l)) {
+            return Err(CriError::failed(
+                "PullImage",
+                format!("failed to pull {image:?}: 401 Unauthorized (fake)"),
+            ));
+        }
         if !inner.state.pullable.contains(image) {
             return Err(CriError::failed(
                 "PullImage",

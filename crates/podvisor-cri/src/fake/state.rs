@@ -78,6 +78,8 @@ pub(super) struct State {
     pub containers: BTreeMap<String, FakeContainer>,
     pub images: BTreeSet<String>,
     pub pullable: BTreeSet<String>,
+    /// Images whose registry wants a login: the user it takes.
+    pub logins: BTreeMap<String, String>,
     pub programs: BTreeMap<String, Program>,
     reserved: BTreeSet<String>,
     next_id: u64,

@@ -133,9 +133,15 @@ async fn missing_images_fail_creation_and_pulls_need_permission() {
             .is_not_found()
     );
     assert_eq!(fake.image_status("example.com/app:1").await.unwrap(), None);
-    assert!(fake.pull_image("example.com/app:1", None).await.is_err());
+    assert!(
+        fake.pull_image("example.com/app:1", None, None)
+            .await
+            .is_err()
+    );
     fake.allow_pull("example.com/app:1");
-    fake.pull_image("example.com/app:1", None).await.unwrap();
+    fake.pull_image("example.com/app:1", None, None)
+        .await
+        .unwrap();
     fake.create_container(&sb, &cfg, &sb_cfg).await.unwrap();
 }
 

@@ -237,8 +237,11 @@ pub struct ContainerEvent {
 
 // ---- conversions from CRI messages -------------------------------------------------------
 
+mod auth;
 mod convert;
 mod termination;
+
+pub use auth::RegistryAuth;
 
 pub use convert::group_pods;
 

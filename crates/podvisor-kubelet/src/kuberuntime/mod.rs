@@ -8,5 +8,6 @@ pub mod actions;
 pub mod cleanup;
 pub mod config;
 pub mod images;
+pub(crate) mod keyring;
 pub mod subpath;
 pub mod syncer;

@@ -1,15 +1,20 @@
 //! The syncer asks the image manager to make an image present before creating a container.
 
 use actix::Message;
+use podvisor_core::PodUid;
+use podvisor_cri::RegistryAuth;
 
 use super::status::WaitingReason;
 
-/// Ensures `image` is present; answers the image reference to create containers from.
+/// Ensures `image` is present for the pod `pod`; answers the image reference to create
+/// containers from. A pull tries `credentials` in order (none: an anonymous pull).
 #[derive(Message)]
 #[rtype(result = "Result<String, ImageError>")]
 pub struct EnsureImage {
+    pub pod: PodUid,
     pub image: String,
     pub policy: PullPolicy,
+    pub credentials: Vec<RegistryAuth>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,13 +5,15 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Container;
-use podvisor_core::SharedPod;
+use podvisor_core::{PodExt, SharedPod};
+use podvisor_cri::RegistryAuth;
 use podvisor_volumes::{Environment, ObjectSource, PodFacts, VolumeError, container_env, set_up};
 use tracing::debug;
 
 use super::super::{CriSyncError, CriSyncer};
 use super::Target;
 use crate::kuberuntime::config::pod_state_dir;
+use crate::kuberuntime::keyring::Keyring;
 use crate::protocol::status::EventType;
 
 /// Where a pod's object volumes and environment are read from, and the node facts the
@@ -98,5 +100,34 @@ impl CriSyncer {
             self.event(t.pod, EventType::Warning, "ServicesUnavailable", message);
         }
         Ok(env)
+    }
+
+    /// What the pod's `imagePullSecrets` hold for `image`, in the order to try them. A
+    /// secret that cannot be read or is no Docker config is skipped with a warning event,
+    /// as the kubelet does (the pull may still work without it).
+    pub(crate) async fn pull_credentials(&self, pod: &SharedPod, image: &str) -> Vec<RegistryAuth> {
+        let spec = pod.spec.as_ref();
+        let refs = spec.and_then(|s| s.image_pull_secrets.as_ref());
+        let names = refs.into_iter().flatten().map(|r| r.name.as_str());
+        let mut keyring = Keyring::default();
+        for name in names.filter(|n| !n.is_empty()) {
+            let added = match self.objects.source.secret(pod.namespace(), name).await {
+                Ok(Some(s)) => keyring.add(&s).map_err(|e| e.to_string()),
+                Ok(None) => Err(format!("secret {name:?} not found")),
+                Err(e) => Err(e.to_string()),
+            };
+            if let Err(e) = added {
+                let message = format!(
+                    "Unable to retrieve some image pull secrets ({name}); attempting to pull the image may not succeed: {e}"
+                );
+                self.event(
+                    pod,
+                    EventType::Warning,
+                    "FailedToRetrieveImagePullSecret",
+                    message,
+                );
+            }
+        }
+        keyring.lookup(image)
     }
 }

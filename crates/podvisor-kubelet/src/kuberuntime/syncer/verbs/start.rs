@@ -255,8 +255,10 @@ impl CriSyncer {
         let image = c.image.clone().unwrap_or_default();
         let policy = PullPolicy::of(&image, c.image_pull_policy.as_deref());
         let msg = EnsureImage {
+            pod: pod.uid().clone(),
             image: image.clone(),
             policy,
+            credentials: self.pull_credentials(pod, &image).await,
         };
         match self.out.images.send(msg).await {
             Ok(Ok(r)) => Ok(r),
