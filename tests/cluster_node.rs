@@ -447,3 +447,41 @@ async fn the_node_scales_takes_a_force_delete_and_is_cordoned_and_drained_with_k
     running(&admin, &ns, &node, 2).await;
     drop(cleanup);
 }
+
+/// In a cluster the node reads a pod's pull Secret as itself (the Node authorizer allows
+/// the Secrets its pods name) and pulls with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_pulls_with_the_cluster_s_pull_secret() {
+    use common::registry::{self, Registry};
+    let registry = Registry::start("cluster").await;
+    let image = registry.push("private/busybox", "1");
+    let agent = join("cn-pull", None).await;
+    let (admin, cleanup) = setup(&agent);
+    let (ns, node) = (cleanup.namespace.clone(), agent.node.clone());
+    node_ready(&admin, &node).await;
+    admin.ok(&[
+        "create",
+        "secret",
+        "docker-registry",
+        "regcred",
+        "-n",
+        &ns,
+        &format!("--docker-server=localhost:{}", registry.port),
+        &format!("--docker-username={}", registry::USER),
+        &format!("--docker-password={}", registry::PASSWORD),
+    ]);
+    admin.apply(&format!(
+        "apiVersion: v1
+kind: Pod
+metadata: {{name: private, namespace: {ns}}}
+spec:
+  nodeSelector: {{kubernetes.io/hostname: {node}}}
+  imagePullSecrets: [{{name: regcred}}]
+  terminationGracePeriodSeconds: 0
+  containers:
+  - {{name: c, image: \"{image}\", imagePullPolicy: Always, command: [sleep, \"3600\"]}}
+"
+    ));
+    running(&admin, &ns, &node, 1).await;
+    drop(cleanup);
+}
