@@ -1,6 +1,7 @@
 //! The whole control plane stopped for 60 s under a node of the cluster: pods run on, a
-//! crashing container restarts by its policy, the agent SIGKILLed and started again during
-//! the outage adopts its pods with no container restart, and once the control plane is
+//! crashing container restarts by its policy (its environment from a ConfigMap and a
+//! Secret, kept on the node), the agent SIGKILLed and started again during the outage
+//! adopts its pods with no container restart, and once the control plane is
 //! back every pod's status in it is the node's within 10 s. Alone in its test binary:
 //! stopping the control plane would fail every other cluster test running beside it.
 
@@ -24,6 +25,9 @@ spec:
   - name: c
     image: localhost/podvisor/busybox:test
     command: [sh, -c, 'sleep 2; exit 3']
+    env:
+    - {{name: FROM_MAP, valueFrom: {{configMapKeyRef: {{name: settings, key: level}}}}}}
+    - {{name: FROM_SECRET, valueFrom: {{secretKeyRef: {{name: creds, key: token}}}}}}
 "
     )
 }
@@ -44,6 +48,27 @@ async fn pods_run_on_while_the_control_plane_is_stopped_and_an_agent_restart_ado
     let (ns, node) = (cleanup.namespace.clone(), agent.node.clone());
     node_ready(&admin, &node).await;
     admin.apply(&pod(&ns, "steady", &node));
+    // Its environment comes from a ConfigMap and a Secret: a restart after the agent's own
+    // restart in the outage finds them kept on the node.
+    let cm = [
+        "create",
+        "configmap",
+        "settings",
+        "-n",
+        &ns,
+        "--from-literal=level=3",
+    ];
+    admin.ok(&cm);
+    let secret = [
+        "create",
+        "secret",
+        "generic",
+        "creds",
+        "-n",
+        &ns,
+        "--from-literal=token=t",
+    ];
+    admin.ok(&secret);
     admin.apply(&crasher(&ns, &node));
     eventually("both pods started", MINUTE, || async {
         let steady = admin.jsonpath(&["pod", "steady", "-n", &ns], ID);

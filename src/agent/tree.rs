@@ -20,7 +20,7 @@ use podvisor_kubelet::pleg::PlegConfig;
 use podvisor_kubelet::pod_workers::Timings;
 use podvisor_kubelet::sync_loop::{Allocatable, SyncLoopConfig};
 use podvisor_store::{LocalClient, StoreActor};
-use podvisor_volumes::{ObjectSource, Objects};
+use podvisor_volumes::{Keep, ObjectSource, Objects};
 
 use super::node::{self, NodeAddresses};
 use super::{AgentConfig, host};
@@ -77,18 +77,30 @@ fn node_config(cfg: &AgentConfig, g: &Ground) -> NodeConfig {
 /// How long a ConfigMap or Secret read from the cluster serves before it is read again.
 const CLUSTER_OBJECTS_FRESH: Duration = Duration::from_secs(20);
 
+/// The tmpfs that keeps the cluster's objects the node's pods read, for an outage.
+const KEEP_SIZE: u64 = 64 << 20;
+
 /// Where pods' ConfigMaps, Secrets and tokens come from: the node's store standalone; in a
-/// cluster, the cluster (read as the node, cached; never written to the node's disk) and
-/// its TokenRequest API.
-fn pod_objects(store: &ActorRef<StoreActor>, g: &Ground) -> PodObjects {
+/// cluster, the cluster (read as the node, cached, and kept on a tmpfs of the agent's own,
+/// never on the node's disk, for an outage that outlasts an agent restart) and its
+/// TokenRequest API.
+fn pod_objects(cfg: &AgentConfig, store: &ActorRef<StoreActor>, g: &Ground) -> PodObjects {
     let source: Arc<dyn ObjectSource> = match &g.cluster {
         None => Arc::new(Objects::new(LocalClient::client(store))),
-        Some((remote, _)) => Arc::new(
-            Objects::new(Client::new(remote.clone()))
+        Some((remote, _)) => {
+            let objects = Objects::new(Client::new(remote.clone()))
                 .cached_for(CLUSTER_OBJECTS_FRESH)
                 .with_tokens(Arc::new(ClusterTokens::new(remote.clone())))
-                .with_services(Arc::new(ClusterServices::new(remote.clone()))),
-        ),
+                .with_services(Arc::new(ClusterServices::new(remote.clone())));
+            let dir = cfg.state_dir.join("cluster").join("objects");
+            match Keep::open(&dir, KEEP_SIZE) {
+                Ok(keep) => Arc::new(objects.kept_in(keep)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "the cluster's objects are not kept for an outage");
+                    Arc::new(objects)
+                }
+            }
+        }
     };
     PodObjects {
         source,
@@ -146,7 +158,7 @@ fn kubelet_params(
 pub(crate) fn assemble(cfg: &AgentConfig, g: Ground, registry: &Arc<Registry>) -> Tree {
     let node_side = NodeAddresses::reserve();
     let store = node::store(cfg, &g.node_name);
-    let params = kubelet_params(cfg, &g, &node_side, pod_objects(&store.0, &g));
+    let params = kubelet_params(cfg, &g, &node_side, pod_objects(cfg, &store.0, &g));
     let mut kubelet = podvisor_kubelet::agent::build(registry, params, KubeletAddresses::reserve());
     let facts = host::facts(
         cfg,

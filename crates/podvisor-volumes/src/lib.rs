@@ -19,6 +19,7 @@
 mod downward;
 mod env;
 mod error;
+mod keep;
 mod payload;
 mod services;
 mod setup;
@@ -31,6 +32,7 @@ mod writer;
 pub use downward::PodFacts;
 pub use env::{Environment, container_env, is_env_name};
 pub use error::{SourceError, VolumeError};
+pub use keep::Keep;
 pub use payload::{DEFAULT_MODE, FileProjection, Payload};
 pub use podvisor_core::fit::Allocatable;
 pub use setup::{prepare_dir, set_up};

@@ -14,6 +14,7 @@ use podvisor_client::{Api, Client, Error as ClientError, Object};
 use tokio::time::Instant;
 
 use crate::error::SourceError;
+use crate::keep::Keep;
 
 /// One service-account token as a pod's projection asks for it, bound to the pod.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -70,6 +71,8 @@ pub struct Objects {
     /// After a read found the API away, reads do not ask again before this (each would
     /// wait out the timeout): the cache answers.
     away_until: Mutex<Option<Instant>>,
+    /// Where what was read is kept for an outage that outlasts the agent's process.
+    keep: Option<Keep>,
 }
 
 impl Objects {
@@ -82,7 +85,16 @@ impl Objects {
             timeout: Duration::from_secs(5),
             cache: Mutex::new(HashMap::new()),
             away_until: Mutex::new(None),
+            keep: None,
         }
+    }
+
+    /// Keeps what is read in `keep`; while the API is away, what was kept answers when
+    /// the memory holds nothing (after the agent's restart).
+    #[must_use]
+    pub fn kept_in(mut self, keep: Keep) -> Self {
+        self.keep = Some(keep);
+        self
     }
 
     /// Reads answer from the cache for `fresh_for` after the last one (a remote API).
@@ -139,6 +151,9 @@ impl Objects {
         let failure = match answer {
             Ok(Ok(v)) => {
                 *self.away_until.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                if let Some(keep) = &self.keep {
+                    keep.save(K::KIND, ns, name, v.as_deref());
+                }
                 self.remember(key, v.clone().map(K::into_any));
                 return Ok(v);
             }
@@ -158,7 +173,19 @@ impl Objects {
                 tracing::debug!(kind = K::KIND, ns, name, error = %failure, "the API is away; the object read before answers");
                 Ok(typed(v))
             }
-            None => Err(SourceError::Unavailable(failure)),
+            None => match self
+                .keep
+                .as_ref()
+                .and_then(|k| k.load::<K>(K::KIND, ns, name))
+            {
+                Some(kept) => {
+                    tracing::info!(kind = K::KIND, ns, name, error = %failure, "the API is away; the object kept before answers");
+                    let kept = Arc::new(kept);
+                    self.remember(key, Some(K::into_any(kept.clone())));
+                    Ok(Some(kept))
+                }
+                None => Err(SourceError::Unavailable(failure)),
+            },
         }
     }
 }
