@@ -34,7 +34,7 @@ use crate::MIRROR_ANNOTATION;
 use podvisor_machinery::events::RecordEvent;
 use serde::Serialize;
 
-mod patch;
+pub(crate) mod patch;
 pub(crate) mod write;
 
 const MIRROR_CHECK: Duration = Duration::from_secs(5);

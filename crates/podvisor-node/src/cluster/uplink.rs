@@ -5,6 +5,11 @@
 //! removed from its store is removed from the cluster (grace 0, UID precondition), as the
 //! kubelet's status manager removes it.
 //!
+//! A pod's first status after the agent starts is written as the status writer writes it
+//! (read, then a patch with the UID as precondition); later ones are a patch from the
+//! node's own last write, one request each, as the kubelet's status manager diffs from
+//! what it knows.
+//!
 //! While the cluster cannot be reached the work stays due and is retried; once it answers,
 //! every pod's latest status goes up (only the latest: statuses in between are not
 //! replayed).
@@ -19,13 +24,14 @@ use std::time::Duration;
 use actix::prelude::*;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
-use podvisor_client::{Api, Client, DeleteParams, Error, WatchEvent};
+use podvisor_client::{Api, Client, DeleteParams, Error, Patch, PostParams, WatchEvent};
 use podvisor_machinery::reflector::{Reflected, Reflector, Update};
 use serde::Serialize;
 use tracing::{info, warn};
 
 use crate::podset::is_mirror;
 use crate::source::bound_to;
+use crate::status::patch::status_patch;
 use crate::status::write::write_status;
 
 /// A job against the cluster finished (to the actor itself).
@@ -54,6 +60,9 @@ pub(crate) struct Job {
     pub key: Key,
     pub pod: Arc<Pod>,
     pub status: bool,
+    /// The status this node last wrote for this incarnation: the cluster's, as far as the
+    /// node knows, so the next write is a patch from it without a read first.
+    pub base: Option<PodStatus>,
     pub deletion: Option<Deletion>,
 }
 
@@ -161,6 +170,7 @@ impl Uplink {
                     key: k,
                     pod: e.pod.clone(),
                     status,
+                    base: e.pushed.clone(),
                     deletion,
                 });
             }
@@ -203,7 +213,12 @@ async fn run(cluster: Client, job: Job) -> Result<(), Error> {
     let p = &job.pod;
     let uid = p.metadata.uid.clone().unwrap_or_default();
     let (ns, name) = (&job.key.0, &job.key.1);
-    if job.status && write_status(&cluster, p, &uid, name).await?.is_none() {
+    let written = match (&job.base, job.status) {
+        (_, false) => true,
+        (Some(base), true) => patch_from(&cluster, p, (&uid, name), base).await?,
+        (None, true) => write_status(&cluster, p, &uid, name).await?.is_some(),
+    };
+    if !written {
         return Ok(()); // gone from the cluster, or another incarnation there
     }
     let grace = match job.deletion {
@@ -222,6 +237,30 @@ async fn run(cluster: Client, job: Job) -> Result<(), Error> {
     let api: Api<Pod> = Api::namespaced(cluster, ns);
     match api.delete(name, &params).await {
         Ok(_) | Err(Error::NotFound { .. } | Error::Conflict { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The status written as a patch from `base`, the node's last write (one request where
+/// `write_status` makes two); false when the pod is gone (or no longer the node's: the
+/// Node authorizer forbids it). Refused as Invalid (the UID precondition, or a status the
+/// cluster will not take from that base), it is written as `write_status` writes it.
+async fn patch_from(
+    cluster: &Client,
+    p: &Pod,
+    (uid, name): (&str, &str),
+    base: &PodStatus,
+) -> Result<bool, Error> {
+    let ours = p.status.clone().unwrap_or_default();
+    let patch = Patch::Strategic(status_patch(uid, Some(base), &ours));
+    let api: Api<Pod> = Api::namespaced(
+        cluster.clone(),
+        p.metadata.namespace.as_deref().unwrap_or_default(),
+    );
+    match api.patch_status(name, &PostParams::default(), &patch).await {
+        Ok(_) => Ok(true),
+        Err(Error::NotFound { .. } | Error::Forbidden { .. }) => Ok(false),
+        Err(Error::Invalid { .. }) => Ok(write_status(cluster, p, uid, name).await?.is_some()),
         Err(e) => Err(e),
     }
 }

@@ -19,7 +19,7 @@ fn merge_key(field: &str) -> Option<&'static str> {
 }
 
 /// The patch that turns `stored` into `ours` on the pod `uid`.
-pub(super) fn status_patch(uid: &str, stored: Option<&PodStatus>, ours: &PodStatus) -> Value {
+pub(crate) fn status_patch(uid: &str, stored: Option<&PodStatus>, ours: &PodStatus) -> Value {
     let old = serde_json::to_value(stored.cloned().unwrap_or_default()).unwrap_or_default();
     let new = serde_json::to_value(ours).unwrap_or_default();
     let status = match (&old, &new) {
