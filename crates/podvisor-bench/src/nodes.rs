@@ -168,6 +168,11 @@ impl Drop for NodeProc {
         if self.kind == NodeKind::Kubelet && root.exists() {
             let _ = Command::new("umount").arg("-R").arg(&root).status();
         }
+        // podvisor keeps the cluster's objects on a tmpfs that outlives it (for an outage).
+        let keep = self.dir.join("state").join("cluster").join("objects");
+        if self.kind == NodeKind::Podvisor && keep.exists() {
+            let _ = Command::new("umount").arg(&keep).status();
+        }
     }
 }
 

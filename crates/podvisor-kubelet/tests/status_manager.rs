@@ -80,6 +80,7 @@ fn runtime(state: ContainerState) -> Arc<PodStatus> {
             labels: Default::default(),
             annotations: Default::default(),
             log_path: String::new(),
+            user: None,
         }],
     })
 }

@@ -52,6 +52,7 @@ fn status(id: &str, running: bool, started_at: i64) -> Arc<PodStatus> {
             reason: String::new(),
             message: String::new(),
             log_path: String::new(),
+            user: None,
             labels: Default::default(),
             annotations: Default::default(),
         }],

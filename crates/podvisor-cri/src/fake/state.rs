@@ -264,6 +264,7 @@ impl State {
             labels: container_labels,
             annotations: labels_of(&cfg.annotations),
             log_path,
+            user: Some(ContainerUser::default()),
         };
         self.containers.insert(
             id.clone(),

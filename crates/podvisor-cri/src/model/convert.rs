@@ -105,6 +105,11 @@ impl From<proto::ContainerStatus> for ContainerStatus {
             labels: labels(c.labels),
             annotations: labels(c.annotations),
             log_path: c.log_path,
+            user: c.user.and_then(|u| u.linux).map(|l| ContainerUser {
+                uid: l.uid,
+                gid: l.gid,
+                supplemental_groups: l.supplemental_groups,
+            }),
         };
         if let Some(m) = super::termination::message(&status) {
             status.message = m;

@@ -136,6 +136,16 @@ pub struct ContainerStatus {
     pub labels: Labels,
     pub annotations: Labels,
     pub log_path: String,
+    /// The identity its process runs as, when the runtime says (CRI's status call).
+    pub user: Option<ContainerUser>,
+}
+
+/// A container's process identity on Linux, as the runtime reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ContainerUser {
+    pub uid: i64,
+    pub gid: i64,
+    pub supplemental_groups: Vec<i64>,
 }
 
 /// Everything the runtime knows about one pod, as the PLEG caches it. Sandboxes and

@@ -110,6 +110,7 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.clone()))
                 .collect(),
             log_path: log,
+            user: None,
         }
     }
 

@@ -113,11 +113,16 @@ pub(crate) fn conditions(
     if terminated && ready.status == "True" {
         ready = condition("Ready", false, "ContainersNotReady", String::new());
     }
-    vec![
+    let mut all = vec![
         ready_to_start,
         initialized_condition(pod, phase, apps, inits),
         ready,
         containers,
         condition("PodScheduled", true, "", String::new()),
-    ]
+    ];
+    // The pod's generation each was computed for (the kubelet's pod generation tracking).
+    for c in &mut all {
+        c.observed_generation = pod.metadata.generation;
+    }
+    all
 }

@@ -73,6 +73,16 @@ struct Parts<'a> {
     view: ProbeView<'a>,
 }
 
+fn api_user(u: &podvisor_cri::ContainerUser) -> k8s_openapi::api::core::v1::ContainerUser {
+    k8s_openapi::api::core::v1::ContainerUser {
+        linux: Some(k8s_openapi::api::core::v1::LinuxContainerUser {
+            uid: u.uid,
+            gid: u.gid,
+            supplemental_groups: Some(u.supplemental_groups.clone()),
+        }),
+    }
+}
+
 fn container_status(p: &Parts<'_>) -> ApiContainerStatus {
     let c = p.c;
     let mut instances = p.rt.containers.iter().filter(|s| s.name == c.name);
@@ -89,6 +99,7 @@ fn container_status(p: &Parts<'_>) -> ApiContainerStatus {
         container_id: newest.map(|n| container_id(&n.id)),
         restart_count: newest.map_or(0, |n| n.attempt as i32),
         started: Some(false),
+        user: newest.and_then(|n| n.user.as_ref()).map(api_user),
         ..Default::default()
     };
     // A wait about one instance (its postStart hook runs) holds even while it runs.

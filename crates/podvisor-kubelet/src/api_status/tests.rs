@@ -49,6 +49,7 @@ fn cs(name: &str, attempt: u32, created: i64, exit: Option<i32>) -> ContainerSta
         labels: BTreeMap::new(),
         annotations: BTreeMap::new(),
         log_path: String::new(),
+        user: None,
     }
 }
 
@@ -502,10 +503,25 @@ fn a_container_whose_post_start_hook_runs_is_not_running_yet_and_the_sandbox_con
 fn the_node_s_address_qos_class_and_generation_are_reported() {
     let mut p = pod("Always", &[], &["app"]);
     p.metadata.generation = Some(3);
-    let running = rt(vec![cs("app", 0, 1, None)]);
+    let mut app = cs("app", 0, 1, None);
+    app.user = Some(podvisor_cri::ContainerUser {
+        uid: 1000,
+        gid: 3000,
+        supplemental_groups: vec![3000, 4000],
+    });
+    let running = rt(vec![app]);
     let mut s = api_status(&p, &running, &HashMap::new(), false, ProbeView::default());
     assert_eq!(s.qos_class.as_deref(), Some("BestEffort"));
     assert_eq!(s.observed_generation, Some(3));
+    let conditions = s.conditions.as_ref().unwrap();
+    assert!(conditions.iter().all(|c| c.observed_generation == Some(3)));
+    let user = get(&s, "app")
+        .user
+        .as_ref()
+        .and_then(|u| u.linux.as_ref())
+        .unwrap();
+    assert_eq!((user.uid, user.gid), (1000, 3000));
+    assert_eq!(user.supplemental_groups.as_deref(), Some(&[3000, 4000][..]));
     stamp_host(&p, &mut s, Some("192.0.2.7"));
     assert_eq!(s.host_ip.as_deref(), Some("192.0.2.7"));
     assert_eq!(s.host_ips.as_ref().map(Vec::len), Some(1));

@@ -99,6 +99,7 @@ mod tests {
             labels: Default::default(),
             annotations: Default::default(),
             log_path: format!("/logs/{name}/{created}.log"),
+            user: None,
         }
     }
 

@@ -74,6 +74,7 @@ fn c(pod: &Pod, name: &str, created: i64, exit: Option<i32>) -> ContainerStatus 
         labels: BTreeMap::new(),
         annotations: BTreeMap::from([(CONTAINER_HASH.to_string(), container_hash(spec))]),
         log_path: String::new(),
+        user: None,
     }
 }
 

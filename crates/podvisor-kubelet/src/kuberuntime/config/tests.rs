@@ -304,6 +304,7 @@ fn exited(attempt: u32, base: u32, ran_secs: i64) -> ContainerStatus {
         labels: BTreeMap::new(),
         annotations: BTreeMap::from([(BACKOFF_BASE.to_string(), base.to_string())]),
         log_path: String::new(),
+        user: None,
     }
 }
 
