@@ -34,6 +34,16 @@ pub async fn runtime() -> CriRuntime {
         },
     )
     .expect("valid endpoint");
+    // containerd 2.x answers on its socket before its CRI service has initialized (just
+    // after `scripts/containerd-up` started it): wait that out, a few seconds at most.
+    for _ in 0..40 {
+        match rt.version().await {
+            Err(e) if e.to_string().contains("not initialized") => {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            _ => break,
+        }
+    }
     if let Err(e) = rt.version().await {
         panic!(
             "the integration tests need a running containerd: {e}\n\

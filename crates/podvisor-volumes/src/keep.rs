@@ -65,18 +65,8 @@ impl Keep {
 }
 
 fn write<K: Serialize>(path: &Path, v: &K) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
     let raw = serde_json::to_vec(v).map_err(std::io::Error::other)?;
-    let tmp = path.with_extension("tmp");
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    f.write_all(&raw)?;
-    std::fs::rename(&tmp, path)
+    podvisor_core::private_file::write(path, &raw)
 }
 
 #[cfg(test)]

@@ -157,6 +157,8 @@ impl Drop for ForwardProc {
     }
 }
 
+/// One node's measurements; the node, its namespace and its Node object are removed
+/// afterwards, measured or failed (a Node left NotReady would disturb the cluster's zone).
 async fn run_node(
     kind: NodeKind,
     setup: &NodeSetup,
@@ -165,6 +167,24 @@ async fn run_node(
     args: &Args,
 ) -> anyhow::Result<Paths> {
     let node = NodeProc::start(kind, setup)?;
+    let name = node.name.clone();
+    let r = measure(&node, (client, admin), rt, args).await;
+    let _ = Api::<Namespace>::all(client.clone())
+        .delete(&name, &DeleteParams::default())
+        .await;
+    node.stop();
+    let _ = Api::<Node>::all(client.clone())
+        .delete(&name, &DeleteParams::default())
+        .await;
+    r
+}
+
+async fn measure(
+    node: &NodeProc,
+    (client, admin): (&Client, &std::path::Path),
+    rt: &CriRuntime,
+    args: &Args,
+) -> anyhow::Result<Paths> {
     node_ready(client, &node.name).await?;
     let ns = node.name.clone();
     let mut n = Namespace::default();
@@ -203,14 +223,6 @@ async fn run_node(
         .context("kubectl port-forward")?;
     let agent_cpu = (procstat::cpu_time(node.pid())? - cpu0) / n.max(1) as u32;
     drop(forward);
-    Api::<Namespace>::all(client.clone())
-        .delete(&ns, &DeleteParams::default())
-        .await?;
-    let name = node.name.clone();
-    node.stop();
-    let _ = Api::<Node>::all(client.clone())
-        .delete(&name, &DeleteParams::default())
-        .await;
     Ok(Paths {
         direct,
         runtime,

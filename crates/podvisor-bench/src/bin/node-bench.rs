@@ -306,6 +306,8 @@ async fn drain(client: &Client, ns: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// One node's measurements; a failed one still removes its namespace and Node (one left
+/// NotReady would disturb the cluster's zone for later runs and tests).
 async fn run_node(
     kind: NodeKind,
     setup: &NodeSetup,
@@ -314,6 +316,25 @@ async fn run_node(
     args: &Args,
 ) -> anyhow::Result<Results> {
     let node = NodeProc::start(kind, setup)?;
+    let name = node.name.clone();
+    let r = measure(node, client, rt, args).await;
+    if r.is_err() {
+        let _ = Api::<Namespace>::all(client.clone())
+            .delete(&name, &DeleteParams::default())
+            .await;
+        let _ = Api::<Node>::all(client.clone())
+            .delete(&name, &DeleteParams::default())
+            .await;
+    }
+    r
+}
+
+async fn measure(
+    node: NodeProc,
+    client: &Client,
+    rt: &CriRuntime,
+    args: &Args,
+) -> anyhow::Result<Results> {
     node_ready(client, &node.name).await?;
     let ns = node.name.clone();
     let namespaces: Api<Namespace> = Api::all(client.clone());
