@@ -30,8 +30,10 @@ fn is_sidecar(pod: &Pod, c: &Container) -> bool {
 }
 
 fn adjust_for(memory_request: i64, capacity: i64) -> i64 {
-    let capacity = capacity.max(1);
-    1000 - (1000i128 * i128::from(memory_request) / i128::from(capacity)) as i64
+    let capacity = i128::from(capacity.max(1));
+    let adj = 1000 - 1000 * i128::from(memory_request) / capacity;
+    // A request beyond the machine (admission refuses it; this never wraps) scores lowest.
+    i64::try_from(adj.clamp(-1000, 1000)).unwrap_or(0)
 }
 
 /// `c`'s `oom_score_adj` in `pod` on a node with `capacity` bytes of memory.
@@ -101,6 +103,14 @@ mod tests {
         let huge = pod(json!({"containers": [
             {"name": "a", "resources": {"requests": {"memory": "8Gi"}}}]}));
         assert_eq!(adj(&huge, "a"), 3, "above Guaranteed, whatever it asks");
+        let absurd = pod(json!({"containers": [
+            {"name": "a", "resources": {"requests": {"memory": "2Ei"}}}]}));
+        let c = &absurd.containers()[0];
+        assert_eq!(
+            oom_score_adj(&absurd, c, 1),
+            3,
+            "no overflow on a tiny capacity"
+        );
     }
 
     #[test]

@@ -114,3 +114,23 @@ fn repositories_drop_tags_and_digests_and_name_the_hub() {
     assert_eq!(repository("quay.io/x/y@sha256:ab"), "quay.io/x/y");
     assert_eq!(repository("someone/app:2"), "docker.io/someone/app");
 }
+
+#[test]
+fn globs_match_as_patterns_do_and_a_hostile_one_costs_nothing() {
+    for (g, t, m) in [
+        ("*", "eu", true),
+        ("e?", "eu", true),
+        ("*u", "eu", true),
+        ("a*b*c", "axxbyyc", true),
+        ("a*b*c", "axxbyy", false),
+        ("", "", true),
+        ("x", "", false),
+    ] {
+        assert_eq!(glob_match(g.as_bytes(), t.as_bytes()), m, "{g} ~ {t}");
+    }
+    let hostile = "*a".repeat(200);
+    let label = "a".repeat(63) + "b";
+    let t0 = std::time::Instant::now();
+    assert!(!glob_match(hostile.as_bytes(), label.as_bytes()));
+    assert!(t0.elapsed() < std::time::Duration::from_millis(100));
+}
