@@ -151,13 +151,13 @@ impl Objects {
         let failure = match answer {
             Ok(Ok(v)) => {
                 *self.away_until.lock().unwrap_or_else(|e| e.into_inner()) = None;
-                if let Some(keep) = &self.keep {
-                    keep.save(K::KIND, ns, name, v.as_deref());
-                }
+                self.keep_as(ns, name, v.as_deref());
                 self.remember(key, v.clone().map(K::into_any));
                 return Ok(v);
             }
             Ok(Err(ClientError::Forbidden { message, .. })) => {
+                // No longer the node's to read (no pod of it names the object): nor to keep.
+                self.keep_as::<K>(ns, name, None);
                 return Err(SourceError::Forbidden(message));
             }
             Ok(Err(e)) => e.to_string(),
@@ -173,20 +173,30 @@ impl Objects {
                 tracing::debug!(kind = K::KIND, ns, name, error = %failure, "the API is away; the object read before answers");
                 Ok(typed(v))
             }
-            None => match self
-                .keep
-                .as_ref()
-                .and_then(|k| k.load::<K>(K::KIND, ns, name))
-            {
-                Some(kept) => {
-                    tracing::info!(kind = K::KIND, ns, name, error = %failure, "the API is away; the object kept before answers");
-                    let kept = Arc::new(kept);
-                    self.remember(key, Some(K::into_any(kept.clone())));
-                    Ok(Some(kept))
-                }
-                None => Err(SourceError::Unavailable(failure)),
-            },
+            None => self.kept(key, failure),
         }
+    }
+
+    fn keep_as<K: Object>(&self, ns: &str, name: &str, v: Option<&K>) {
+        if let Some(keep) = &self.keep {
+            keep.save(K::KIND, ns, name, v);
+        }
+    }
+
+    /// What the keep holds of an object the API cannot be asked for now.
+    fn kept<K: Object>(&self, key: Key, failure: String) -> Result<Option<Arc<K>>, SourceError> {
+        let (ns, name) = (key.1.as_str(), key.2.as_str());
+        let Some(kept) = self
+            .keep
+            .as_ref()
+            .and_then(|k| k.load::<K>(K::KIND, ns, name))
+        else {
+            return Err(SourceError::Unavailable(failure));
+        };
+        tracing::info!(kind = K::KIND, ns, name, error = %failure, "the API is away; the object kept before answers");
+        let kept = Arc::new(kept);
+        self.remember(key, Some(K::into_any(kept.clone())));
+        Ok(Some(kept))
     }
 }
 
