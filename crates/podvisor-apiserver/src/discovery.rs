@@ -39,20 +39,29 @@ fn group(name: &str) -> Value {
     json!({"name": name, "versions": [gv], "preferredVersion": gv})
 }
 
+/// The named groups whose kinds the store serves (each at `v1`), and the groups of one
+/// verb each (`authentication.k8s.io` for TokenReview).
+pub const GROUPS: [&str; 3] = ["apps", podvisor_store::RBAC, AUTHENTICATION];
+
+pub const AUTHENTICATION: &str = "authentication.k8s.io";
+
 /// The groups served; `metrics.k8s.io` when the node's usage can be read.
 pub fn groups(metrics: bool) -> Value {
-    let mut groups = vec![group("apps")];
+    let mut groups: Vec<Value> = GROUPS.iter().map(|g| group(g)).collect();
     if metrics {
         groups.push(crate::resource_metrics::group());
     }
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
-pub fn apps_group() -> Value {
-    let mut g = group("apps");
-    g["kind"] = "APIGroup".into();
-    g["apiVersion"] = "v1".into();
-    g
+/// One named group (`/apis/{name}`), `None` if not served.
+pub fn named_group(name: &str) -> Option<Value> {
+    GROUPS.contains(&name).then(|| {
+        let mut g = group(name);
+        g["kind"] = "APIGroup".into();
+        g["apiVersion"] = "v1".into();
+        g
+    })
 }
 
 fn entry(name: String, r: &Resource, verbs: &[&str]) -> Value {
@@ -84,6 +93,7 @@ fn subresources(r: &Resource) -> Vec<(&'static str, &'static str, Vec<&'static s
             out.push(("eviction", "Eviction", vec!["create"]));
         }
         "replicasets" => out.push(("scale", "Scale", vec!["get", "patch", "update"])),
+        "serviceaccounts" => out.push(("token", "TokenRequest", vec!["create"])),
         _ => {}
     }
     out
@@ -99,6 +109,12 @@ pub fn resources(group: &str) -> Value {
             e["kind"] = kind.into();
             list.push(e);
         }
+    }
+    if group == AUTHENTICATION {
+        list.push(
+            json!({"name": "tokenreviews", "singularName": "tokenreview",
+            "namespaced": false, "kind": "TokenReview", "verbs": ["create"]}),
+        );
     }
     let gv = if group.is_empty() {
         "v1".to_string()

@@ -7,7 +7,11 @@
 use podvisor_store::Resource;
 use serde_json::{Map, Value, json};
 
-const GROUP_VERSIONS: [(&str, &str); 2] = [("api/v1", ""), ("apis/apps/v1", "apps")];
+const GROUP_VERSIONS: [(&str, &str); 3] = [
+    ("api/v1", ""),
+    ("apis/apps/v1", "apps"),
+    ("apis/rbac.authorization.k8s.io/v1", podvisor_store::RBAC),
+];
 
 pub fn root() -> Value {
     let paths: Map<String, Value> = GROUP_VERSIONS

@@ -88,14 +88,8 @@ fn configure(cfg: &mut web::ServiceConfig) {
         web::get().to(|| async { json(crate::resource_metrics::resources()) }),
     )
     .configure(crate::resource_metrics::configure)
-    .route(
-        "/apis/apps",
-        web::get().to(|| async { json(discovery::apps_group()) }),
-    )
-    .route(
-        "/apis/apps/v1",
-        web::get().to(|| async { json(discovery::resources("apps")) }),
-    )
+    .route("/apis/{group}", web::get().to(named_group))
+    .route("/apis/{group}/v1", web::get().to(group_resources))
     .route(
         "/openapi/v3",
         web::get().to(|| async { json(crate::openapi::root()) }),
@@ -175,6 +169,20 @@ fn app(
             }
         })
         .configure(configure)
+}
+
+async fn named_group(group: web::Path<String>) -> HttpResponse {
+    match discovery::named_group(&group) {
+        Some(g) => json(g),
+        None => ApiError::not_found(&format!("the API group {group}")).respond(),
+    }
+}
+
+async fn group_resources(group: web::Path<String>) -> HttpResponse {
+    match discovery::named_group(&group) {
+        Some(_) => json(discovery::resources(&group)),
+        None => ApiError::not_found(&format!("the API group {group}/v1")).respond(),
+    }
 }
 
 async fn openapi_gv(gv: web::Path<String>) -> HttpResponse {

@@ -87,6 +87,27 @@ fn columns(kind: Kind) -> &'static [Column] {
             ("Object", "string", 0),
             ("Message", "string", 0),
         ],
+        _ => access_columns(kind),
+    }
+}
+
+/// The columns of the kinds of access control.
+fn access_columns(kind: Kind) -> &'static [Column] {
+    match kind {
+        Kind::ServiceAccount => &[
+            ("Name", "string", 0),
+            ("Secrets", "string", 0),
+            ("Age", "string", 0),
+        ],
+        Kind::Role | Kind::ClusterRole => &[("Name", "string", 0), ("Created At", "date", 0)],
+        _ => &[
+            ("Name", "string", 0),
+            ("Role", "string", 0),
+            ("Age", "string", 0),
+            ("Users", "string", 1),
+            ("Groups", "string", 1),
+            ("ServiceAccounts", "string", 1),
+        ],
     }
 }
 

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Node, Pod, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Node, Pod, Secret, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use podvisor_core::Kind;
 use serde::Deserialize;
@@ -105,6 +106,11 @@ objects! {
     Secret => Secret,
     Event => Event,
     ReplicaSet => ReplicaSet,
+    ServiceAccount => ServiceAccount,
+    Role => Role,
+    RoleBinding => RoleBinding,
+    ClusterRole => ClusterRole,
+    ClusterRoleBinding => ClusterRoleBinding,
 }
 
 impl AnyObject {

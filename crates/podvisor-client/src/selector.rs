@@ -219,7 +219,13 @@ pub fn selectable(kind: Kind) -> &'static [&'static str] {
             "reason",
             "type",
         ],
-        Kind::ConfigMap | Kind::ReplicaSet => &[],
+        Kind::ConfigMap
+        | Kind::ReplicaSet
+        | Kind::ServiceAccount
+        | Kind::Role
+        | Kind::RoleBinding
+        | Kind::ClusterRole
+        | Kind::ClusterRoleBinding => &[],
     }
 }
 
@@ -278,7 +284,13 @@ pub fn field_values(o: &AnyObject) -> Vec<(&'static str, String)> {
                 ("type", text(e.type_.as_ref())),
             ]
         }
-        AnyObject::ConfigMap(_) | AnyObject::ReplicaSet(_) => Vec::new(),
+        AnyObject::ConfigMap(_)
+        | AnyObject::ReplicaSet(_)
+        | AnyObject::ServiceAccount(_)
+        | AnyObject::Role(_)
+        | AnyObject::RoleBinding(_)
+        | AnyObject::ClusterRole(_)
+        | AnyObject::ClusterRoleBinding(_) => Vec::new(),
     }
 }
 

@@ -2,6 +2,8 @@
 
 use podvisor_core::Kind;
 
+const RBAC: &str = "apis/rbac.authorization.k8s.io/v1";
+
 /// The collection URL of `kind` (in `namespace` for namespaced kinds; every namespace
 /// when `None`).
 pub(crate) fn collection(kind: Kind, namespace: Option<&str>) -> String {
@@ -13,6 +15,11 @@ pub(crate) fn collection(kind: Kind, namespace: Option<&str>) -> String {
         Kind::Secret => ("api/v1", "secrets"),
         Kind::Event => ("api/v1", "events"),
         Kind::ReplicaSet => ("apis/apps/v1", "replicasets"),
+        Kind::ServiceAccount => ("api/v1", "serviceaccounts"),
+        Kind::Role => (RBAC, "roles"),
+        Kind::RoleBinding => (RBAC, "rolebindings"),
+        Kind::ClusterRole => (RBAC, "clusterroles"),
+        Kind::ClusterRoleBinding => (RBAC, "clusterrolebindings"),
     };
     match namespace.filter(|_| kind.namespaced()) {
         Some(ns) => format!("/{group_version}/namespaces/{ns}/{plural}"),

@@ -19,10 +19,15 @@ pub enum Kind {
     Secret,
     Event,
     ReplicaSet,
+    ServiceAccount,
+    Role,
+    RoleBinding,
+    ClusterRole,
+    ClusterRoleBinding,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 12] = [
         Kind::Pod,
         Kind::Node,
         Kind::Namespace,
@@ -30,6 +35,11 @@ impl Kind {
         Kind::Secret,
         Kind::Event,
         Kind::ReplicaSet,
+        Kind::ServiceAccount,
+        Kind::Role,
+        Kind::RoleBinding,
+        Kind::ClusterRole,
+        Kind::ClusterRoleBinding,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -41,12 +51,20 @@ impl Kind {
             Kind::Secret => "Secret",
             Kind::Event => "Event",
             Kind::ReplicaSet => "ReplicaSet",
+            Kind::ServiceAccount => "ServiceAccount",
+            Kind::Role => "Role",
+            Kind::RoleBinding => "RoleBinding",
+            Kind::ClusterRole => "ClusterRole",
+            Kind::ClusterRoleBinding => "ClusterRoleBinding",
         }
     }
 
     /// Whether objects of this kind live in a namespace.
     pub fn namespaced(self) -> bool {
-        !matches!(self, Kind::Node | Kind::Namespace)
+        !matches!(
+            self,
+            Kind::Node | Kind::Namespace | Kind::ClusterRole | Kind::ClusterRoleBinding
+        )
     }
 }
 

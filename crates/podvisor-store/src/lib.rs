@@ -44,7 +44,7 @@ pub use actor::StoreActor;
 pub use admission::{Admission, Objects};
 pub use client::LocalClient;
 pub use meta::MAX_OBJECT_BYTES;
-pub use object::{Change, ChangeType, OwnerRef, Resource, StoredObject};
+pub use object::{Change, ChangeType, OwnerRef, RBAC, Resource, StoredObject};
 pub use page::ListPage;
 pub use selector::Selector;
 pub use store::{Store, StoreConfig};

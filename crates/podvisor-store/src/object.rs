@@ -8,6 +8,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use podvisor_client::{AnyObject, Error, Object, selector};
 use podvisor_core::{Kind, Uid};
 
+/// The RBAC API group.
+pub const RBAC: &str = "rbac.authorization.k8s.io";
+
 /// A kind as the API serves it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Resource {
@@ -26,7 +29,7 @@ pub struct Resource {
 }
 
 impl Resource {
-    pub const ALL: [Resource; 7] = [
+    pub const ALL: [Resource; 12] = [
         r(Kind::Pod, "", "pods", "pod", &["po"], true, true),
         r(Kind::Node, "", "nodes", "node", &["no"], true, true),
         r(
@@ -57,6 +60,43 @@ impl Resource {
             &["rs"],
             true,
             true,
+        ),
+        r(
+            Kind::ServiceAccount,
+            "",
+            "serviceaccounts",
+            "serviceaccount",
+            &["sa"],
+            false,
+            false,
+        ),
+        r(Kind::Role, RBAC, "roles", "role", &[], false, false),
+        r(
+            Kind::RoleBinding,
+            RBAC,
+            "rolebindings",
+            "rolebinding",
+            &[],
+            false,
+            false,
+        ),
+        r(
+            Kind::ClusterRole,
+            RBAC,
+            "clusterroles",
+            "clusterrole",
+            &[],
+            false,
+            false,
+        ),
+        r(
+            Kind::ClusterRoleBinding,
+            RBAC,
+            "clusterrolebindings",
+            "clusterrolebinding",
+            &[],
+            false,
+            false,
         ),
     ];
 
@@ -90,6 +130,10 @@ impl Resource {
     pub fn qualified(&self) -> &'static str {
         match self.kind {
             Kind::ReplicaSet => "replicasets.apps",
+            Kind::Role => "roles.rbac.authorization.k8s.io",
+            Kind::RoleBinding => "rolebindings.rbac.authorization.k8s.io",
+            Kind::ClusterRole => "clusterroles.rbac.authorization.k8s.io",
+            Kind::ClusterRoleBinding => "clusterrolebindings.rbac.authorization.k8s.io",
             _ => self.plural,
         }
     }

@@ -26,6 +26,7 @@ mod setup;
 mod source;
 #[cfg(test)]
 mod testing;
+mod tokens;
 mod volumes;
 mod writer;
 
@@ -37,4 +38,5 @@ pub use payload::{DEFAULT_MODE, FileProjection, Payload};
 pub use podvisor_core::fit::Allocatable;
 pub use setup::{prepare_dir, set_up};
 pub use source::{NoObjects, ObjectSource, Objects, ServiceLister, TokenIssuer, TokenSpec};
+pub use tokens::{IssuedToken, TokenCache};
 pub use volumes::{in_memory, payload, volume_dir};

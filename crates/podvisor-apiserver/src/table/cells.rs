@@ -61,7 +61,41 @@ pub fn of(kind: Kind, v: &Value) -> Vec<Value> {
             json!(age(v)),
         ],
         Kind::Event => event(v),
+        Kind::ServiceAccount => vec![name, json!(count_items(&v["secrets"])), json!(age(v))],
+        Kind::Role | Kind::ClusterRole => {
+            vec![name, json!(s(&v["metadata"]["creationTimestamp"]))]
+        }
+        Kind::RoleBinding | Kind::ClusterRoleBinding => binding(name, v),
     }
+}
+
+fn count_items(v: &Value) -> usize {
+    v.as_array().map_or(0, Vec::len)
+}
+
+/// A binding's role (`ClusterRole/view`) and its subjects by kind.
+fn binding(name: Value, v: &Value) -> Vec<Value> {
+    let role = format!("{}/{}", s(&v["roleRef"]["kind"]), s(&v["roleRef"]["name"]));
+    let subjects = v["subjects"].as_array().cloned().unwrap_or_default();
+    let of = |kind: &str| {
+        let names: Vec<String> = subjects
+            .iter()
+            .filter(|x| x["kind"] == kind)
+            .map(|x| match x["namespace"].as_str() {
+                Some(ns) if kind == "ServiceAccount" => format!("{ns}/{}", s(&x["name"])),
+                _ => s(&x["name"]).to_string(),
+            })
+            .collect();
+        json!(names.join(", "))
+    };
+    vec![
+        name,
+        json!(role),
+        json!(age(v)),
+        of("User"),
+        of("Group"),
+        of("ServiceAccount"),
+    ]
 }
 
 fn count(v: &Value) -> usize {
