@@ -1,8 +1,8 @@
 //! Real pod specs against a real agent and containerd, driven by kubectl: ConfigMap, Secret
 //! and downward API volumes and environment seen from inside the container, a ConfigMap
 //! change reaching a mounted file (and not a subPath mount), secrets on a tmpfs, a
-//! missing key holding the container in CreateContainerConfigError until it exists, and a
-//! token projection refused standalone with the reason.
+//! missing key holding the container in CreateContainerConfigError until it exists.
+//! (Service-account tokens: tests/service_accounts.rs.)
 
 mod common;
 
@@ -216,31 +216,6 @@ async fn a_missing_key_holds_the_container_until_it_exists() {
     )
     .await;
     k.ok(&["delete", "pod", "waiter", "--wait=true"]);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_token_projection_is_refused_standalone_with_why() {
-    let agent = Agent::start("pod-objects-token").await;
-    let k = Kubectl::for_agent(&agent);
-    let yaml = r#"apiVersion: v1
-kind: Pod
-metadata: {name: tokened}
-spec:
-  volumes:
-  - name: token
-    projected: {sources: [{serviceAccountToken: {path: token}}]}
-  containers:
-  - {name: main, image: localhost/podvisor/busybox:test, volumeMounts: [{name: token, mountPath: /t}]}
-"#;
-    let r = k.run_with(&["apply", "-f", "-"], yaml);
-    assert!(!r.ok, "accepted: {}", r.stdout);
-    assert!(
-        r.stderr
-            .contains("spec.volumes[0].projected.sources[0].serviceAccountToken")
-            && r.stderr.contains("issues no service-account tokens"),
-        "{}",
-        r.stderr
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -59,7 +59,11 @@ pub(crate) fn serve(bound: Bound, w: Wiring<'_>) -> anyhow::Result<Served> {
                 (Arc::new(ClusterReviews::new(remote)), Some(ca))
             }
             _ => {
-                let creds = podvisor_apiserver::tls::load_or_make(&w.cfg.state_dir.join("pki"))?;
+                let pki = w.cfg.state_dir.join("pki");
+                let creds = podvisor_apiserver::tls::load_or_make(
+                    &pki,
+                    &super::accounts::api_names(w.cfg),
+                )?;
                 (Arc::new(NodeToken::new(&creds.token)), None)
             }
         };

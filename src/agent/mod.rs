@@ -3,6 +3,7 @@
 //! (`servers`), and runs until SIGTERM or SIGINT, on which it stops its actors and leaves
 //! every pod running, as the kubelet does: the next start adopts them.
 
+mod accounts;
 pub mod api;
 pub mod config;
 mod host;
@@ -129,16 +130,15 @@ async fn serve(cfg: AgentConfig) -> anyhow::Result<()> {
     let remote = cluster.as_ref().map(|(remote, _)| remote.clone());
     let runtime: Arc<dyn Runtime> = Arc::new(runtime);
     let bound = kubelet_server::bind(&cfg)?;
-    let ground = tree::Ground {
+    let standalone = accounts::when_standalone(&cfg, &cluster)?;
+    let ground = ground(
+        &cfg,
         node_name,
-        allocatable: host::allocatable(&cfg)?,
-        runtime: runtime.clone(),
-        runtime_version,
-        metrics: metrics.clone(),
-        cluster,
-        address: host::address(&cfg),
-        kubelet_port: bound.as_ref().map_or(0, |b| b.address().port()),
-    };
+        (runtime.clone(), runtime_version),
+        &metrics,
+        (cluster, standalone.clone()),
+        &bound,
+    )?;
     let node_name = ground.node_name.clone();
     let registry = Registry::new();
     let tree = tree::assemble(&cfg, ground, &registry);
@@ -151,7 +151,12 @@ async fn serve(cfg: AgentConfig) -> anyhow::Result<()> {
     );
     let stats = tree.kubelet.stats.recipient();
     let streams = Arc::new(Streams::new(runtime, cfg.streaming.limits()));
-    let api = servers::kubernetes(&cfg, tree.store.clone(), stats, streams.clone())?;
+    let api = servers::kubernetes(
+        &cfg,
+        tree.store.clone(),
+        (stats, streams.clone()),
+        &standalone,
+    )?;
     let wiring = kubelet_server::Wiring {
         cfg: &cfg,
         node: &node_name,
@@ -172,9 +177,38 @@ async fn serve(cfg: AgentConfig) -> anyhow::Result<()> {
     info!(signal, "stopping; pods keep running");
     let _ = root.send(Shutdown).await;
     api.stop().await;
-    if let Some(k) = kubelet_served {
+    stop_servers(kubelet_served, endpoint).await;
+    Ok(())
+}
+
+/// What the tree is built on.
+fn ground(
+    cfg: &AgentConfig,
+    node_name: String,
+    (runtime, runtime_version): (Arc<dyn Runtime>, String),
+    metrics: &Metrics,
+    (cluster, standalone): (node::Cluster, Option<accounts::Standalone>),
+    bound: &Option<podvisor_server::Bound>,
+) -> anyhow::Result<tree::Ground> {
+    Ok(tree::Ground {
+        node_name,
+        allocatable: host::allocatable(cfg)?,
+        runtime,
+        runtime_version,
+        metrics: metrics.clone(),
+        cluster,
+        standalone,
+        address: host::address(cfg),
+        kubelet_port: bound.as_ref().map_or(0, |b| b.address().port()),
+    })
+}
+
+async fn stop_servers(
+    kubelet: Option<podvisor_streaming::front::Served>,
+    endpoint: podvisor_debug::DebugServer,
+) {
+    if let Some(k) = kubelet {
         k.stop().await;
     }
     endpoint.stop().await;
-    Ok(())
 }

@@ -10,12 +10,13 @@ use std::sync::Arc;
 
 use podvisor_actors::{ActorRef, ChildSpec, Reserved};
 use podvisor_apiserver::cluster_owned::ClusterOwned;
-use podvisor_apiserver::no_tokens::NoTokens;
 use podvisor_apiserver::nodefit::NodeFit;
 use podvisor_apiserver::pod_security::PodSecurity;
+use podvisor_apiserver::service_accounts::ServiceAccounts;
 use podvisor_apiserver::{NodeInfo, ObjectAdmission};
 use podvisor_client::{Api, Client};
 use podvisor_cluster::{CertRotation, NodeLease, RemoteClient, Rotation};
+use podvisor_controllers::accounts::AccountsController;
 use podvisor_controllers::replicaset::ReplicaSetController;
 use podvisor_controllers::taint_eviction::TaintEviction;
 use podvisor_kubelet::agent::Agent;
@@ -75,12 +76,12 @@ pub(crate) fn store(cfg: &AgentConfig, node_name: &str) -> (ActorRef<StoreActor>
         Arc::new(PodSecurity::new(cfg.api.pod_security)),
     ];
     // In a cluster the node's API is a view of the cluster's pods, ReplicaSets and Node;
-    // standalone it issues no tokens, and says so.
+    // standalone its pods run as service accounts, as in a cluster.
     match &cfg.cluster.kubeconfig {
         Some(kubeconfig) => admission.push(Arc::new(ClusterOwned {
             cluster: kubeconfig.display().to_string(),
         })),
-        None => admission.push(Arc::new(NoTokens)),
+        None => admission.push(Arc::new(ServiceAccounts)),
     }
     ChildSpec::of(move || {
         StoreActor::new(store_cfg.clone(), queue).with_admission(admission.clone())
@@ -116,8 +117,11 @@ fn taint_eviction(client: &Client, node_api: &Client, node: &str) -> Vec<ChildSp
 
 /// The controllers of a node standing alone, each with its event recorder (in a cluster
 /// the control plane runs the ReplicaSet controller).
-fn controllers(client: &Client, node_api: &Client, node: &str) -> Vec<ChildSpec> {
+fn controllers(client: &Client, node_api: &Client, node: &str, ca_pem: &str) -> Vec<ChildSpec> {
     let mut specs = taint_eviction(client, node_api, node);
+    let (c, ca) = (client.clone(), ca_pem.to_string());
+    let (_, accounts) = ChildSpec::of(move || AccountsController::new(c.clone(), &ca)).build();
+    specs.push(accounts);
     let (rs_events, rs_events_spec) = recorder(node_api, "replicaset-controller", node);
     let (c, n) = (client.clone(), node.to_string());
     let (_, rs) =
@@ -137,7 +141,7 @@ pub(crate) fn build(
     node_name: &str,
     own: NodeAddresses,
     kubelet: &Agent,
-    (facts, cluster): (NodeFacts, Cluster),
+    (facts, cluster, ca_pem): (NodeFacts, Cluster, Option<String>),
     (store, store_spec): (ActorRef<StoreActor>, ChildSpec),
 ) -> NodeSide {
     let local = LocalClient::client(&store);
@@ -173,7 +177,12 @@ pub(crate) fn build(
         ChildSpec::of(move || NodeRegistrar::new(facts.clone(), health.clone(), c.clone())).build();
     let mut last = vec![source, registrar];
     match &cluster {
-        None => last.extend(controllers(&local, &local, node_name)),
+        None => last.extend(controllers(
+            &local,
+            &local,
+            node_name,
+            ca_pem.as_deref().unwrap_or_default(),
+        )),
         Some((remote, rotation)) => {
             last.extend(cluster_links(node_name, &local, remote));
             last.extend(rotation.clone().map(|r| {

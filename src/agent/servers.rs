@@ -6,13 +6,13 @@ use std::sync::atomic::Ordering;
 
 use anyhow::Context as _;
 use podvisor_actors::{ActorRef, Recipient, Registry};
-use podvisor_apiserver::{ApiConfig, ApiServer, ApiState};
+use podvisor_apiserver::{Accounts, ApiConfig, ApiServer, ApiState};
 use podvisor_debug::history::{Extra, Extras};
 use podvisor_debug::{CheckError, DebugConfig, DebugServer, Health, MoreMetrics};
 use podvisor_kubelet::agent::Agent;
 use podvisor_kubelet::metrics::Metrics;
 use podvisor_kubelet::stats::GetSummary;
-use podvisor_store::StoreActor;
+use podvisor_store::{LocalClient, StoreActor};
 use podvisor_streaming::Streams;
 use tracing::warn;
 
@@ -92,7 +92,9 @@ pub(crate) fn debug(
     kubelet: &Agent,
     (metrics, prometheus): (&Metrics, prometheus::Registry),
 ) -> anyhow::Result<DebugServer> {
-    let credentials = podvisor_apiserver::tls::load_or_make(&cfg.state_dir.join("pki"))?;
+    let pki = cfg.state_dir.join("pki");
+    let credentials =
+        podvisor_apiserver::tls::load_or_make(&pki, &super::accounts::api_names(cfg))?;
     let token = cfg.debug.token.clone().unwrap_or(credentials.token);
     let routes = api::routes(api::ApiState {
         manifest_errors: kubelet.manifest_source.recipient(),
@@ -119,14 +121,19 @@ pub(crate) fn debug(
 pub(crate) fn kubernetes(
     cfg: &AgentConfig,
     store: ActorRef<StoreActor>,
-    stats: Recipient<GetSummary>,
-    streams: Arc<Streams>,
+    (stats, streams): (Recipient<GetSummary>, Arc<Streams>),
+    standalone: &Option<super::accounts::Standalone>,
 ) -> anyhow::Result<ApiServer> {
     let api = ApiConfig {
         address: cfg.api.address,
         pki_dir: cfg.state_dir.join("pki"),
         kubeconfig: cfg.state_dir.join("kubeconfig"),
+        names: super::accounts::api_names(cfg),
     };
+    let accounts = standalone.as_ref().map(|s| Accounts {
+        signer: s.signer.clone(),
+        client: LocalClient::client(&store),
+    });
     let usage: podvisor_apiserver::UsageSource = Arc::new(move || {
         let stats = stats.clone();
         Box::pin(async move { stats.send(GetSummary).await.ok().flatten() })
@@ -136,6 +143,19 @@ pub(crate) fn kubernetes(
         pod_log_dir: cfg.pod_log_dir.clone(),
         usage: Some(usage),
         streams: Some(streams),
+        accounts,
     };
-    ApiServer::start(&api, state).context("cannot start the Kubernetes API")
+    let server = ApiServer::start(&api, state).context("cannot start the Kubernetes API")?;
+    if let Some(s) = standalone {
+        let node = super::host::address(cfg);
+        match super::accounts::pod_endpoint(server.address(), node) {
+            Some(at) => {
+                let _ = s.endpoint.set(at);
+            }
+            None => {
+                tracing::info!(address = %server.address(), "the API listens where pods cannot reach it: no KUBERNETES_SERVICE_HOST for them (set [api] address to 0.0.0.0:6443 or the node's address)")
+            }
+        }
+    }
+    Ok(server)
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use podvisor_actors::{ActorRef, ChildSpec, Registry};
+use podvisor_auth::LocalTokens;
 use podvisor_client::Client;
 use podvisor_cluster::{ClusterServices, ClusterTokens};
 use podvisor_cri::Runtime;
@@ -22,6 +23,7 @@ use podvisor_kubelet::sync_loop::{Allocatable, SyncLoopConfig};
 use podvisor_store::{LocalClient, StoreActor};
 use podvisor_volumes::{Keep, ObjectSource, Objects};
 
+use super::accounts::ApiService;
 use super::node::{self, NodeAddresses};
 use super::{AgentConfig, host};
 
@@ -35,6 +37,8 @@ pub(crate) struct Ground {
     pub metrics: Metrics,
     /// The cluster this node has joined, if any.
     pub cluster: node::Cluster,
+    /// Standalone: the node's own service accounts.
+    pub standalone: Option<super::accounts::Standalone>,
     /// The node's address (`host::address`).
     pub address: std::net::IpAddr,
     /// The kubelet server's port (0: not served).
@@ -86,7 +90,18 @@ const KEEP_SIZE: u64 = 64 << 20;
 /// TokenRequest API.
 fn pod_objects(cfg: &AgentConfig, store: &ActorRef<StoreActor>, g: &Ground) -> PodObjects {
     let source: Arc<dyn ObjectSource> = match &g.cluster {
-        None => Arc::new(Objects::new(LocalClient::client(store))),
+        None => {
+            let local = LocalClient::client(store);
+            let objects = Objects::new(local.clone());
+            match &g.standalone {
+                Some(s) => Arc::new(
+                    objects
+                        .with_tokens(Arc::new(LocalTokens::new(s.signer.clone(), local)))
+                        .with_services(Arc::new(ApiService(s.endpoint.clone()))),
+                ),
+                None => Arc::new(objects),
+            }
+        }
         Some((remote, _)) => {
             let objects = Objects::new(Client::new(remote.clone()))
                 .cached_for(CLUSTER_OBJECTS_FRESH)
@@ -158,6 +173,7 @@ fn kubelet_params(
 pub(crate) fn assemble(cfg: &AgentConfig, g: Ground, registry: &Arc<Registry>) -> Tree {
     let node_side = NodeAddresses::reserve();
     let store = node::store(cfg, &g.node_name);
+    let ca_pem = g.standalone.as_ref().map(|s| s.ca_pem.clone());
     let params = kubelet_params(cfg, &g, &node_side, pod_objects(cfg, &store.0, &g));
     let mut kubelet = podvisor_kubelet::agent::build(registry, params, KubeletAddresses::reserve());
     let facts = host::facts(
@@ -166,7 +182,13 @@ pub(crate) fn assemble(cfg: &AgentConfig, g: Ground, registry: &Arc<Registry>) -
         &g.allocatable,
         (g.runtime_version, g.kubelet_port),
     );
-    let api = node::build(&g.node_name, node_side, &kubelet, (facts, g.cluster), store);
+    let api = node::build(
+        &g.node_name,
+        node_side,
+        &kubelet,
+        (facts, g.cluster, ca_pem),
+        store,
+    );
     let children = api
         .first
         .into_iter()

@@ -68,6 +68,20 @@ impl Agent {
     /// As `start_configured`, talking to the runtime at `runtime` (a fault-injecting
     /// proxy in front of the test containerd, say).
     pub async fn start_on(node: &str, runtime: &str, top: &str, extra: &str) -> Self {
+        Self::start_full(node, runtime, (top, extra), "127.0.0.1").await
+    }
+
+    /// As `start_with`, the API listening on every address (pods reach it at the node's).
+    pub async fn start_reachable(node: &str, extra: &str) -> Self {
+        Self::start_full(node, &super::endpoint(), ("", extra), "0.0.0.0").await
+    }
+
+    async fn start_full(
+        node: &str,
+        runtime: &str,
+        (top, extra): (&str, &str),
+        api_host: &str,
+    ) -> Self {
         // The chaos tests crash live actors through the debug endpoint, which builds with
         // the fault-injection feature (scripts/test builds with --all-features) serve.
         const FAULTS: &str = if cfg!(feature = "fault-injection") {
@@ -88,7 +102,7 @@ impl Agent {
         std::fs::write(
             &config,
             format!(
-                "{top}node_name = \"{node}\"\nruntime_endpoint = \"{}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"{}\"\n{FAULTS}[api]\naddress = \"127.0.0.1:{api_port}\"\n[server]\naddress = \"0.0.0.0:0\"\n[log]\nfilter = \"info,podvisor_kubelet=debug\"\n{extra}",
+                "{top}node_name = \"{node}\"\nruntime_endpoint = \"{}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"{}\"\n{FAULTS}[api]\naddress = \"{api_host}:{api_port}\"\n[server]\naddress = \"0.0.0.0:0\"\n[log]\nfilter = \"info,podvisor_kubelet=debug\"\n{extra}",
                 runtime,
                 dir.join("manifests").display(),
                 dir.join("state").display(),

@@ -52,6 +52,8 @@ fn check_name(res: &Resource, o: &AnyObject) -> Result<(), Error> {
         ))
     } else if res.kind == Kind::Namespace {
         names::label(&path, &name)
+    } else if res.group == podvisor_store::RBAC {
+        names::path_segment(&path, &name)
     } else {
         names::subdomain(&path, &name)
     };

@@ -13,18 +13,19 @@
 // Functions stay short in production code (clippy.toml sets the limit); tests may run long.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
+mod access;
 pub mod admission;
 pub mod cluster_owned;
 pub mod defaults;
 mod discovery;
 mod handlers;
-pub mod no_tokens;
 pub mod nodefit;
 mod openapi;
 pub mod pod_security;
 mod proto;
 pub mod resource_metrics;
 mod server;
+pub mod service_accounts;
 pub mod status;
 mod streams;
 mod table;
@@ -32,6 +33,7 @@ mod target;
 pub mod tls;
 mod validate;
 
+pub use access::Accounts;
 pub use admission::{NodeInfo, ObjectAdmission};
 pub use handlers::{ApiState, UsageSource};
 pub use server::{ApiConfig, ApiServer, ApiServerError, MAX_BODY_BYTES};

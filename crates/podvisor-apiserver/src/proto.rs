@@ -1,6 +1,6 @@
 //! Protobuf request bodies (`application/vnd.kubernetes.protobuf`), for the kinds that
-//! kubectl sends that way: its generators (`kubectl create namespace|configmap|secret`) and
-//! `kubectl drain`'s evictions. Each body is kube-apiserver's envelope (the magic `k8s\0`,
+//! kubectl sends that way: its generators (`kubectl create namespace|configmap|secret`,
+//! and those of `access.rs`) and `kubectl drain`'s evictions. Each body is kube-apiserver's envelope (the magic `k8s\0`,
 //! then a `runtime.Unknown` naming the type and carrying the object's bytes); the messages
 //! below are the wire-compatible subset of the upstream `generated.proto` files those kinds
 //! need (same field numbers; fields podvisor does not serve are skipped by prost as unknown).
@@ -16,6 +16,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::status::ApiError;
+
+mod access;
 
 const MAGIC: &[u8] = b"k8s\0";
 
@@ -237,6 +239,14 @@ pub fn decode(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
             to_json::<DeleteOptions>(&raw, &tm)
         }
         ("policy/v1" | "policy/v1beta1", "Eviction") => to_json::<Eviction>(&raw, &tm),
+        ("v1", "ServiceAccount") => to_json::<access::ServiceAccount>(&raw, &tm),
+        ("authentication.k8s.io/v1", "TokenRequest") => to_json::<access::TokenRequest>(&raw, &tm),
+        ("rbac.authorization.k8s.io/v1", "Role" | "ClusterRole") => {
+            to_json::<access::Role>(&raw, &tm)
+        }
+        ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => {
+            to_json::<access::RoleBinding>(&raw, &tm)
+        }
         _ => Err(ApiError::unsupported_media(content_type)),
     }
 }

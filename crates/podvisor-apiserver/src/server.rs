@@ -6,12 +6,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use actix_service::ServiceFactory;
-use actix_web::dev::{Service, ServiceRequest, ServiceResponse};
-use actix_web::{App, HttpRequest, HttpResponse, web};
-use futures_util::future::{Either, ready};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::{App, HttpResponse, web};
 use podvisor_streaming::front;
 use tracing::info;
 
+use crate::access::Access;
 use crate::discovery;
 use crate::handlers::{self, ApiState};
 use crate::status::ApiError;
@@ -29,6 +29,8 @@ pub struct ApiConfig {
     pub pki_dir: PathBuf,
     /// Written at start, mode 0600.
     pub kubeconfig: PathBuf,
+    /// The addresses the serving certificate carries beyond localhost (the node's).
+    pub names: Vec<std::net::IpAddr>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -45,10 +47,6 @@ pub enum ApiServerError {
 pub struct ApiServer {
     address: SocketAddr,
     served: front::Served,
-}
-
-fn open_path(path: &str) -> bool {
-    matches!(path, "/healthz" | "/livez" | "/readyz")
 }
 
 fn json(v: serde_json::Value) -> HttpResponse {
@@ -107,13 +105,17 @@ fn configure(cfg: &mut web::ServiceConfig) {
         "/readyz",
         web::get().to(|| async { HttpResponse::Ok().body("ok") }),
     )
+    .route(
+        "/apis/authentication.k8s.io/v1/tokenreviews",
+        web::post().to(handlers::tokens::review),
+    )
     .default_service(web::to(handlers::dispatch));
 }
 
 impl ApiServer {
     /// Binds and serves on a thread of its own (the agent's actors keep theirs).
     pub fn start(config: &ApiConfig, state: ApiState) -> Result<ApiServer, ApiServerError> {
-        let creds = tls::load_or_make(&config.pki_dir)?;
+        let creds = tls::load_or_make(&config.pki_dir, &config.names)?;
         let mut tls_config = creds.server_config()?;
         tls_config.alpn_protocols = front::ALPN.iter().map(|p| p.to_vec()).collect();
         let token: Arc<str> = creds.token.clone().into();
@@ -123,7 +125,11 @@ impl ApiServer {
         };
         let listener = std::net::TcpListener::bind(config.address).map_err(bind)?;
         let gate = StreamGate::new(token.clone(), state.clone());
-        let app = move || app(web::Data::new(state), token);
+        let access = Access {
+            token,
+            accounts: state.accounts.clone(),
+        };
+        let app = move || app(web::Data::new(state), access);
         let served =
             front::spawn("api", listener, tls_config, (app, gate, |_, _| {})).map_err(bind)?;
         let address = served.address;
@@ -145,12 +151,12 @@ impl ApiServer {
 /// The app every request that is not a streaming session goes to.
 fn app(
     state: web::Data<ApiState>,
-    token: Arc<str>,
+    access: Access,
 ) -> App<
     impl ServiceFactory<
         ServiceRequest,
         Config = (),
-        Response = ServiceResponse,
+        Response = ServiceResponse<impl actix_web::body::MessageBody>,
         Error = actix_web::Error,
         InitError = (),
     >,
@@ -158,16 +164,7 @@ fn app(
     App::new()
         .app_data(state)
         .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
-        .wrap_fn(move |req, srv| {
-            let ok = open_path(req.path())
-                || podvisor_debug::auth::authorized(req.request(), Some(&token));
-            if ok {
-                Either::Left(srv.call(req))
-            } else {
-                let (r, _) = req.into_parts();
-                Either::Right(ready(Ok(unauthorized(r))))
-            }
-        })
+        .wrap(access)
         .configure(configure)
 }
 
@@ -192,15 +189,18 @@ async fn openapi_gv(gv: web::Path<String>) -> HttpResponse {
     }
 }
 
-fn unauthorized(r: HttpRequest) -> ServiceResponse {
-    ServiceResponse::new(r, ApiError::unauthorized().respond())
-}
-
 fn write_kubeconfig(
     creds: &Credentials,
     config: &ApiConfig,
     address: SocketAddr,
 ) -> Result<(), TlsError> {
+    // Listening on every address: the kubeconfig on this machine uses loopback.
+    let address = match address.ip() {
+        ip if ip.is_unspecified() => {
+            SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), address.port())
+        }
+        _ => address,
+    };
     let server = format!("https://{address}");
     let text = creds.kubeconfig(&server, "podvisor");
     if let Some(dir) = config.kubeconfig.parent() {

@@ -49,7 +49,7 @@ impl ApiError {
 
     pub fn unsupported_media(t: &str) -> Self {
         let hint = if t.contains("protobuf") {
-            " (podvisor reads protobuf only for ConfigMap, Secret, Namespace, DeleteOptions and Eviction; send this object as JSON or YAML, e.g. `kubectl create ... --dry-run=client -o yaml | kubectl apply -f -`)"
+            " (podvisor reads protobuf only for ConfigMap, Secret, Namespace, ServiceAccount, TokenRequest, RBAC kinds, DeleteOptions and Eviction; send this object as JSON or YAML, e.g. `kubectl create ... --dry-run=client -o yaml | kubectl apply -f -`)"
         } else {
             ""
         };
@@ -97,7 +97,7 @@ impl ApiError {
         err
     }
 
-    fn named(mut self, resource: &str, name: &str) -> Self {
+    pub(crate) fn named(mut self, resource: &str, name: &str) -> Self {
         self.details = Some(Box::new(StatusDetails {
             name: Some(name.to_string()),
             kind: Some(resource.to_string()),

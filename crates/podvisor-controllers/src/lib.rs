@@ -4,10 +4,13 @@
 //!
 //! - [`taint_eviction`]: the NoExecute taint eviction scheduler for this node.
 //! - [`replicaset`]: the ReplicaSet controller, keeping declared replicas running here.
+//! - [`accounts`]: each namespace's `default` ServiceAccount and `kube-root-ca.crt`, and
+//!   the default RBAC policy (standalone).
 
 // Functions stay short in production code (clippy.toml sets the limit); tests may run long.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
+pub mod accounts;
 pub mod clock;
 pub mod replicaset;
 pub mod taint_eviction;

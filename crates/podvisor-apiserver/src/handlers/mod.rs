@@ -4,6 +4,7 @@ mod body;
 mod logs;
 pub(crate) mod read;
 mod scale;
+pub(crate) mod tokens;
 mod watch;
 mod write;
 
@@ -38,6 +39,8 @@ pub struct ApiState {
     /// The node's streaming sessions (`pods/exec`, `attach`, `portforward`); without
     /// them those answer 503.
     pub streams: Option<std::sync::Arc<podvisor_streaming::Streams>>,
+    /// Service-account tokens and RBAC, when the node issues tokens (standalone).
+    pub accounts: Option<crate::access::Accounts>,
 }
 
 impl ApiState {
@@ -131,6 +134,9 @@ async fn route(
         (Method::GET, true, Some("scale")) => scale::get(state, t).await,
         (Method::POST, false, None) => write::create(req, body, state, p, t).await,
         (Method::POST, true, Some("eviction")) => write::evict(req, body, state, t).await,
+        (Method::POST, true, Some("token")) if t.resource.plural == "serviceaccounts" => {
+            tokens::request(req, body, state, t).await
+        }
         (Method::PUT, true, None | Some("status")) => write::update(req, body, state, p, t).await,
         (Method::PATCH, true, None | Some("status")) => write::patch(req, body, state, p, t).await,
         (Method::PUT | Method::PATCH, true, Some("scale")) => scale::set(req, body, state, t).await,

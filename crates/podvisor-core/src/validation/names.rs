@@ -44,6 +44,19 @@ pub fn subdomain(path: &FieldPath, v: &str) -> Option<FieldError> {
 
 /// A node's name must be what the API accepts for a Node object (it also ends every
 /// static pod's name and labels the runtime's pods).
+/// A name that only has to be one segment of a path (RBAC's: `system:discovery`): not
+/// `.` or `..`, without `/` or `%`.
+pub fn path_segment(path: &FieldPath, v: &str) -> Option<FieldError> {
+    let bad = match v {
+        "." | ".." => Some(format!("may not be '{v}'")),
+        _ if v.contains('/') => Some("may not contain '/'".to_string()),
+        _ if v.contains('%') => Some("may not contain '%'".to_string()),
+        _ if v.len() > 253 => Some("must be no more than 253 characters".to_string()),
+        _ => None,
+    };
+    bad.map(|why| FieldError::invalid(path, v, &why))
+}
+
 pub fn node_name(v: &str) -> Result<(), FieldError> {
     subdomain(&FieldPath::new("node_name"), v).map_or(Ok(()), Err)
 }
