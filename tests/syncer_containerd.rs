@@ -34,6 +34,7 @@ fn a_container_created_but_never_started_is_started_not_doubled() {
                 cluster_dns: Vec::new(),
                 cluster_domain: "cluster.local".into(),
                 memory_capacity: 4 << 30,
+                pod_cgroups: None,
             };
             let pod: SharedPod = SharedPod::new(
                 serde_json::from_value(serde_json::json!({

@@ -14,6 +14,7 @@ use podvisor_cluster::{ClusterServices, ClusterTokens};
 use podvisor_cri::Runtime;
 use podvisor_kubelet::agent::{Agent, AgentParams, KubeletAddresses};
 use podvisor_kubelet::kuberuntime::config::{NodeConfig, read_dns};
+use podvisor_kubelet::kuberuntime::pod_cgroups::PodCgroups;
 use podvisor_kubelet::kuberuntime::syncer::PodObjects;
 use podvisor_kubelet::log_rotation::LogRotationConfig;
 use podvisor_kubelet::metrics::Metrics;
@@ -75,6 +76,10 @@ fn node_config(cfg: &AgentConfig, g: &Ground) -> NodeConfig {
         cluster_dns: cfg.node.cluster_dns.clone(),
         cluster_domain: cfg.node.cluster_domain.clone(),
         memory_capacity: super::host::memory_bytes(),
+        pod_cgroups: cfg
+            .node
+            .cgroups_per_qos
+            .then(|| PodCgroups::new(&cfg.node.cgroup_root)),
     }
 }
 

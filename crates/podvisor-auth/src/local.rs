@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
-use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequestSpec};
 use podvisor_client::Client;
 use podvisor_volumes::{IssuedToken, SourceError, TokenCache, TokenIssuer, TokenSpec};
 
@@ -30,16 +29,7 @@ impl LocalTokens {
     }
 
     async fn request(&self, spec: &TokenSpec, now: SystemTime) -> Result<IssuedToken, SourceError> {
-        let req = TokenRequestSpec {
-            audiences: spec.audience.clone().into_iter().collect(),
-            expiration_seconds: Some(spec.expiration_seconds),
-            bound_object_ref: Some(BoundObjectReference {
-                api_version: Some("v1".into()),
-                kind: Some("Pod".into()),
-                name: Some(spec.pod_name.clone()),
-                uid: Some(spec.pod_uid.clone()),
-            }),
-        };
+        let req = spec.request();
         let secs = now
             .duration_since(SystemTime::UNIX_EPOCH)
             .unwrap_or_default()

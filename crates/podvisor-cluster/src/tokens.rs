@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
-use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::{Api, PostParams};
 use podvisor_volumes::{IssuedToken, SourceError, TokenCache, TokenIssuer, TokenSpec};
@@ -44,16 +44,7 @@ impl ClusterTokens {
     async fn request(&self, spec: &TokenSpec) -> Result<IssuedToken, SourceError> {
         let api: Api<ServiceAccount> = Api::namespaced(self.remote.kube(), &spec.namespace);
         let req = TokenRequest {
-            spec: TokenRequestSpec {
-                audiences: spec.audience.clone().into_iter().collect(),
-                expiration_seconds: Some(spec.expiration_seconds),
-                bound_object_ref: Some(BoundObjectReference {
-                    api_version: Some("v1".into()),
-                    kind: Some("Pod".into()),
-                    name: Some(spec.pod_name.clone()),
-                    uid: Some(spec.pod_uid.clone()),
-                }),
-            },
+            spec: spec.request(),
             ..TokenRequest::default()
         };
         let pp = PostParams::default();

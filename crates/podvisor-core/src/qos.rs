@@ -51,6 +51,21 @@ pub(crate) fn pair(c: &Container, resource: &str) -> (i64, Option<i64>) {
     (request, limit)
 }
 
+/// The pod's limit of `resource` (milli-CPU or bytes), as the kubelet sets it on the pod's
+/// cgroup: none unless every container has one; then the regular containers' sum, or the
+/// largest init container's if that is more.
+pub fn pod_limit(pod: &Pod, resource: &str) -> Option<i64> {
+    let mut apps: i64 = 0;
+    for c in pod.containers() {
+        apps = apps.saturating_add(pair(c, resource).1?);
+    }
+    let mut init: i64 = 0;
+    for c in pod.init_containers() {
+        init = init.max(pair(c, resource).1?);
+    }
+    Some(apps.max(init))
+}
+
 pub fn qos_class(pod: &Pod) -> QosClass {
     let containers: Vec<&Container> = pod
         .init_containers()

@@ -55,6 +55,7 @@ fn syncer(fake: &FakeRuntime, dir: &std::path::Path) -> CriSyncer {
             cluster_dns: Vec::new(),
             cluster_domain: "cluster.local".into(),
             memory_capacity: 4 << 30,
+            pod_cgroups: None,
         },
         SyncerOutputs {
             images: images.recipient(),

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use podvisor_client::{Api, Client, Error as ClientError, Object};
 use tokio::time::Instant;
@@ -25,6 +26,22 @@ pub struct TokenSpec {
     pub pod_uid: String,
     pub audience: Option<String>,
     pub expiration_seconds: i64,
+}
+
+impl TokenSpec {
+    /// The TokenRequest that asks for it: the pod's account, bound to the pod.
+    pub fn request(&self) -> TokenRequestSpec {
+        TokenRequestSpec {
+            audiences: self.audience.clone().into_iter().collect(),
+            expiration_seconds: Some(self.expiration_seconds),
+            bound_object_ref: Some(BoundObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Pod".into()),
+                name: Some(self.pod_name.clone()),
+                uid: Some(self.pod_uid.clone()),
+            }),
+        }
+    }
 }
 
 /// Who issues service-account tokens (the cluster's TokenRequest API).

@@ -159,6 +159,11 @@ pub struct NodeSection {
     /// The node's address (the Node's `InternalIP`, pods' `hostIP`), as the kubelet's
     /// `--node-ip`; unset: the address the default route leaves by, else 127.0.0.1.
     pub address: Option<std::net::IpAddr>,
+    /// Pods' cgroups under a parent per QoS class (`<cgroup_root>/kubepods/[burstable|
+    /// besteffort/]pod<uid>`), as the kubelet's `cgroupsPerQOS`.
+    pub cgroups_per_qos: bool,
+    /// Where the `kubepods` tree goes, as the kubelet's `--cgroup-root`.
+    pub cgroup_root: String,
 }
 
 impl Default for NodeSection {
@@ -168,6 +173,8 @@ impl Default for NodeSection {
             cluster_dns: Vec::new(),
             cluster_domain: "cluster.local".into(),
             address: None,
+            cgroups_per_qos: true,
+            cgroup_root: "/".into(),
         }
     }
 }

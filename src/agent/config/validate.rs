@@ -59,6 +59,13 @@ impl AgentConfig {
         .map_or(Ok(()), |e| {
             Err(refuse("node.cluster_domain", e.to_string()))
         })?;
+        let root = &self.node.cgroup_root;
+        if !root.starts_with('/') || root.split('/').any(|s| s == "..") {
+            return Err(refuse(
+                "node.cgroup_root",
+                format!("{root:?}: must be an absolute cgroup path without \"..\""),
+            ));
+        }
         quantity("allocatable.cpu", self.allocatable.cpu.as_ref(), true)?;
         quantity(
             "allocatable.memory",

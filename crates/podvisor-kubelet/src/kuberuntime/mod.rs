@@ -9,5 +9,6 @@ pub mod cleanup;
 pub mod config;
 pub mod images;
 pub(crate) mod keyring;
+pub mod pod_cgroups;
 pub mod subpath;
 pub mod syncer;

@@ -120,6 +120,7 @@ mod tests {
             cluster_dns: cluster_dns.iter().map(|s| s.to_string()).collect(),
             cluster_domain: "cluster.local".into(),
             memory_capacity: 4 << 30,
+            pod_cgroups: None,
         }
     }
 

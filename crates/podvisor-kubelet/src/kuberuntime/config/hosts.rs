@@ -114,6 +114,7 @@ mod tests {
             cluster_dns: Vec::new(),
             cluster_domain: "cluster.local".into(),
             memory_capacity: 4 << 30,
+            pod_cgroups: None,
         }
     }
 

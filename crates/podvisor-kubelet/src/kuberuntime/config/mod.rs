@@ -45,6 +45,9 @@ pub struct NodeConfig {
     pub cluster_domain: String,
     /// The machine's memory, bytes: Burstable containers' `oom_score_adj` is relative to it.
     pub memory_capacity: i64,
+    /// Where pods' cgroups go, under a parent per QoS class (`None`: where the runtime
+    /// puts them).
+    pub pod_cgroups: Option<crate::kuberuntime::pod_cgroups::PodCgroups>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

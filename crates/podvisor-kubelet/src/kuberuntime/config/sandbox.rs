@@ -126,6 +126,11 @@ pub fn sandbox_config(node: &NodeConfig, pod: &Pod, attempt: u32) -> PodSandboxC
                     )
                 })
                 .collect(),
+            cgroup_parent: node
+                .pod_cgroups
+                .as_ref()
+                .map(|c| c.name(pod))
+                .unwrap_or_default(),
             ..Default::default()
         }),
     }

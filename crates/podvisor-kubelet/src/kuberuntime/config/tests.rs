@@ -56,6 +56,7 @@ fn node() -> NodeConfig {
         cluster_dns: Vec::new(),
         cluster_domain: "cluster.local".into(),
         memory_capacity: 4 << 30,
+        pod_cgroups: None,
     }
 }
 

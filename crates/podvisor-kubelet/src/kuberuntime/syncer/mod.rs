@@ -380,6 +380,10 @@ impl PodSyncer for CriSyncer {
             // waited for status that new), without a listing of its own: on containerd 1.6
             // each walks every pod. Anything missed is an orphan for housekeeping to remove.
             self.remove_listed(status).await?;
+            // Its containers gone, so can its cgroup be.
+            for e in self.node.pod_cgroups.iter().flat_map(|c| c.remove(pod)) {
+                tracing::warn!(pod_uid = %pod.uid(), error = %e, "the pod's cgroup stays");
+            }
         }
         // A pod that finished stays in the API until someone deletes it: as the kubelet
         // does, its stopped sandbox and last containers stay too (and so their logs, which

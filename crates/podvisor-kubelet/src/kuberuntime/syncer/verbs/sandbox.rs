@@ -17,6 +17,11 @@ impl CriSyncer {
         attempt: u32,
     ) -> Result<SandboxInfo, SyncError> {
         let uid = pod.uid();
+        if let Some(cgroups) = &self.node.pod_cgroups {
+            cgroups
+                .ensure(pod)
+                .map_err(|e| SyncError::Other(e.to_string()))?;
+        }
         let config = sandbox_config(&self.node, pod, attempt);
         let id = match self.runtime.run_sandbox(&config).await {
             Ok(id) => id,
