@@ -3,7 +3,8 @@
 //! DNS for `ClusterFirst`), `hostAliases`, `hostname` and `subdomain` in the pod's
 //! `/etc/hosts` and hostname, and the termination message from the file or, with
 //! `FallbackToLogsOnError`, from the log; and each QoS class's `oom_score_adj` and pod cgroup
-//! (under the class's parent, with the pod's limits; gone with the pod).
+//! (under the class's parent, with the pod's limits; gone with the pod); a pod past its
+//! emptyDir `sizeLimit` evicted.
 
 mod common;
 
@@ -308,4 +309,88 @@ async fn pod_cgroups_have_the_pods_limits(k: &Kubectl) {
         })
         .await;
     }
+}
+
+fn filler(name: &str, kib: u32) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  terminationGracePeriodSeconds: 1
+  volumes:
+  - {{name: scratch, emptyDir: {{sizeLimit: 1Mi}}}}
+  containers:
+  - name: main
+    image: localhost/podvisor/busybox:test
+    command: ["/bin/sh", "-c", "dd if=/dev/zero of=/scratch/fill bs=1024 count={kib} && sync && echo filled && sleep 3600"]
+    volumeMounts: [{{name: scratch, mountPath: /scratch}}]
+"#
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_past_its_empty_dir_size_limit_is_evicted_and_one_within_it_runs_on() {
+    let mut agent = Agent::start("pod-fields-evict").await;
+    let k = Kubectl::for_agent(&agent);
+    k.apply(&[filler("hog", 2048), filler("modest", 256)].join("---\n"));
+    wait_for("the hog evicted", Duration::from_secs(60), || {
+        k.jsonpath(&["pod", "hog"], "{.status.reason}") == "Evicted"
+    })
+    .await;
+    assert_eq!(k.jsonpath(&["pod", "hog"], "{.status.phase}"), "Failed");
+    assert_eq!(
+        k.jsonpath(&["pod", "hog"], "{.status.message}"),
+        "Usage of EmptyDir volume \"scratch\" exceeds the limit \"1Mi\". "
+    );
+    let disruption = k.jsonpath(
+        &["pod", "hog"],
+        "{.status.conditions[?(@.type==\"DisruptionTarget\")].reason}",
+    );
+    assert_eq!(disruption, "TerminationByKubelet");
+    let events = k.ok(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=hog",
+    ]);
+    assert!(events.contains("Evicted"), "{events}");
+    // Stopped, and not run again: no container of it runs in the runtime.
+    let uid = k.jsonpath(&["pod", "hog"], "{.metadata.uid}");
+    wait_for(
+        "the hog's containers stopped",
+        Duration::from_secs(20),
+        || {
+            let state = k.jsonpath(&["pod", "hog"], "{.status.containerStatuses[0].state}");
+            state.contains("terminated")
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let running = agent.runtime_pods().await;
+    let hog_running = running.iter().any(|p| {
+        p.pod.uid == uid
+            && p.containers
+                .iter()
+                .any(|c| c.state == podvisor_cri::ContainerState::Running)
+    });
+    assert!(!hog_running, "the evicted pod runs again");
+    // Nor after the agent's restart: the stored status says it finished.
+    agent.restart().await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let running = agent.runtime_pods().await;
+    let again = running.iter().any(|p| {
+        p.pod.uid == uid
+            && p.containers
+                .iter()
+                .any(|c| c.state == podvisor_cri::ContainerState::Running)
+    });
+    assert!(!again, "the evicted pod runs again after a restart");
+    assert_eq!(k.jsonpath(&["pod", "hog"], "{.status.reason}"), "Evicted");
+    // Within its limit, the other runs on.
+    wait_for("modest filled", Duration::from_secs(30), || {
+        k.run(&["logs", "modest"]).stdout.contains("filled")
+    })
+    .await;
+    assert_eq!(k.jsonpath(&["pod", "modest"], "{.status.phase}"), "Running");
 }

@@ -261,6 +261,7 @@ fn sync_loop_deps(
         node: p.node.clone(),
         sources: sources(p, manifests),
         probes: Some(to.prober.recipient()),
+        events: to.statuses.recipient(),
     }
 }
 

@@ -285,7 +285,7 @@ fn object_volumes_and_env_sources_pass_and_what_podvisor_cannot_honour_is_named(
                 {"name": "c", "configMap": {"name": "x", "items": [{"key": "k", "path": "../b"}]}},
                 {"name": "d", "downwardAPI": {"items": [{"path": "ip", "fieldRef": {"fieldPath": "status.podIP"}}]}},
                 {"name": "p", "projected": {"sources": [{"clusterTrustBundle": {"path": "b"}}]}},
-                {"name": "e", "emptyDir": {"sizeLimit": "1Gi"}}
+                {"name": "e", "emptyDir": {"sizeLimit": "-1Gi"}}
             ],
             "containers": [{
                 "name": "app", "image": "i",

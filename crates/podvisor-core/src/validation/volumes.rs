@@ -189,10 +189,14 @@ fn check_empty_dir(e: &EmptyDirVolumeSource, at: &FieldPath, errs: &mut FieldErr
             &["", "Memory"],
         ));
     }
-    if e.size_limit.is_some() && medium != "Memory" {
-        errs.push(FieldError::forbidden(
+    // On disk the node evicts the pod past it; in memory it is the tmpfs's size.
+    if let Some(limit) = &e.size_limit
+        && !crate::quantity::parse_units(&limit.0).is_ok_and(|b| b >= 0)
+    {
+        errs.push(FieldError::invalid(
             &at.child("sizeLimit"),
-            "podvisor enforces sizeLimit only for medium: Memory (the size of its tmpfs)",
+            &limit.0,
+            "must be a non-negative quantity",
         ));
     }
 }

@@ -8,12 +8,13 @@
 //! sends one on every rescan); until every expected source has been heard from, it kills
 //! nothing, so a restart alone never stops a pod.
 
+mod eviction;
 pub mod gc;
 mod housekeeping;
 mod pods;
 mod tasks;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -33,7 +34,7 @@ use crate::protocol::cache::DeleteStatus;
 use crate::protocol::lifecycle::{PlegEventKind, PodLifecycleEvent};
 use crate::protocol::probes::{ProbeSync, RetainProbes};
 use crate::protocol::sources::{DesiredPods, GetDesiredPods, Rescan, SourcePods};
-use crate::protocol::status::{FinishedPods, ForgetPod, PodRejected, RetainPods};
+use crate::protocol::status::{FinishedPods, ForgetPod, PodRejected, RecordEvent, RetainPods};
 use crate::protocol::updates::{
     KillPodOptions, SyncKnownPods, UpdatePod, UpdatePodOptions, UpdateType,
 };
@@ -87,6 +88,8 @@ pub struct SyncLoopDeps {
     pub sources: Vec<Recipient<Rescan>>,
     /// The prober, kept to the pods still known by housekeeping.
     pub probes: Option<Recipient<RetainProbes>>,
+    /// Where an eviction's event goes (the status manager).
+    pub events: Recipient<RecordEvent>,
 }
 
 pub struct SyncLoop {
@@ -94,6 +97,8 @@ pub struct SyncLoop {
     config: SyncLoopConfig,
     pods: PodManager,
     housekeeping_running: bool,
+    /// Pods evicted by this instance (each is killed and told of once).
+    evicted: HashSet<PodUid>,
     /// Pods that had finished when this instance started, until their source adds them.
     finished: HashMap<PodUid, Phase>,
 }
@@ -113,6 +118,7 @@ impl SyncLoop {
             config,
             pods,
             housekeeping_running: false,
+            evicted: HashSet::new(),
             finished: HashMap::new(),
         }
     }

@@ -5,16 +5,16 @@
 use std::collections::{BTreeMap, HashSet};
 
 use actix::prelude::*;
-use podvisor_core::PodUid;
+use podvisor_core::{EventType, PodExt, PodUid, SharedPod};
 use podvisor_cri::CriError;
 use tracing::{debug, info, warn};
 
-use super::{SyncLoop, gc, housekeeping};
+use super::{SyncLoop, eviction, gc, housekeeping};
 use crate::kuberuntime::cleanup;
 use crate::protocol::cache::DeleteStatus;
 use crate::protocol::probes::RetainProbes;
-use crate::protocol::status::{ForgetPod, RetainPods};
-use crate::protocol::updates::{PodWorkerState, SyncKnownPods};
+use crate::protocol::status::{ForgetPod, RecordEvent, RetainPods};
+use crate::protocol::updates::{KillPodOptions, PodWorkerState, SyncKnownPods, UpdatePodOptions};
 
 impl SyncLoop {
     /// Forgets what is gone and kills what nobody wants. Skipped until every source has
@@ -74,6 +74,52 @@ impl SyncLoop {
             }
             self.send(u);
         }
+        self.check_storage(ctx);
+    }
+
+    /// Evicts the pods whose emptyDir on disk holds more than its `sizeLimit` (only pods
+    /// with such a volume are looked at; the walk runs off the actor's thread).
+    fn check_storage(&mut self, ctx: &mut Context<Self>) {
+        let watched: Vec<SharedPod> = self
+            .pods
+            .desired()
+            .into_iter()
+            .filter(|p| !self.evicted.contains(p.uid()) && !eviction::limited(p).is_empty())
+            .collect();
+        if watched.is_empty() {
+            return;
+        }
+        let node = self.deps.node.clone();
+        let measure = tokio::task::spawn_blocking(move || {
+            watched
+                .into_iter()
+                .filter_map(|p| eviction::over_limit(&node, &p).map(|e| (p, e)))
+                .collect::<Vec<_>>()
+        });
+        ctx.spawn(measure.into_actor(self).map(|over, act, _| {
+            for (pod, ex) in over.unwrap_or_default() {
+                act.evict(pod, &ex);
+            }
+        }));
+    }
+
+    fn evict(&mut self, pod: SharedPod, ex: &eviction::Exceeded) {
+        if !self.evicted.insert(pod.uid().clone()) {
+            return;
+        }
+        warn!(pod = pod.name(), pod_uid = %pod.uid(), message = %ex.message(), "evicting the pod");
+        self.deps.events.do_send(RecordEvent {
+            pod: pod.clone(),
+            kind: EventType::Warning,
+            reason: eviction::REASON,
+            message: ex.message(),
+        });
+        let kill = KillPodOptions {
+            evict: true,
+            status_fn: Some(eviction::evicted(ex)),
+            ..KillPodOptions::default()
+        };
+        self.send(UpdatePodOptions::kill(pod, kill));
     }
 
     fn sweep_dirs(
