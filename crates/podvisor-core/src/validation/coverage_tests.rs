@@ -11,7 +11,7 @@ use super::coverage_fields::fields;
 use super::validate_pod;
 
 #[derive(Debug)]
-enum Class {
+pub(super) enum Class {
     /// The node does what the field asks (other tests prove each).
     Honoured,
     /// The scheduler or the API server acts on it; a node has nothing to do.
@@ -23,12 +23,12 @@ enum Class {
 }
 use Class::*;
 
-struct Table {
-    name: &'static str,
+pub(super) struct Table {
+    pub(super) name: &'static str,
     fields: Vec<&'static str>,
     /// Where the type sits in `base()`, as a JSON pointer.
     at: &'static str,
-    classes: Vec<(&'static str, Class)>,
+    pub(super) classes: Vec<(&'static str, Class)>,
 }
 
 /// A valid pod with one of everything the tables set fields of.
@@ -38,7 +38,10 @@ fn base() -> Value {
         "spec": {
             "securityContext": {},
             "affinity": {},
-            "volumes": [{"name": "v", "emptyDir": {}}],
+            "volumes": [
+                {"name": "v", "emptyDir": {}},
+                {"name": "p", "projected": {"sources": [{"downwardAPI": {"items": []}}]}}
+            ],
             "containers": [{
                 "name": "c", "image": "i",
                 "securityContext": {},
@@ -337,6 +340,25 @@ fn small_tables() -> Vec<Table> {
             ],
         },
         Table {
+            name: "VolumeProjection",
+            fields: fields::<VolumeProjection>(),
+            at: "/spec/volumes/1/projected/sources/0",
+            classes: vec![
+                h("configMap"),
+                h("downwardAPI"),
+                h("secret"),
+                h("serviceAccountToken"),
+                (
+                    "clusterTrustBundle",
+                    Refused(json!({"path": "b", "signerName": "x.io/y"})),
+                ),
+                (
+                    "podCertificate",
+                    Refused(json!({"signerName": "x.io/y", "keyType": "ED25519"})),
+                ),
+            ],
+        },
+        Table {
             name: "Affinity",
             fields: fields::<Affinity>(),
             at: "/spec/affinity",
@@ -349,7 +371,7 @@ fn small_tables() -> Vec<Table> {
     ]
 }
 
-fn tables() -> Vec<Table> {
+pub(super) fn tables() -> Vec<Table> {
     let mut t = vec![
         pod_spec(),
         container(),
@@ -412,6 +434,8 @@ fn every_refusal_is_made_naming_the_field() {
             let target = v.pointer_mut(t.at).unwrap();
             if t.name == "Volume" {
                 *target = json!({"name": "v", *field: sample});
+            } else if t.name == "VolumeProjection" {
+                *target = json!({*field: sample});
             } else {
                 target[*field] = sample.clone();
             }

@@ -5,7 +5,11 @@
 #[cfg(test)]
 mod coverage_fields;
 #[cfg(test)]
+mod coverage_nested;
+#[cfg(test)]
 mod coverage_tests;
+#[cfg(test)]
+mod coverage_walk;
 mod dns;
 pub mod field;
 mod lifecycle;
