@@ -46,7 +46,10 @@ struct OneField<'p> {
 impl<'de, 'p> de::MapAccess<'de> for OneField<'p> {
     type Error = Found;
 
-    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Found> {
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Found> {
         match self.key.take() {
             Some(k) => {
                 let d: StrDeserializer<'_, Found> = k.into_deserializer();
@@ -70,7 +73,10 @@ struct One<'p> {
 impl<'de, 'p> de::SeqAccess<'de> for One<'p> {
     type Error = Found;
 
-    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, Found> {
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, Found> {
         seed.deserialize(self.probe.clone()).map(Some)
     }
 }
@@ -78,7 +84,10 @@ impl<'de, 'p> de::SeqAccess<'de> for One<'p> {
 impl<'de, 'p> de::MapAccess<'de> for One<'p> {
     type Error = Found;
 
-    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Found> {
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Found> {
         if std::mem::take(&mut self.key) {
             let d: StrDeserializer<'_, Found> = "k".into_deserializer();
             return seed.deserialize(d).map(Some);
@@ -117,16 +126,26 @@ impl<'de, 'p> Deserializer<'de> for Probe<'p> {
         visitor.visit_some(self)
     }
 
-    fn deserialize_newtype_struct<V: Visitor<'de>>(self, _: &'static str, visitor: V) -> Result<V::Value, Found> {
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Found> {
         visitor.visit_newtype_struct(self)
     }
 
     fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Found> {
-        visitor.visit_seq(One { probe: self, key: false })
+        visitor.visit_seq(One {
+            probe: self,
+            key: false,
+        })
     }
 
     fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Found> {
-        visitor.visit_map(One { probe: self, key: true })
+        visitor.visit_map(One {
+            probe: self,
+            key: true,
+        })
     }
 
     serde::forward_to_deserialize_any! {
@@ -157,11 +176,21 @@ mod tests {
         assert_eq!(name, "PodSpec");
         assert!(fields.contains(&"containers"));
         let port = shape::<PodSpec>(&["containers", "ports"]);
-        assert!(matches!(&port, Shape::Struct("ContainerPort", f) if f.contains(&"hostPort")), "{port:?}");
-        assert!(matches!(shape::<PodSpec>(&["overhead"]), Shape::Leaf), "a map of quantities");
+        assert!(
+            matches!(&port, Shape::Struct("ContainerPort", f) if f.contains(&"hostPort")),
+            "{port:?}"
+        );
+        assert!(
+            matches!(shape::<PodSpec>(&["overhead"]), Shape::Leaf),
+            "a map of quantities"
+        );
         assert!(matches!(shape::<PodSpec>(&["hostname"]), Shape::Leaf));
         assert!(matches!(
-            shape::<PodSpec>(&["affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"]),
+            shape::<PodSpec>(&[
+                "affinity",
+                "nodeAffinity",
+                "requiredDuringSchedulingIgnoredDuringExecution"
+            ]),
             Shape::Struct("NodeSelector", _)
         ));
     }
