@@ -79,7 +79,7 @@ fn node_config(cfg: &AgentConfig, g: &Ground) -> NodeConfig {
         pod_cgroups: cfg
             .node
             .cgroups_per_qos
-            .then(|| PodCgroups::new(&cfg.node.cgroup_root)),
+            .then(|| PodCgroups::new(&cfg.node.cgroup_root, cfg.node.systemd_cgroups())),
     }
 }
 

@@ -77,6 +77,8 @@ pub(crate) fn attributes(method: &Method, path: &str, query: &str) -> Request {
         {
             (Some(ns.to_string()), more)
         }
+        // A namespace itself is in itself, as kube-apiserver's request info says.
+        ["namespaces", ns, ..] => (Some(ns.to_string()), rest),
         _ => (None, rest),
     };
     let (resource, name, sub) = match rest {
@@ -85,9 +87,9 @@ pub(crate) fn attributes(method: &Method, path: &str, query: &str) -> Request {
         [r, n, s, ..] => (*r, Some(n.to_string()), Some(s.to_string())),
         [] => ("", None, None),
     };
-    let watch = query
-        .split('&')
-        .any(|kv| matches!(kv, "watch=true" | "watch=1"));
+    // Decoded as the handlers decode it (`watch=%74rue` is a watch too).
+    let watch = actix_web::web::Query::<WatchParam>::from_query(query)
+        .is_ok_and(|q| matches!(q.watch.as_deref(), Some("true" | "1")));
     Request::Resource {
         verb: verb(method, name.is_some(), watch).into(),
         group: group.into(),
@@ -96,6 +98,46 @@ pub(crate) fn attributes(method: &Method, path: &str, query: &str) -> Request {
         namespace,
         name,
     }
+}
+
+#[derive(serde::Deserialize)]
+struct WatchParam {
+    watch: Option<String>,
+}
+
+/// What writing a role or a binding takes beyond the verb on it: Kubernetes lets an account
+/// grant only what it holds unless it may `escalate` (roles) or `bind` (bindings); podvisor
+/// does not compare rule sets, so it asks for those verbs on the roles outright (stricter:
+/// `admin` and `edit` may not write RBAC objects; `cluster-admin` may).
+fn escalation(req: &Request) -> Option<Request> {
+    let Request::Resource {
+        verb,
+        group,
+        resource,
+        namespace,
+        ..
+    } = req
+    else {
+        return None;
+    };
+    if group != podvisor_store::RBAC || !matches!(verb.as_str(), "create" | "update" | "patch") {
+        return None;
+    }
+    let (needed, on) = match resource.as_str() {
+        "roles" => ("escalate", "roles"),
+        "clusterroles" => ("escalate", "clusterroles"),
+        "rolebindings" => ("bind", "roles"),
+        "clusterrolebindings" => ("bind", "clusterroles"),
+        _ => return None,
+    };
+    Some(Request::Resource {
+        verb: needed.into(),
+        group: group.clone(),
+        resource: on.into(),
+        subresource: None,
+        namespace: namespace.clone(),
+        name: None,
+    })
 }
 
 fn forbidden(req: &Request, user: &k8s_openapi::api::authentication::v1::UserInfo) -> ApiError {
@@ -137,14 +179,16 @@ async fn check_account(accounts: &Accounts, req: &ServiceRequest) -> Result<(), 
             _ => ApiError::unauthorized(),
         })?;
     let attrs = attributes(req.method(), req.path(), req.query_string());
-    let allowed = rbac::authorize(&accounts.client, &who.user, &attrs)
-        .await
-        .map_err(|e| match e {
-            AuthError::Client(c) => ApiError::from(c),
-            other => ApiError::new(500, "InternalError", other.to_string()),
-        })?;
-    if !allowed {
-        return Err(forbidden(&attrs, &who.user));
+    for needed in std::iter::once(attrs.clone()).chain(escalation(&attrs)) {
+        let allowed = rbac::authorize(&accounts.client, &who.user, &needed)
+            .await
+            .map_err(|e| match e {
+                AuthError::Client(c) => ApiError::from(c),
+                other => ApiError::new(500, "InternalError", other.to_string()),
+            })?;
+        if !allowed {
+            return Err(forbidden(&needed, &who.user));
+        }
     }
     req.extensions_mut().insert(who.user);
     Ok(())
@@ -287,7 +331,7 @@ mod tests {
                 "".into(),
                 "namespaces".into(),
                 None,
-                None,
+                s("kube-system"),
                 s("kube-system")
             )
         );
@@ -298,10 +342,34 @@ mod tests {
                 "".into(),
                 "namespaces".into(),
                 s("status"),
-                None,
+                s("x"),
                 s("x")
             )
         );
+        assert_eq!(
+            res(
+                Method::GET,
+                "/api/v1/namespaces/default/pods",
+                "watch=%74rue"
+            )
+            .0,
+            "watch"
+        );
+        let bind = escalation(&attributes(
+            &Method::POST,
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/ns/rolebindings",
+            "",
+        ));
+        assert!(
+            matches!(&bind, Some(Request::Resource { verb, resource, .. }) if verb == "bind" && resource == "roles"),
+            "{bind:?}"
+        );
+        let delete = attributes(
+            &Method::DELETE,
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/ns/roles/r",
+            "",
+        );
+        assert_eq!(escalation(&delete), None);
         assert_eq!(
             attributes(&Method::GET, "/apis/apps/v1", ""),
             Request::NonResource {

@@ -32,11 +32,14 @@ fn account(store: &dyn Objects, ns: &str, name: &str) -> Result<ServiceAccount, 
             "error looking up service account {ns}/{name}: serviceaccount {name:?} not found"
         ),
     };
-    let stored = store
-        .get(Kind::ServiceAccount, ns, name)
-        .ok_or_else(missing)?;
-    let sa = stored.typed::<ServiceAccount>()?;
-    Ok((*sa).clone())
+    match store.get(Kind::ServiceAccount, ns, name) {
+        Some(stored) => Ok((*stored.typed::<ServiceAccount>()?).clone()),
+        // A namespace made a moment ago may not have its `default` account yet (the
+        // accounts controller makes it): the pod is admitted as `default` with nothing more
+        // to add, and its token is issued once the account exists.
+        None if name == "default" => Ok(ServiceAccount::default()),
+        None => Err(missing()),
+    }
 }
 
 /// A name no other volume of the pod has: `kube-api-access-` and five characters.
@@ -132,12 +135,10 @@ fn admit_pod(store: &dyn Objects, pod: &mut Pod) -> Result<(), Error> {
         .clone()
         .unwrap_or_else(|| "default".into());
     let spec = pod.spec.get_or_insert_with(PodSpec::default);
-    let name = spec
-        .service_account_name
-        .clone()
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| "default".into());
+    // `serviceAccount` is the deprecated spelling: either names the account; both are set.
+    let name = podvisor_core::pod::service_account(Some(spec)).to_string();
     spec.service_account_name = Some(name.clone());
+    spec.service_account = Some(name.clone());
     let sa = account(store, &ns, &name)?;
     if spec.image_pull_secrets.as_ref().is_none_or(Vec::is_empty) {
         spec.image_pull_secrets = sa.image_pull_secrets.clone().filter(|s| !s.is_empty());

@@ -70,11 +70,7 @@ async fn bound_pod(
             r.uid.as_deref().unwrap_or_default()
         )));
     }
-    let runs_as = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.service_account_name.as_deref());
-    if runs_as.unwrap_or("default") != account {
+    if podvisor_core::pod::service_account(pod.spec.as_ref()) != account {
         return Err(AuthError::Invalid(format!(
             "cannot bind token for serviceaccount {account:?} to pod running with different serviceaccount name"
         )));

@@ -19,6 +19,19 @@ pub const CONFIG_SOURCE_ANNOTATION: &str = "kubernetes.io/config.source";
 /// A mirror pod (the API's read-only copy of a static pod) carries this annotation, whose
 /// value is the static pod's UID.
 pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
+
+/// The service account a pod runs as: `serviceAccountName`, else the deprecated
+/// `serviceAccount`, else `default`.
+pub fn service_account(spec: Option<&k8s_openapi::api::core::v1::PodSpec>) -> &str {
+    let named = spec
+        .into_iter()
+        .flat_map(|s| [&s.service_account_name, &s.service_account]);
+    named
+        .flatten()
+        .map(String::as_str)
+        .find(|n| !n.is_empty())
+        .unwrap_or("default")
+}
 /// The namespace of a pod that does not name one.
 pub(crate) const DEFAULT_NAMESPACE: &str = "default";
 

@@ -205,10 +205,7 @@ fn token_spec(f: &PodFacts, audience: Option<String>, seconds: Option<i64>) -> T
     let spec = f.pod.spec.as_ref();
     TokenSpec {
         namespace: namespace(f).to_string(),
-        service_account: spec
-            .and_then(|s| s.service_account_name.clone())
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "default".into()),
+        service_account: podvisor_core::pod::service_account(spec).to_string(),
         pod_name: f.pod.metadata.name.clone().unwrap_or_default(),
         pod_uid: f.pod.metadata.uid.clone().unwrap_or_default(),
         audience: audience.filter(|a| !a.is_empty()),

@@ -164,6 +164,22 @@ pub struct NodeSection {
     pub cgroups_per_qos: bool,
     /// Where the `kubepods` tree goes, as the kubelet's `--cgroup-root`.
     pub cgroup_root: String,
+    /// The runtime's cgroup driver, as the kubelet's `cgroupDriver`: `cgroupfs` or
+    /// `systemd` (containerd's `SystemdCgroup = true`). They must agree, or no sandbox starts.
+    pub cgroup_driver: CgroupDriver,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CgroupDriver {
+    Cgroupfs,
+    Systemd,
+}
+
+impl NodeSection {
+    pub fn systemd_cgroups(&self) -> bool {
+        self.cgroup_driver == CgroupDriver::Systemd
+    }
 }
 
 impl Default for NodeSection {
@@ -175,6 +191,7 @@ impl Default for NodeSection {
             address: None,
             cgroups_per_qos: true,
             cgroup_root: "/".into(),
+            cgroup_driver: CgroupDriver::Cgroupfs,
         }
     }
 }

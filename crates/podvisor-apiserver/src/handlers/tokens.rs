@@ -64,10 +64,11 @@ pub async fn request(
 ) -> Result<HttpResponse, ApiError> {
     let accounts = accounts(state)?;
     let mut tr: TokenRequest = decode(req, &raw)?;
-    let (ns, name) = (
-        t.namespace.clone().unwrap_or_else(|| "default".into()),
-        t.name.clone().unwrap_or_default(),
-    );
+    let (Some(ns), Some(name)) = (t.namespace.clone(), t.name.clone()) else {
+        return Err(ApiError::not_found(
+            "a service account outside a namespace (POST /api/v1/namespaces/{ns}/serviceaccounts/{name}/token)",
+        ));
+    };
     let spec = &mut tr.spec;
     if spec.audiences.is_empty() {
         spec.audiences = vec![ISSUER.to_string()];

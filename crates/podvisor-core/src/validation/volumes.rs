@@ -165,6 +165,13 @@ fn check_projection(s: &VolumeProjection, at: &FieldPath, errs: &mut FieldErrors
                 "may not specify a duration less than 10 minutes",
             ));
         }
+        if let Some(e) = t.expiration_seconds.filter(|e| *e > 1 << 32) {
+            errs.push(FieldError::invalid_number(
+                &tp.child("expirationSeconds"),
+                e,
+                "may not specify a duration larger than 2^32 seconds",
+            ));
+        }
     }
     if s.cluster_trust_bundle.is_some() {
         errs.push(FieldError::forbidden(

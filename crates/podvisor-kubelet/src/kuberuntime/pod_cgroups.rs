@@ -39,6 +39,10 @@ pub struct PodCgroups {
     pub fs: PathBuf,
     /// The node's cgroup root (the kubelet's `--cgroup-root`, `/` by default).
     pub root: String,
+    /// The runtime's cgroup driver is systemd's (`SystemdCgroup = true`): the parent is a
+    /// slice (`kubepods-burstable-pod<uid>.slice`), systemd makes it, and podvisor writes
+    /// no limits of its own on it.
+    pub systemd: bool,
 }
 
 /// What one pod's cgroup is given (v1).
@@ -88,10 +92,11 @@ fn write(dir: &Path, file: &str, value: i64) -> Result<(), CgroupError> {
 }
 
 impl PodCgroups {
-    pub fn new(root: &str) -> Self {
+    pub fn new(root: &str, systemd: bool) -> Self {
         Self {
             fs: PathBuf::from("/sys/fs/cgroup"),
             root: root.to_string(),
+            systemd,
         }
     }
 
@@ -107,6 +112,14 @@ impl PodCgroups {
     /// The pod's cgroup, as the sandbox's `cgroup_parent` names it.
     pub fn name(&self, pod: &Pod) -> String {
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        if self.systemd {
+            let class = match qos_class(pod) {
+                QosClass::Guaranteed => "",
+                QosClass::Burstable => "-burstable",
+                QosClass::BestEffort => "-besteffort",
+            };
+            return format!("kubepods{class}-pod{}.slice", uid.replace('-', "_"));
+        }
         format!("{}/pod{uid}", self.qos_parent(qos_class(pod)))
     }
 
@@ -116,7 +129,7 @@ impl PodCgroups {
 
     /// Makes the pod's cgroup with its limits (v1), before its sandbox.
     pub fn ensure(&self, pod: &Pod) -> Result<(), CgroupError> {
-        if self.unified() {
+        if self.unified() || self.systemd {
             return Ok(());
         }
         let name = self.name(pod);
@@ -150,13 +163,18 @@ impl PodCgroups {
     /// Removes the pod's cgroup from every hierarchy (once its containers are gone). A
     /// cgroup that still holds something stays, and says so.
     pub fn remove(&self, pod: &Pod) -> Vec<CgroupError> {
+        if self.systemd {
+            return Vec::new();
+        }
         let name = self.name(pod);
         let Ok(entries) = std::fs::read_dir(&self.fs) else {
             return Vec::new();
         };
         let mut errors = Vec::new();
-        for e in entries.flatten() {
-            let dir = e.path().join(name.trim_start_matches('/'));
+        // v1: one directory per hierarchy; v2: the one tree.
+        let roots = entries.flatten().map(|e| e.path()).chain([self.fs.clone()]);
+        for root in roots.filter(|r| r.is_dir()) {
+            let dir = root.join(name.trim_start_matches('/'));
             match std::fs::remove_dir(&dir) {
                 Ok(()) => {}
                 Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}

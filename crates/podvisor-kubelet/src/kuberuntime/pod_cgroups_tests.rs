@@ -13,7 +13,7 @@ fn c(resources: serde_json::Value) -> serde_json::Value {
 
 #[test]
 fn each_class_has_its_parent_and_the_kubelet_s_limits() {
-    let cg = PodCgroups::new("/");
+    let cg = PodCgroups::new("/", false);
     let guaranteed = pod(
         "g",
         json!([c(json!({"limits": {"cpu": "500m", "memory": "64Mi"}}))]),
@@ -30,9 +30,13 @@ fn each_class_has_its_parent_and_the_kubelet_s_limits() {
     assert_eq!(cg.name(&burstable), "/kubepods/burstable/podb");
     assert_eq!(cg.name(&best), "/kubepods/besteffort/pode");
     assert_eq!(
-        PodCgroups::new("/custom/").name(&best),
+        PodCgroups::new("/custom/", false).name(&best),
         "/custom/kubepods/besteffort/pode"
     );
+    let systemd = PodCgroups::new("/", true);
+    let dashed = pod("a-b", json!([c(json!({}))]));
+    assert_eq!(systemd.name(&dashed), "kubepods-besteffort-poda_b.slice");
+    assert_eq!(systemd.name(&guaranteed), "kubepods-podg.slice");
     assert_eq!(
         limits(&guaranteed),
         PodLimits {
@@ -71,6 +75,7 @@ fn a_pod_s_cgroup_is_made_with_its_limits_and_removed_from_every_hierarchy() {
     let cg = PodCgroups {
         fs: fs.clone(),
         root: "/".into(),
+        systemd: false,
     };
     let p = pod(
         "u1",

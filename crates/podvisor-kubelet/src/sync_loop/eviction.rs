@@ -1,7 +1,8 @@
 //! Local storage eviction of the kubelet's eviction manager, for `emptyDir.sizeLimit`: a
 //! pod whose emptyDir on disk holds more than its limit is evicted, its containers
 //! stopped and its status Failed with reason `Evicted` and the kubelet's message, a
-//! `DisruptionTarget` condition and a Warning event; it is not run again. (A memory-backed
+//! `DisruptionTarget` condition and a Warning event; it is not run again. Static pods are
+//! never evicted (the kubelet's critical pods), nor finished ones. (A memory-backed
 //! emptyDir is a tmpfs of its limit's size: writes past it fail instead.)
 
 use std::os::unix::fs::MetadataExt;
@@ -33,17 +34,26 @@ impl Exceeded {
     }
 }
 
+/// The most entries one measurement looks at: a volume of millions of empty files cannot
+/// make a walk endless (the kubelet's `du` has no bound; past this the pod's usage is
+/// what was counted so far).
+pub(crate) const MAX_ENTRIES: usize = 1 << 20;
+
 /// The space `dir` takes on disk (allocated blocks, as `du`), counting no further than
-/// `stop_above`: symbolic links are not followed, each inode is counted once per walk.
+/// `stop_above` or [`MAX_ENTRIES`]: symbolic links are not followed, each inode is counted
+/// once per walk.
 pub(crate) fn usage(dir: &Path, stop_above: u64) -> u64 {
     let mut total: u64 = 0;
+    let mut entries = 0usize;
     let mut pending = vec![dir.to_path_buf()];
     let mut seen = std::collections::HashSet::new();
     while let Some(d) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            entries += 1;
+            if entries > MAX_ENTRIES {
+                tracing::warn!(dir = %dir.display(), "an emptyDir of over a million entries: its usage is counted in part");
+                return total;
+            }
             let Ok(m) = e.path().symlink_metadata() else {
                 continue;
             };
@@ -62,7 +72,8 @@ pub(crate) fn usage(dir: &Path, stop_above: u64) -> u64 {
     total
 }
 
-/// The pod's emptyDir volumes on disk with a `sizeLimit`: (name, limit text, bytes).
+/// The pod's emptyDir volumes on disk with a `sizeLimit` above zero (the kubelet ignores a
+/// zero limit): (name, limit text, bytes).
 pub(crate) fn limited(pod: &Pod) -> Vec<(String, String, u64)> {
     let volumes = pod.spec.as_ref().and_then(|s| s.volumes.as_deref());
     volumes
@@ -75,7 +86,7 @@ pub(crate) fn limited(pod: &Pod) -> Vec<(String, String, u64)> {
             }
             let limit = e.size_limit.as_ref()?;
             let bytes = u64::try_from(quantity::parse_units(&limit.0).ok()?).ok()?;
-            Some((v.name.clone(), limit.0.clone(), bytes))
+            (bytes > 0).then(|| (v.name.clone(), limit.0.clone(), bytes))
         })
         .collect()
 }

@@ -97,8 +97,10 @@ pub struct SyncLoop {
     config: SyncLoopConfig,
     pods: PodManager,
     housekeeping_running: bool,
-    /// Pods evicted by this instance (each is killed and told of once).
+    /// Pods evicted by this instance (each is killed and told of once), while desired.
     evicted: HashSet<PodUid>,
+    /// A measurement of emptyDir usage is under way.
+    measuring: bool,
     /// Pods that had finished when this instance started, until their source adds them.
     finished: HashMap<PodUid, Phase>,
 }
@@ -119,6 +121,7 @@ impl SyncLoop {
             pods,
             housekeeping_running: false,
             evicted: HashSet::new(),
+            measuring: false,
             finished: HashMap::new(),
         }
     }

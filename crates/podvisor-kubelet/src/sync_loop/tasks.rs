@@ -80,15 +80,20 @@ impl SyncLoop {
     /// Evicts the pods whose emptyDir on disk holds more than its `sizeLimit` (only pods
     /// with such a volume are looked at; the walk runs off the actor's thread).
     fn check_storage(&mut self, ctx: &mut Context<Self>) {
-        let watched: Vec<SharedPod> = self
-            .pods
-            .desired()
-            .into_iter()
+        let desired = self.pods.desired();
+        let live: HashSet<&PodUid> = desired.iter().map(|p| p.uid()).collect();
+        self.evicted.retain(|uid| live.contains(uid));
+        let watched: Vec<SharedPod> = desired
+            .iter()
+            .filter(|p| !p.is_static() && !p.is_terminal())
             .filter(|p| !self.evicted.contains(p.uid()) && !eviction::limited(p).is_empty())
+            .cloned()
             .collect();
-        if watched.is_empty() {
+        // One measurement at a time: a slow walk is not stacked on.
+        if watched.is_empty() || self.measuring {
             return;
         }
+        self.measuring = true;
         let node = self.deps.node.clone();
         let measure = tokio::task::spawn_blocking(move || {
             watched
@@ -97,6 +102,7 @@ impl SyncLoop {
                 .collect::<Vec<_>>()
         });
         ctx.spawn(measure.into_actor(self).map(|over, act, _| {
+            act.measuring = false;
             for (pod, ex) in over.unwrap_or_default() {
                 act.evict(pod, &ex);
             }
