@@ -6,8 +6,8 @@
 use std::collections::HashSet;
 
 use k8s_openapi::api::core::v1::{
-    DownwardAPIVolumeFile, EmptyDirVolumeSource, EnvFromSource, EnvVar, KeyToPath, Volume,
-    VolumeProjection,
+    DownwardAPIVolumeFile, EmptyDirVolumeSource, EnvFromSource, EnvVar, KeyToPath,
+    ServiceAccountTokenProjection, Volume, VolumeProjection,
 };
 
 use super::field::{FieldError, FieldErrors, FieldPath};
@@ -156,22 +156,7 @@ fn check_projection(s: &VolumeProjection, at: &FieldPath, errs: &mut FieldErrors
         );
     }
     if let Some(t) = &s.service_account_token {
-        let tp = at.child("serviceAccountToken");
-        check_item_path(&t.path, &tp.child("path"), errs);
-        if let Some(e) = t.expiration_seconds.filter(|e| *e < 600) {
-            errs.push(FieldError::invalid_number(
-                &tp.child("expirationSeconds"),
-                e,
-                "may not specify a duration less than 10 minutes",
-            ));
-        }
-        if let Some(e) = t.expiration_seconds.filter(|e| *e > 1 << 32) {
-            errs.push(FieldError::invalid_number(
-                &tp.child("expirationSeconds"),
-                e,
-                "may not specify a duration larger than 2^32 seconds",
-            ));
-        }
+        check_token(t, &at.child("serviceAccountToken"), errs);
     }
     if s.cluster_trust_bundle.is_some() {
         errs.push(FieldError::forbidden(
@@ -185,6 +170,22 @@ fn check_projection(s: &VolumeProjection, at: &FieldPath, errs: &mut FieldErrors
             "podvisor does not issue pod certificates",
         ));
     }
+}
+
+/// A token projection's path and lifetime (ten minutes to 2^32 seconds).
+fn check_token(t: &ServiceAccountTokenProjection, tp: &FieldPath, errs: &mut FieldErrors) {
+    check_item_path(&t.path, &tp.child("path"), errs);
+    let why = match t.expiration_seconds {
+        Some(e) if e < 600 => "may not specify a duration less than 10 minutes",
+        Some(e) if e > 1 << 32 => "may not specify a duration larger than 2^32 seconds",
+        _ => return,
+    };
+    let e = t.expiration_seconds.unwrap_or_default();
+    errs.push(FieldError::invalid_number(
+        &tp.child("expirationSeconds"),
+        e,
+        why,
+    ));
 }
 
 fn check_empty_dir(e: &EmptyDirVolumeSource, at: &FieldPath, errs: &mut FieldErrors) {
