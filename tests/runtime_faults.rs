@@ -159,9 +159,15 @@ async fn one_pod_whose_status_calls_hang_holds_up_no_other_pod() {
         seen.push((n.clone(), opened.elapsed()));
     }
     eprintln!("hung: exits of the other pods seen after {seen:?}");
+    // Within the PLEG's inspection bound (2 s) and one relist period (1 s), not the
+    // runtime's 10 s deadline: when the first inspection of the hung pod shares a relist
+    // with the others' exits, their statuses are in the cache at once, but a worker that
+    // synced after that relist began waits for the relist's end (the cache's global
+    // timestamp, as the kubelet's cache), which the bound sets. A run at 2.2-2.4 s was
+    // that case, not a pod held up by the hang.
     for (n, took) in &seen {
         assert!(
-            *took <= Duration::from_secs(2),
+            *took <= Duration::from_secs(3),
             "{n}'s exit took {took:?} to be seen while g0 hangs"
         );
     }
