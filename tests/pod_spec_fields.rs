@@ -311,6 +311,17 @@ async fn pod_cgroups_have_the_pods_limits(k: &Kubectl) {
     }
 }
 
+/// Whether a container of the pod `uid` runs in the runtime.
+async fn runs(agent: &Agent, uid: &str) -> bool {
+    let pods = agent.runtime_pods().await;
+    pods.iter().any(|p| {
+        p.pod.uid == uid
+            && p.containers
+                .iter()
+                .any(|c| c.state == podvisor_cri::ContainerState::Running)
+    })
+}
+
 fn filler(name: &str, kib: u32) -> String {
     format!(
         r#"apiVersion: v1
@@ -367,25 +378,14 @@ async fn a_pod_past_its_empty_dir_size_limit_is_evicted_and_one_within_it_runs_o
     )
     .await;
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let running = agent.runtime_pods().await;
-    let hog_running = running.iter().any(|p| {
-        p.pod.uid == uid
-            && p.containers
-                .iter()
-                .any(|c| c.state == podvisor_cri::ContainerState::Running)
-    });
-    assert!(!hog_running, "the evicted pod runs again");
+    assert!(!runs(&agent, &uid).await, "the evicted pod runs again");
     // Nor after the agent's restart: the stored status says it finished.
     agent.restart().await;
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let running = agent.runtime_pods().await;
-    let again = running.iter().any(|p| {
-        p.pod.uid == uid
-            && p.containers
-                .iter()
-                .any(|c| c.state == podvisor_cri::ContainerState::Running)
-    });
-    assert!(!again, "the evicted pod runs again after a restart");
+    assert!(
+        !runs(&agent, &uid).await,
+        "the evicted pod runs again after a restart"
+    );
     assert_eq!(k.jsonpath(&["pod", "hog"], "{.status.reason}"), "Evicted");
     // Within its limit, the other runs on.
     wait_for("modest filled", Duration::from_secs(30), || {
