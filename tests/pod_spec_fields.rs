@@ -380,6 +380,7 @@ async fn a_pod_past_its_empty_dir_size_limit_is_evicted_and_one_within_it_runs_o
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert!(!runs(&agent, &uid).await, "the evicted pod runs again");
     // Nor after the agent's restart: the stored status says it finished.
+    agent.kill9();
     agent.restart().await;
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert!(
