@@ -204,6 +204,11 @@ fn mirror_of(p: &Pod) -> Option<&String> {
     p.metadata.annotations.as_ref()?.get(MIRROR_ANNOTATION)
 }
 
+/// Whether the pod is a static pod's mirror (the node made it; admission lets it pass).
+pub(crate) fn is_mirror(p: &Pod) -> bool {
+    mirror_of(p).is_some()
+}
+
 /// What a pod update may not change, as Kubernetes: the spec but images, tolerations
 /// (added, or their `tolerationSeconds` changed), `activeDeadlineSeconds` and the grace
 /// period; existing tolerations; the mirror annotation.

@@ -25,7 +25,6 @@ use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 use podvisor_client::{AnyObject, Error, FieldSelector};
 use podvisor_core::fit::{self, Allocatable, Requests};
 use podvisor_core::node_admit;
-use podvisor_core::pod::MIRROR_ANNOTATION;
 use podvisor_core::taints::{self, NO_EXECUTE, NO_SCHEDULE, UNSCHEDULABLE_KEY};
 use podvisor_core::{Kind, Phase, quantity};
 use podvisor_store::{Admission, Objects, Resource, Selector, StoredObject};
@@ -179,11 +178,7 @@ impl Admission for NodeFit {
             return Ok(());
         };
         let bound = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
-        let mirror = pod
-            .metadata
-            .annotations
-            .as_ref()
-            .is_some_and(|a| a.contains_key(MIRROR_ANNOTATION));
+        let mirror = crate::admission::is_mirror(pod);
         if old.is_some() || bound != Some(self.node.as_str()) || mirror {
             return Ok(());
         }

@@ -14,7 +14,6 @@
 use k8s_openapi::api::core::v1::{Container, Namespace, Pod, PodSpec, SecurityContext};
 use podvisor_client::{AnyObject, Error};
 use podvisor_core::Kind;
-use podvisor_core::pod::MIRROR_ANNOTATION;
 use podvisor_core::validation::security::{SAFE_SYSCTLS, dotted_sysctl};
 use podvisor_store::{Admission, Objects, Resource, StoredObject};
 use serde::Deserialize;
@@ -293,10 +292,7 @@ impl Admission for PodSecurity {
         // Updates change only images, tolerations, deadlines and the grace period: none
         // of it is policed.
         let meta = &pod.metadata;
-        let mirror = meta
-            .annotations
-            .as_ref()
-            .is_some_and(|a| a.contains_key(MIRROR_ANNOTATION));
+        let mirror = crate::admission::is_mirror(pod);
         if old.is_some() || mirror {
             return Ok(());
         }

@@ -171,11 +171,7 @@ impl Admission for ServiceAccounts {
         let AnyObject::Pod(pod) = object else {
             return Ok(());
         };
-        let mirror = pod
-            .metadata
-            .annotations
-            .as_ref()
-            .is_some_and(|a| a.contains_key(podvisor_core::pod::MIRROR_ANNOTATION));
+        let mirror = crate::admission::is_mirror(pod);
         if old.is_some() || mirror {
             return Ok(());
         }

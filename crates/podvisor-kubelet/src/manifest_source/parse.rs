@@ -231,6 +231,32 @@ pub(crate) fn read_file(path: &Path, node: &str) -> Result<Vec<SharedPod>, Manif
         .collect()
 }
 
+/// A static pod projects no service-account token: its mirror is another incarnation than
+/// the pod a token would be bound to, so none could be issued (kube-apiserver refuses such
+/// mirror pods too). Refused with the field, not left waiting for ever.
+fn no_tokens(pod: &Pod) -> Result<(), FieldErrors> {
+    let volumes = pod.spec.as_ref().and_then(|s| s.volumes.as_deref());
+    let mut errs = Vec::new();
+    for (i, v) in volumes.unwrap_or(&[]).iter().enumerate() {
+        let sources = v.projected.as_ref().and_then(|p| p.sources.as_deref());
+        for (j, s) in sources.unwrap_or(&[]).iter().enumerate() {
+            if s.service_account_token.is_some() {
+                let at = FieldPath::new("spec").child("volumes").index(i);
+                let at = at.child("projected").child("sources").index(j);
+                errs.push(FieldError::forbidden(
+                    &at.child("serviceAccountToken"),
+                    "a static pod may not use service-account tokens",
+                ));
+            }
+        }
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(FieldErrors(errs))
+    }
+}
+
 fn pod_from_document(
     doc: serde_json::Value,
     path: &Path,
@@ -246,6 +272,7 @@ fn pod_from_document(
     }
     let mut pod: Pod = serde_json::from_value(doc.clone()).map_err(ManifestFileError::Schema)?;
     validate_pod(&pod)?;
+    no_tokens(&pod)?;
     let uid = derive_uid(node, path, &doc);
     let node = node.to_lowercase();
     let name = format!("{}-{node}", pod.name());

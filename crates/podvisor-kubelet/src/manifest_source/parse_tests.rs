@@ -188,6 +188,13 @@ fn a_bad_file_is_reported_with_its_reason_and_the_good_ones_still_load() {
             "spec.terminationGracePeriodSeconds: Invalid value: 9223372036854775807",
         ),
         (
+            "token.yaml",
+            &format!(
+                "{WEB}  volumes:\n  - name: t\n    projected: {{sources: [{{serviceAccountToken: {{path: token}}}}]}}\n"
+            ),
+            "spec.volumes[0].projected.sources[0].serviceAccountToken: Forbidden: a static pod may not use service-account tokens",
+        ),
+        (
             "huge.yaml",
             &format!("{WEB}    resources:\n      requests:\n        memory: 9Ei\n"),
             "resources.requests[memory]: Invalid value: \"9Ei\"",
