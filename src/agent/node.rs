@@ -17,6 +17,7 @@ use podvisor_apiserver::{NodeInfo, ObjectAdmission};
 use podvisor_client::{Api, Client};
 use podvisor_cluster::{CertRotation, NodeLease, RemoteClient, Rotation};
 use podvisor_controllers::accounts::AccountsController;
+use podvisor_controllers::deployment::DeploymentController;
 use podvisor_controllers::replicaset::ReplicaSetController;
 use podvisor_controllers::taint_eviction::TaintEviction;
 use podvisor_kubelet::agent::Agent;
@@ -116,7 +117,7 @@ fn taint_eviction(client: &Client, node_api: &Client, node: &str) -> Vec<ChildSp
 }
 
 /// The controllers of a node standing alone, each with its event recorder (in a cluster
-/// the control plane runs the ReplicaSet controller).
+/// the control plane runs the ReplicaSet and Deployment controllers).
 fn controllers(client: &Client, node_api: &Client, node: &str, ca_pem: &str) -> Vec<ChildSpec> {
     let mut specs = taint_eviction(client, node_api, node);
     let (c, ca) = (client.clone(), ca_pem.to_string());
@@ -129,6 +130,13 @@ fn controllers(client: &Client, node_api: &Client, node: &str, ca_pem: &str) -> 
             .capacity(1 << 14)
             .build();
     specs.extend([rs_events_spec, rs]);
+    let (d_events, d_events_spec) = recorder(node_api, "deployment-controller", node);
+    let c = client.clone();
+    let (_, deployments) =
+        ChildSpec::of(move || DeploymentController::new(c.clone(), d_events.recipient()))
+            .capacity(1 << 12)
+            .build();
+    specs.extend([d_events_spec, deployments]);
     specs
 }
 

@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod containerd;
 pub mod kubectl;
 pub mod nodes;
+pub mod pod_watch;
 pub mod registry;
 
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -8,7 +8,8 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, PodSpec, Toleration};
 use podvisor_client::{AnyObject, Error};
 use podvisor_core::Kind;
@@ -139,6 +140,16 @@ fn admit_typed(
             defaults::replica_set(rs);
             crate::validate::replica_set(rs).map_err(|e| invalid(res, &name, e))?;
             Ok(rs_of(old).map_or_else(Vec::new, |o| selector_changed(&o, rs)))
+        }
+        AnyObject::Deployment(d) => {
+            let old = old.and_then(|o| o.typed::<Deployment>().ok());
+            crate::workloads::deployment(Arc::make_mut(d), old.as_deref())
+                .map_err(|e| invalid(res, &name, e))
+        }
+        AnyObject::Job(j) => {
+            let old = old.and_then(|o| o.typed::<Job>().ok());
+            crate::workloads::job(Arc::make_mut(j), old.as_deref())
+                .map_err(|e| invalid(res, &name, e))
         }
         _ => Ok(Vec::new()),
     }

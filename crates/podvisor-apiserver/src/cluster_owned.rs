@@ -1,7 +1,8 @@
 //! In a cluster, the node's own API is a view: its pods, ReplicaSets and Node are copies
 //! of the cluster's (the node's cluster replica keeps them, without admission), so a
 //! create or replace of one through the node's API is refused with where to make it
-//! instead. Status writes (the node's own) are not admitted, so they pass; a delete is the
+//! instead. Deployments and Jobs are refused too: the control plane's controllers run
+//! them, the node's are off. Status writes (the node's own) are not admitted, so they pass; a delete is the
 //! node's to make (as `crictl` could stop a pod), and goes up to the cluster.
 
 use podvisor_client::{AnyObject, Error};
@@ -21,7 +22,14 @@ impl Admission for ClusterOwned {
         object: &mut AnyObject,
         _: Option<&StoredObject>,
     ) -> Result<(), Error> {
-        if !matches!(res.kind, Kind::Pod | Kind::ReplicaSet | Kind::Node) {
+        let owned = [
+            Kind::Pod,
+            Kind::ReplicaSet,
+            Kind::Node,
+            Kind::Deployment,
+            Kind::Job,
+        ];
+        if !owned.contains(&res.kind) {
             return Ok(());
         }
         Err(Error::Forbidden {

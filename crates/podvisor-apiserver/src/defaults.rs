@@ -106,6 +106,51 @@ pub fn pod_spec(s: &mut PodSpec) {
     }
 }
 
+/// A template's spec as kube-apiserver stores it: besides the pod defaults, the Go fields
+/// that are not pointers drop their zero values (`initialDelaySeconds: 0` is stored as no
+/// `initialDelaySeconds`), so that a template written back by a Go client (`kubectl
+/// rollout undo`) compares equal to the one it came from. Pods themselves are not touched:
+/// rewriting a running pod's spec would change its containers' hashes.
+pub fn template_spec(s: &mut PodSpec) {
+    pod_spec(s);
+    let unset_false = |b: &mut Option<bool>| {
+        if *b == Some(false) {
+            *b = None;
+        }
+    };
+    for f in [&mut s.host_network, &mut s.host_pid, &mut s.host_ipc] {
+        unset_false(f);
+    }
+    let containers = s
+        .init_containers
+        .iter_mut()
+        .flatten()
+        .chain(&mut s.containers);
+    for c in containers {
+        for f in [&mut c.stdin, &mut c.stdin_once, &mut c.tty] {
+            unset_false(f);
+        }
+        for m in c.volume_mounts.iter_mut().flatten() {
+            unset_false(&mut m.read_only);
+        }
+        for p in c.ports.iter_mut().flatten() {
+            if p.host_port == Some(0) {
+                p.host_port = None;
+            }
+        }
+        let probes = [
+            &mut c.liveness_probe,
+            &mut c.readiness_probe,
+            &mut c.startup_probe,
+        ];
+        for p in probes.into_iter().flatten() {
+            if p.initial_delay_seconds == Some(0) {
+                p.initial_delay_seconds = None;
+            }
+        }
+    }
+}
+
 /// Whether one of `tolerations` already tolerates the NoExecute taint `key`.
 fn tolerates(tolerations: &[Toleration], key: &str) -> bool {
     tolerations.iter().any(|t| {
@@ -150,7 +195,7 @@ pub fn replica_set(rs: &mut ReplicaSet) {
     set(&mut spec.replicas, || 1);
     set(&mut spec.min_ready_seconds, || 0);
     if let Some(pod) = spec.template.as_mut().and_then(|t| t.spec.as_mut()) {
-        pod_spec(pod);
+        template_spec(pod);
     }
 }
 

@@ -41,7 +41,7 @@ fn group(name: &str) -> Value {
 
 /// The named groups whose kinds the store serves (each at `v1`), and the groups of one
 /// verb each (`authentication.k8s.io` for TokenReview).
-pub const GROUPS: [&str; 3] = ["apps", podvisor_store::RBAC, AUTHENTICATION];
+pub const GROUPS: [&str; 4] = ["apps", "batch", podvisor_store::RBAC, AUTHENTICATION];
 
 pub const AUTHENTICATION: &str = "authentication.k8s.io";
 
@@ -75,7 +75,7 @@ fn entry(name: String, r: &Resource, verbs: &[&str]) -> Value {
     if !name.contains('/') {
         e["singularName"] = r.singular.into();
         e["shortNames"] = json!(r.short_names);
-        if matches!(r.plural, "pods" | "replicasets") {
+        if matches!(r.plural, "pods" | "replicasets" | "deployments" | "jobs") {
             e["categories"] = json!(["all"]);
         }
     }
@@ -92,7 +92,9 @@ fn subresources(r: &Resource) -> Vec<(&'static str, &'static str, Vec<&'static s
             out.push(("log", "Pod", vec!["get"]));
             out.push(("eviction", "Eviction", vec!["create"]));
         }
-        "replicasets" => out.push(("scale", "Scale", vec!["get", "patch", "update"])),
+        "replicasets" | "deployments" => {
+            out.push(("scale", "Scale", vec!["get", "patch", "update"]))
+        }
         "serviceaccounts" => out.push(("token", "TokenRequest", vec!["create"])),
         _ => {}
     }

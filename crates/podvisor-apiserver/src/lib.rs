@@ -32,6 +32,7 @@ mod table;
 mod target;
 pub mod tls;
 mod validate;
+mod workloads;
 
 pub use access::Accounts;
 pub use admission::{NodeInfo, ObjectAdmission};

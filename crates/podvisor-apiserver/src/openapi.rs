@@ -7,9 +7,10 @@
 use podvisor_store::Resource;
 use serde_json::{Map, Value, json};
 
-const GROUP_VERSIONS: [(&str, &str); 3] = [
+const GROUP_VERSIONS: [(&str, &str); 4] = [
     ("api/v1", ""),
     ("apis/apps/v1", "apps"),
+    ("apis/batch/v1", "batch"),
     ("apis/rbac.authorization.k8s.io/v1", podvisor_store::RBAC),
 ];
 

@@ -87,7 +87,34 @@ fn columns(kind: Kind) -> &'static [Column] {
             ("Object", "string", 0),
             ("Message", "string", 0),
         ],
+        Kind::Deployment | Kind::Job => workload_columns(kind),
         _ => access_columns(kind),
+    }
+}
+
+/// The columns of Deployments and Jobs.
+fn workload_columns(kind: Kind) -> &'static [Column] {
+    match kind {
+        Kind::Deployment => &[
+            ("Name", "string", 0),
+            ("Ready", "string", 0),
+            ("Up-to-date", "string", 0),
+            ("Available", "string", 0),
+            ("Age", "string", 0),
+            ("Containers", "string", 1),
+            ("Images", "string", 1),
+            ("Selector", "string", 1),
+        ],
+        _ => &[
+            ("Name", "string", 0),
+            ("Status", "string", 0),
+            ("Completions", "string", 0),
+            ("Duration", "string", 0),
+            ("Age", "string", 0),
+            ("Containers", "string", 1),
+            ("Images", "string", 1),
+            ("Selector", "string", 1),
+        ],
     }
 }
 

@@ -85,6 +85,10 @@ mod tests {
         assert_eq!(t.resource.kind, Kind::ReplicaSet);
         assert!(parse("/api/v1/namespaces/default/nodes").is_none());
         assert!(parse("/api/v1/widgets").is_none());
-        assert!(parse("/apis/batch/v1/jobs").is_none());
+        assert_eq!(
+            parse("/apis/batch/v1/jobs").unwrap().resource.kind,
+            Kind::Job
+        );
+        assert!(parse("/apis/batch/v2/jobs").is_none());
     }
 }

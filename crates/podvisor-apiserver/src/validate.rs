@@ -17,25 +17,15 @@ pub fn replica_set(rs: &ReplicaSet) -> Result<(), FieldErrors> {
         errors.push(FieldError::required(&spec_path, ""));
         return errors.into_result();
     };
-    for (field, value) in [
-        ("replicas", spec.replicas),
-        ("minReadySeconds", spec.min_ready_seconds),
-    ] {
-        if let Some(v) = value.filter(|v| *v < 0) {
-            let path = spec_path.child(field);
-            errors.push(FieldError::invalid_number(
-                &path,
-                i64::from(v),
-                "must be greater than or equal to 0",
-            ));
-        }
-    }
+    non_negative(
+        &[
+            ("replicas", spec.replicas),
+            ("minReadySeconds", spec.min_ready_seconds),
+        ],
+        &mut errors,
+    );
     let selector = &spec.selector;
-    let empty = selector.match_labels.as_ref().is_none_or(|m| m.is_empty())
-        && selector
-            .match_expressions
-            .as_ref()
-            .is_none_or(|e| e.is_empty());
+    let empty = is_empty(selector);
     if empty {
         errors.push(FieldError::required(
             &spec_path.child("selector"),
@@ -44,16 +34,44 @@ pub fn replica_set(rs: &ReplicaSet) -> Result<(), FieldErrors> {
     }
     match spec.template.as_ref() {
         None => errors.push(FieldError::required(&spec_path.child("template"), "")),
-        Some(t) => template(rs, t, (!empty).then_some(selector), &mut errors),
+        Some(t) => {
+            let name = rs.metadata.name.as_deref().unwrap_or("rs");
+            let selector = (!empty).then_some(selector);
+            template(name, t, selector, &["Always"], &mut errors);
+        }
     }
     errors.into_result()
 }
 
-/// The template: selected by the selector, a valid pod, restarting `Always`.
-fn template(
-    rs: &ReplicaSet,
+/// Whether a label selector selects nothing at all (refused: it would select every pod).
+pub(crate) fn is_empty(selector: &LabelSelector) -> bool {
+    selector.match_labels.as_ref().is_none_or(|m| m.is_empty())
+        && selector
+            .match_expressions
+            .as_ref()
+            .is_none_or(|e| e.is_empty())
+}
+
+/// Negative counts under `spec`.
+pub(crate) fn non_negative(fields: &[(&str, Option<i32>)], errors: &mut FieldErrors) {
+    for (field, value) in fields {
+        if let Some(v) = value.filter(|v| *v < 0) {
+            errors.push(FieldError::invalid_number(
+                &FieldPath::new("spec").child(field),
+                i64::from(v),
+                "must be greater than or equal to 0",
+            ));
+        }
+    }
+}
+
+/// A pod template (of the object `name`): selected by the selector, a valid pod, with one
+/// of the `policies` (the first is the default).
+pub(crate) fn template(
+    name: &str,
     t: &PodTemplateSpec,
     selector: Option<&LabelSelector>,
+    policies: &[&str],
     errors: &mut FieldErrors,
 ) {
     let path = FieldPath::new("spec").child("template");
@@ -72,10 +90,7 @@ fn template(
     }
     let pod = Pod {
         metadata: ObjectMeta {
-            name: Some(format!(
-                "{}-xxxxx",
-                rs.metadata.name.as_deref().unwrap_or("rs")
-            )),
+            name: Some(format!("{name}-xxxxx")),
             ..t.metadata.clone().unwrap_or_default()
         },
         spec: t.spec.clone(),
@@ -91,10 +106,10 @@ fn template(
         .spec
         .as_ref()
         .and_then(|s| s.restart_policy.as_deref())
-        .unwrap_or("Always");
-    if policy != "Always" {
+        .unwrap_or(policies[0]);
+    if !policies.contains(&policy) {
         let at = path.child("spec").child("restartPolicy");
-        errors.push(FieldError::not_supported(&at, policy, &["Always"]));
+        errors.push(FieldError::not_supported(&at, policy, policies));
     }
 }
 

@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Node, Pod, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -111,6 +112,8 @@ objects! {
     RoleBinding => RoleBinding,
     ClusterRole => ClusterRole,
     ClusterRoleBinding => ClusterRoleBinding,
+    Deployment => Deployment,
+    Job => Job,
 }
 
 impl AnyObject {

@@ -225,7 +225,9 @@ pub fn selectable(kind: Kind) -> &'static [&'static str] {
         | Kind::Role
         | Kind::RoleBinding
         | Kind::ClusterRole
-        | Kind::ClusterRoleBinding => &[],
+        | Kind::ClusterRoleBinding
+        | Kind::Deployment
+        | Kind::Job => &[],
     }
 }
 
@@ -290,7 +292,9 @@ pub fn field_values(o: &AnyObject) -> Vec<(&'static str, String)> {
         | AnyObject::Role(_)
         | AnyObject::RoleBinding(_)
         | AnyObject::ClusterRole(_)
-        | AnyObject::ClusterRoleBinding(_) => Vec::new(),
+        | AnyObject::ClusterRoleBinding(_)
+        | AnyObject::Deployment(_)
+        | AnyObject::Job(_) => Vec::new(),
     }
 }
 

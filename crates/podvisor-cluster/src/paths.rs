@@ -20,6 +20,8 @@ pub(crate) fn collection(kind: Kind, namespace: Option<&str>) -> String {
         Kind::RoleBinding => (RBAC, "rolebindings"),
         Kind::ClusterRole => (RBAC, "clusterroles"),
         Kind::ClusterRoleBinding => (RBAC, "clusterrolebindings"),
+        Kind::Deployment => ("apis/apps/v1", "deployments"),
+        Kind::Job => ("apis/batch/v1", "jobs"),
     };
     match namespace.filter(|_| kind.namespaced()) {
         Some(ns) => format!("/{group_version}/namespaces/{ns}/{plural}"),

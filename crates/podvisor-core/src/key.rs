@@ -24,10 +24,12 @@ pub enum Kind {
     RoleBinding,
     ClusterRole,
     ClusterRoleBinding,
+    Deployment,
+    Job,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 14] = [
         Kind::Pod,
         Kind::Node,
         Kind::Namespace,
@@ -40,6 +42,8 @@ impl Kind {
         Kind::RoleBinding,
         Kind::ClusterRole,
         Kind::ClusterRoleBinding,
+        Kind::Deployment,
+        Kind::Job,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -56,6 +60,8 @@ impl Kind {
             Kind::RoleBinding => "RoleBinding",
             Kind::ClusterRole => "ClusterRole",
             Kind::ClusterRoleBinding => "ClusterRoleBinding",
+            Kind::Deployment => "Deployment",
+            Kind::Job => "Job",
         }
     }
 

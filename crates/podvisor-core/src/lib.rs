@@ -13,6 +13,7 @@ pub mod event;
 pub mod expand;
 pub mod fit;
 pub mod grace;
+pub mod intstr;
 pub mod key;
 pub mod labels;
 pub mod node_admit;

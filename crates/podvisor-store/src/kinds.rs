@@ -4,8 +4,10 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::ReplicaSetStatus;
+use k8s_openapi::api::apps::v1::{DeploymentStatus, ReplicaSetStatus};
+use k8s_openapi::api::batch::v1::JobStatus;
 use k8s_openapi::api::core::v1::{NamespaceStatus, PodStatus, Taint};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use podvisor_client::AnyObject;
 
 /// Status is the server's to set: what a create asks for is replaced by the kind's first.
@@ -20,6 +22,10 @@ pub(crate) fn reset_status(o: &mut AnyObject) {
         AnyObject::ReplicaSet(rs) => {
             Arc::make_mut(rs).status = Some(ReplicaSetStatus::default());
         }
+        AnyObject::Deployment(d) => {
+            Arc::make_mut(d).status = Some(DeploymentStatus::default());
+        }
+        AnyObject::Job(j) => Arc::make_mut(j).status = Some(JobStatus::default()),
         AnyObject::Namespace(n) => {
             Arc::make_mut(n).status = Some(NamespaceStatus {
                 phase: Some("Active".into()),
@@ -28,6 +34,36 @@ pub(crate) fn reset_status(o: &mut AnyObject) {
         }
         _ => {}
     }
+}
+
+/// A Job without a manual selector selects its pods by its UID, and its template carries
+/// that UID and the Job's name as labels (both spellings, as kube-apiserver writes them).
+pub(crate) fn generate_selector(o: &mut AnyObject) {
+    let AnyObject::Job(j) = o else { return };
+    let j = Arc::make_mut(j);
+    let uid = j.metadata.uid.clone().unwrap_or_default();
+    let name = j.metadata.name.clone().unwrap_or_default();
+    let Some(spec) = j.spec.as_mut() else { return };
+    if spec.manual_selector == Some(true) || spec.selector.is_some() {
+        return;
+    }
+    let labels = spec.template.metadata.get_or_insert_with(Default::default);
+    let labels = labels.labels.get_or_insert_with(Default::default);
+    for (key, value) in [
+        ("batch.kubernetes.io/controller-uid", &uid),
+        ("controller-uid", &uid),
+        ("batch.kubernetes.io/job-name", &name),
+        ("job-name", &name),
+    ] {
+        labels
+            .entry(key.to_string())
+            .or_insert_with(|| value.clone());
+    }
+    let selects = [("batch.kubernetes.io/controller-uid".to_string(), uid)];
+    spec.selector = Some(LabelSelector {
+        match_labels: Some(selects.into_iter().collect()),
+        match_expressions: None,
+    });
 }
 
 /// Gives `to` the status of `from` (both of one kind with a status subresource).
@@ -41,6 +77,10 @@ pub(crate) fn copy_status(to: &mut AnyObject, from: &AnyObject) {
         (AnyObject::ReplicaSet(t), AnyObject::ReplicaSet(f)) => {
             Arc::make_mut(t).status = f.status.clone();
         }
+        (AnyObject::Deployment(t), AnyObject::Deployment(f)) => {
+            Arc::make_mut(t).status = f.status.clone();
+        }
+        (AnyObject::Job(t), AnyObject::Job(f)) => Arc::make_mut(t).status = f.status.clone(),
         _ => {}
     }
 }
@@ -52,6 +92,8 @@ pub(crate) fn spec_differs(old: &AnyObject, new: &AnyObject) -> bool {
         (AnyObject::Node(a), AnyObject::Node(b)) => a.spec != b.spec,
         (AnyObject::Namespace(a), AnyObject::Namespace(b)) => a.spec != b.spec,
         (AnyObject::ReplicaSet(a), AnyObject::ReplicaSet(b)) => a.spec != b.spec,
+        (AnyObject::Deployment(a), AnyObject::Deployment(b)) => a.spec != b.spec,
+        (AnyObject::Job(a), AnyObject::Job(b)) => a.spec != b.spec,
         _ => false,
     }
 }

@@ -93,6 +93,7 @@ pub(crate) fn prepare_create(
     meta.resource_version = None;
     meta.generation = res.has_spec.then_some(1);
     kinds::reset_status(o);
+    kinds::generate_selector(o);
     kinds::stamp_taints(o, None);
     Ok(())
 }

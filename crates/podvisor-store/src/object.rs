@@ -29,7 +29,7 @@ pub struct Resource {
 }
 
 impl Resource {
-    pub const ALL: [Resource; 12] = [
+    pub const ALL: [Resource; 14] = [
         r(Kind::Pod, "", "pods", "pod", &["po"], true, true),
         r(Kind::Node, "", "nodes", "node", &["no"], true, true),
         r(
@@ -98,6 +98,16 @@ impl Resource {
             false,
             false,
         ),
+        r(
+            Kind::Deployment,
+            "apps",
+            "deployments",
+            "deployment",
+            &["deploy"],
+            true,
+            true,
+        ),
+        r(Kind::Job, "batch", "jobs", "job", &[], true, true),
     ];
 
     pub fn of(kind: Kind) -> Resource {
@@ -130,6 +140,8 @@ impl Resource {
     pub fn qualified(&self) -> &'static str {
         match self.kind {
             Kind::ReplicaSet => "replicasets.apps",
+            Kind::Deployment => "deployments.apps",
+            Kind::Job => "jobs.batch",
             Kind::Role => "roles.rbac.authorization.k8s.io",
             Kind::RoleBinding => "rolebindings.rbac.authorization.k8s.io",
             Kind::ClusterRole => "clusterroles.rbac.authorization.k8s.io",

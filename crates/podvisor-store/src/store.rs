@@ -184,6 +184,7 @@ impl Store {
         if res.namespaced() && self.get(Kind::Namespace, "", &ns).is_err() {
             return Err(Error::not_found("namespaces", &ns));
         }
+        self.check_owners(&object)?;
         if self.objects.contains_key(&key(res.kind, &ns, &name)) {
             return Err(Error::AlreadyExists {
                 resource: res.qualified().to_string(),

@@ -1,10 +1,13 @@
-//! replicasets/{name}/scale: the Scale view of a ReplicaSet (`kubectl scale`).
+//! replicasets/{name}/scale and deployments/{name}/scale: the Scale view of a ReplicaSet
+//! or Deployment (`kubectl scale`), read from and written to the object's JSON.
 
 use actix_web::web::Bytes;
 use actix_web::{HttpRequest, HttpResponse};
-use k8s_openapi::api::apps::v1::ReplicaSet;
-use podvisor_client::{Error as ClientError, PostParams, Subresource};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use podvisor_client::{AnyObject, Error as ClientError, PostParams, Subresource};
+use podvisor_core::Kind;
 use podvisor_core::labels::selector_string;
+use podvisor_store::StoredObject;
 use podvisor_store::actor::Replace;
 use serde_json::{Value, json};
 
@@ -12,33 +15,46 @@ use super::{ApiState, body, read, write};
 use crate::status::ApiError;
 use crate::target::Target;
 
-fn scale_of(rs: &ReplicaSet) -> Value {
-    let spec = rs.spec.as_ref();
-    let selector = spec
-        .map(|s| selector_string(&s.selector))
-        .unwrap_or_default();
-    let m = &rs.metadata;
+fn scale_of(o: &Value) -> Value {
+    let selector: LabelSelector =
+        serde_json::from_value(o["spec"]["selector"].clone()).unwrap_or_default();
+    let m = &o["metadata"];
     json!({
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
-        "metadata": {"name": m.name, "namespace": m.namespace, "uid": m.uid,
-            "resourceVersion": m.resource_version, "creationTimestamp": m.creation_timestamp},
-        "spec": {"replicas": spec.and_then(|s| s.replicas).unwrap_or(1)},
-        "status": {"replicas": rs.status.as_ref().map_or(0, |s| s.replicas), "selector": selector},
+        "metadata": {"name": m["name"], "namespace": m["namespace"], "uid": m["uid"],
+            "resourceVersion": m["resourceVersion"], "creationTimestamp": m["creationTimestamp"]},
+        "spec": {"replicas": o["spec"]["replicas"].as_i64().unwrap_or(1)},
+        "status": {"replicas": o["status"]["replicas"].as_i64().unwrap_or(0),
+            "selector": selector_string(&selector)},
     })
 }
 
-async fn fetch(state: &ApiState, t: &Target) -> Result<std::sync::Arc<ReplicaSet>, ApiError> {
-    Ok(read::fetch(state, t).await?.typed::<ReplicaSet>()?)
+fn json_of(o: &StoredObject) -> Result<Value, ApiError> {
+    serde_json::from_slice(&o.json).map_err(|e| {
+        ApiError::new(
+            500,
+            "InternalError",
+            format!("stored object unreadable: {e}"),
+        )
+    })
+}
+
+async fn fetch(state: &ApiState, t: &Target) -> Result<Value, ApiError> {
+    let o = read::fetch(state, t).await?;
+    if !matches!(o.kind, Kind::ReplicaSet | Kind::Deployment) {
+        return Err(ApiError::method_not_allowed("scale"));
+    }
+    json_of(&o)
 }
 
 pub(super) async fn get(state: &ApiState, t: Target) -> Result<HttpResponse, ApiError> {
-    Ok(body::json(&scale_of(&*fetch(state, &t).await?)))
+    Ok(body::json(&scale_of(&fetch(state, &t).await?)))
 }
 
 /// The Scale a request asks for: its body (PUT), or the current Scale patched (PATCH). The
 /// resourceVersion of a patched Scale is the client's only if the patch names one.
-fn asked(req: &HttpRequest, raw: &[u8], current: &ReplicaSet) -> Result<Value, ApiError> {
+fn asked(req: &HttpRequest, raw: &[u8], current: &Value) -> Result<Value, ApiError> {
     if req.method() != actix_web::http::Method::PATCH {
         return body::parse(&body::content_type(req), raw);
     }
@@ -49,7 +65,7 @@ fn asked(req: &HttpRequest, raw: &[u8], current: &ReplicaSet) -> Result<Value, A
         &mut scale,
         &patch,
         "Scale",
-        current.metadata.name.as_deref().unwrap_or_default(),
+        current["metadata"]["name"].as_str().unwrap_or_default(),
     )?;
     Ok(scale)
 }
@@ -62,23 +78,25 @@ pub(super) async fn set(
 ) -> Result<HttpResponse, ApiError> {
     let mut attempt = 0;
     loop {
-        let rs = fetch(state, &t).await?;
-        let scale = asked(req, &raw, &rs)?;
-        let mut next = (*rs).clone();
-        next.spec.get_or_insert_with(Default::default).replicas = Some(replicas(&scale)?);
+        let current = fetch(state, &t).await?;
+        let scale = asked(req, &raw, &current)?;
+        let mut next = current.clone();
+        next["spec"]["replicas"] = replicas(&scale)?.into();
         let precondition = scale["metadata"]["resourceVersion"]
             .as_str()
             .filter(|v| !v.is_empty());
         if let Some(v) = precondition {
-            next.metadata.resource_version = Some(v.to_string());
+            next["metadata"]["resourceVersion"] = v.into();
         }
+        let object = AnyObject::decode(t.resource.kind, next)
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
         let msg = Replace {
-            object: podvisor_client::AnyObject::new(next),
+            object,
             sub: Subresource::Main,
             opts: PostParams::default(),
         };
         match state.store.send(msg).await.map_err(ApiError::unavailable)? {
-            Ok(o) => return Ok(body::json(&scale_of(&*o.typed::<ReplicaSet>()?))),
+            Ok(o) => return Ok(body::json(&scale_of(&json_of(&o)?))),
             Err(ClientError::Conflict { .. }) if precondition.is_none() && attempt < 4 => {
                 attempt += 1
             }

@@ -49,6 +49,8 @@ pub fn of(kind: Kind, v: &Value) -> Vec<Value> {
         Kind::Pod => pod(v),
         Kind::Node => node(v),
         Kind::ReplicaSet => replica_set(v),
+        Kind::Deployment => deployment(v),
+        Kind::Job => job(v),
         Kind::Namespace => vec![name, json!(s(&v["status"]["phase"])), json!(age(v))],
         Kind::ConfigMap => {
             let n = count(&v["data"]) + count(&v["binaryData"]);
@@ -228,7 +230,8 @@ fn node(v: &Value) -> Vec<Value> {
     ]
 }
 
-fn replica_set(v: &Value) -> Vec<Value> {
+/// A workload's wide columns: its template's container names and images, its selector.
+fn template_columns(v: &Value) -> [Value; 3] {
     let containers = v["spec"]["template"]["spec"]["containers"]
         .as_array()
         .cloned()
@@ -249,17 +252,88 @@ fn replica_set(v: &Value) -> Vec<Value> {
                 .join(",")
         })
         .unwrap_or_default();
-    let n = |x: &Value| x.as_i64().unwrap_or(0);
-    vec![
+    [json!(join("name")), json!(join("image")), json!(selector)]
+}
+
+fn n(x: &Value) -> i64 {
+    x.as_i64().unwrap_or(0)
+}
+
+fn replica_set(v: &Value) -> Vec<Value> {
+    let mut row = vec![
         json!(s(&v["metadata"]["name"])),
         json!(v["spec"]["replicas"].as_i64().unwrap_or(1)),
         json!(n(&v["status"]["replicas"])),
         json!(n(&v["status"]["readyReplicas"])),
         json!(age(v)),
-        json!(join("name")),
-        json!(join("image")),
-        json!(selector),
-    ]
+    ];
+    row.extend(template_columns(v));
+    row
+}
+
+fn deployment(v: &Value) -> Vec<Value> {
+    let st = &v["status"];
+    let ready = format!("{}/{}", n(&st["readyReplicas"]), n(&v["spec"]["replicas"]));
+    let mut row = vec![
+        json!(s(&v["metadata"]["name"])),
+        json!(ready),
+        json!(n(&st["updatedReplicas"])),
+        json!(n(&st["availableReplicas"])),
+        json!(age(v)),
+    ];
+    row.extend(template_columns(v));
+    row
+}
+
+fn has_condition(v: &Value, type_: &str) -> bool {
+    let all = v["status"]["conditions"].as_array();
+    all.is_some_and(|c| {
+        c.iter()
+            .any(|c| c["type"] == type_ && c["status"] == "True")
+    })
+}
+
+/// kubectl's Job status column.
+fn job_status(v: &Value) -> &'static str {
+    let deleting = !v["metadata"]["deletionTimestamp"].is_null();
+    match () {
+        () if has_condition(v, "Complete") => "Complete",
+        () if has_condition(v, "Failed") => "Failed",
+        () if deleting => "Terminating",
+        () if has_condition(v, "Suspended") => "Suspended",
+        () if has_condition(v, "FailureTarget") => "FailureTarget",
+        () if has_condition(v, "SuccessCriteriaMet") => "SuccessCriteriaMet",
+        () => "Running",
+    }
+}
+
+fn job(v: &Value) -> Vec<Value> {
+    let succeeded = n(&v["status"]["succeeded"]);
+    let parallelism = n(&v["spec"]["parallelism"]);
+    let completions = match v["spec"]["completions"].as_i64() {
+        Some(c) => format!("{succeeded}/{c}"),
+        None if parallelism > 1 => format!("{succeeded}/1 of {parallelism}"),
+        None => format!("{succeeded}/1"),
+    };
+    let time = |f: &str| {
+        s(&v["status"][f])
+            .parse::<k8s_openapi::jiff::Timestamp>()
+            .ok()
+    };
+    let duration = match (time("startTime"), time("completionTime")) {
+        (Some(a), Some(b)) => human(b.as_second() - a.as_second()),
+        (Some(a), None) => human(podvisor_core::time::now().0.as_second() - a.as_second()),
+        _ => String::new(),
+    };
+    let mut row = vec![
+        json!(s(&v["metadata"]["name"])),
+        json!(job_status(v)),
+        json!(completions),
+        json!(duration),
+        json!(age(v)),
+    ];
+    row.extend(template_columns(v));
+    row
 }
 
 fn event(v: &Value) -> Vec<Value> {

@@ -15,8 +15,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use podvisor_client::{AnyObject, DeleteParams};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use podvisor_client::{AnyObject, DeleteParams, Error};
 use podvisor_core::Kind;
+use podvisor_core::validation::{FieldError, FieldErrors, FieldPath};
 
 use super::{Store, Write, key};
 use crate::delete::{self, DeleteStep};
@@ -106,26 +108,45 @@ impl Store {
     }
 
     /// Deletes (gracefully, for pods) every object `owner` owns, but for those another
-    /// existing owner still holds, which only lose the reference.
+    /// existing owner still holds, which only lose the reference; and, for each dependent
+    /// removed at once, its own dependents in turn (a Deployment's ReplicaSets' pods).
     pub(super) fn delete_dependents(&self, owner: &StoredObject) -> Vec<Write> {
         let overlay = Overlay::new(self);
-        self.dependents_of(&owner.uid)
-            .filter_map(|o| {
-                let others = o.owners.iter().filter(|r| r.uid != owner.uid);
-                if others
-                    .clone()
-                    .any(|r| overlay.owner(r, &o.namespace).is_some())
-                {
-                    let v = delete::orphaned(&o.object().ok()?, &owner.uid)?;
-                    return Some(Write::Put(ChangeType::Modified, v));
+        let mut out = Vec::new();
+        let mut owners = vec![owner.uid.to_string()];
+        let mut seen = std::collections::HashSet::new();
+        while let Some(uid) = owners.pop() {
+            for o in self.dependents_of(&uid) {
+                if !seen.insert(o.uid.to_string()) {
+                    continue;
                 }
-                match delete::plan(&Resource::of(o.kind), o, &DeleteParams::default()) {
-                    Ok(DeleteStep::Mark(v)) => Some(Write::Put(ChangeType::Modified, v)),
-                    Ok(DeleteStep::Remove(v)) => Some(Write::Remove(v)),
-                    _ => None,
+                let Some(w) = Self::delete_dependent(&overlay, o, &uid) else {
+                    continue;
+                };
+                if matches!(w, Write::Remove(_)) {
+                    owners.push(o.uid.to_string());
                 }
-            })
-            .collect()
+                out.push(w);
+            }
+        }
+        out
+    }
+
+    /// What deleting `owner_uid` does to `o`, one of its dependents.
+    fn delete_dependent(overlay: &Overlay<'_>, o: &StoredObject, owner_uid: &str) -> Option<Write> {
+        let others = o.owners.iter().filter(|r| *r.uid != *owner_uid);
+        if others
+            .clone()
+            .any(|r| overlay.owner(r, &o.namespace).is_some())
+        {
+            let v = delete::orphaned(&o.object().ok()?, owner_uid)?;
+            return Some(Write::Put(ChangeType::Modified, v));
+        }
+        match delete::plan(&Resource::of(o.kind), o, &DeleteParams::default()) {
+            Ok(DeleteStep::Mark(v)) => Some(Write::Put(ChangeType::Modified, v)),
+            Ok(DeleteStep::Remove(v)) => Some(Write::Remove(v)),
+            _ => None,
+        }
     }
 
     /// Takes `owner` out of its dependents' `ownerReferences`.
@@ -153,6 +174,33 @@ impl Store {
                 .flat_map(|b| b.owners.iter())
                 .filter_map(|r| self.owner_named(&r.kind, &r.name, ns));
             marks || named.chain(old_owners).any(|o| held(o))
+        })
+    }
+
+    /// A new object all of whose owners are gone (of kinds the store keeps; another UID or
+    /// none under that name) is refused: the garbage collector would delete it at once. A
+    /// controller's create that raced its owner's deletion ends here instead of leaving a
+    /// pod no one owns running.
+    pub(super) fn check_owners(&self, o: &AnyObject) -> Result<(), Error> {
+        let refs = o.meta().owner_references.as_deref().unwrap_or_default();
+        let ns = o.namespace();
+        let gone = |r: &&OwnerReference| {
+            kind_named(&r.kind).is_some()
+                && self
+                    .owner_named(&r.kind, &r.name, ns)
+                    .is_none_or(|x| *x.uid != *r.uid)
+        };
+        let Some(first) = refs.first().filter(|_| refs.iter().all(|r| gone(&r))) else {
+            return Ok(());
+        };
+        Err(Error::Invalid {
+            kind: o.kind().as_str().to_string(),
+            name: o.name().to_string(),
+            errors: FieldErrors(vec![FieldError::invalid(
+                &FieldPath::new("metadata.ownerReferences"),
+                &format!("{}/{} ({})", first.kind, first.name, first.uid),
+                "the owner no longer exists: its dependents are garbage collected",
+            )]),
         })
     }
 

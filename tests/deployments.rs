@@ -1,0 +1,225 @@
+//! The Deployment controller on a real agent against containerd, driven with kubectl: a
+//! Deployment applied with client-side validation comes up; `kubectl set image` rolls it
+//! out without ever having fewer than `replicas - maxUnavailable` ready pods or more than
+//! `replicas + maxSurge` (a watch checks after every event); `rollout status`, `history`
+//! and `undo`; pause and resume; `rollout restart`; Recreate never overlaps old and new
+//! pods; an agent SIGKILLed in the middle of a rollout finishes it with no extra pods.
+
+mod common;
+
+use std::time::Duration;
+
+use common::agent::Agent;
+use common::kubectl::Kubectl;
+use common::pod_watch::{PodWatch, Pods};
+
+const V1: &str = "localhost/podvisor/busybox:test";
+const V2: &str = "localhost/podvisor/busybox:v2";
+
+fn deployment(name: &str, replicas: u32, strategy: &str, ready_after: u32) -> String {
+    format!(
+        r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {name}
+  annotations: {{kubernetes.io/change-cause: first}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {name}}}}}
+  strategy: {strategy}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: main
+        image: {V1}
+        command: ["/bin/sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.2; done"]
+        readinessProbe:
+          exec: {{command: ["true"]}}
+          initialDelaySeconds: {ready_after}
+          periodSeconds: 1
+"#
+    )
+}
+
+fn rollout_status(k: &Kubectl, name: &str) -> String {
+    let target = format!("deployment/{name}");
+    k.ok(&["rollout", "status", &target, "--timeout=180s"])
+}
+
+fn live(p: &Pods) -> impl Iterator<Item = &common::pod_watch::Seen> {
+    p.values().filter(|s| !s.deleting)
+}
+
+/// The images of the pods of `app`, sorted, once none is being deleted (a rollout is
+/// complete when the old pods are deleting; they stop within their grace period).
+async fn images(k: &Kubectl, app: &str) -> Vec<String> {
+    for _ in 0..150 {
+        let out = k.jsonpath(
+            &["pods", "-l", &format!("app={app}")],
+            "{range .items[?(@.metadata.deletionTimestamp)]}x{end}|{range .items[*]}{.spec.containers[0].image} {end}",
+        );
+        let (deleting, all) = out.split_once('|').unwrap();
+        if deleting.is_empty() {
+            let mut v: Vec<String> = all.split_whitespace().map(String::from).collect();
+            v.sort();
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("pods of {app} still being deleted after 30 s");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_update_keeps_its_bounds_and_rolls_back() {
+    let agent = Agent::start("deploy-roll").await;
+    let k = Kubectl::for_agent(&agent);
+    let rolling = "{type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 1}}";
+    let r = k.run_with(
+        &["apply", "--validate=true", "-f", "-"],
+        &deployment("web", 4, rolling, 0),
+    );
+    assert!(r.ok, "{}{}", r.stdout, r.stderr);
+    assert!(rollout_status(&k, "web").contains("successfully rolled out"));
+    assert_eq!(images(&k, "web").await, vec![V1; 4]);
+    let ready_floor = 3;
+    let check = Box::new(move |p: &Pods| {
+        let alive = live(p).count();
+        let ready = live(p).filter(|s| s.ready).count();
+        let started = p.len() >= 4;
+        if alive > 5 {
+            return Some(format!("{alive} pods alive: {p:?}"));
+        }
+        (started && ready < ready_floor).then(|| format!("{ready} ready: {p:?}"))
+    });
+    let watch = PodWatch::start(&k, "app=web", check);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    k.ok(&["set", "image", "deployment/web", &format!("main={V2}")]);
+    assert!(rollout_status(&k, "web").contains("successfully rolled out"));
+    let violations = watch.stop();
+    assert!(violations.is_empty(), "{violations:?}");
+    assert_eq!(images(&k, "web").await, vec![V2; 4]);
+    let history = k.ok(&["rollout", "history", "deployment/web"]);
+    assert!(history.contains('1') && history.contains('2'), "{history}");
+
+    k.ok(&["rollout", "undo", "deployment/web"]);
+    rollout_status(&k, "web");
+    assert_eq!(images(&k, "web").await, vec![V1; 4]);
+    let revision = k.jsonpath(
+        &["deployment", "web"],
+        "{.metadata.annotations.deployment\\.kubernetes\\.io/revision}",
+    );
+    assert_eq!(revision, "3", "the rollback is the next revision");
+    let sets = k.jsonpath(
+        &["rs", "-l", "app=web"],
+        "{range .items[*]}{.spec.replicas} {end}",
+    );
+    let mut sizes: Vec<&str> = sets.split_whitespace().collect();
+    sizes.sort();
+    let dump = k.ok(&["get", "rs", "-l", "app=web", "-o", "yaml"]);
+    assert_eq!(
+        sizes,
+        ["0", "4"],
+        "two ReplicaSets: the old at zero\n{dump}"
+    );
+    let events = k.ok(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=web",
+    ]);
+    assert!(events.contains("ScalingReplicaSet"), "{events}");
+    let table = k.ok(&["get", "deployment", "web"]);
+    assert!(table.contains("4/4"), "{table}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pause_resume_restart_scale_and_recreate_without_overlap() {
+    let agent = Agent::start("deploy-recreate").await;
+    let k = Kubectl::for_agent(&agent);
+    k.apply(&deployment("db", 2, "{type: Recreate}", 0));
+    rollout_status(&k, "db");
+    k.ok(&["rollout", "pause", "deployment/db"]);
+    k.ok(&["set", "image", "deployment/db", &format!("main={V2}")]);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        images(&k, "db").await,
+        vec![V1; 2],
+        "paused: nothing rolled out"
+    );
+    let overlap = Box::new(|p: &Pods| {
+        let mut hashes: Vec<&str> = p.values().map(|s| s.template_hash.as_str()).collect();
+        hashes.dedup();
+        (hashes.len() > 1).then(|| format!("old and new pods at once: {p:?}"))
+    });
+    let watch = PodWatch::start(&k, "app=db", overlap);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    k.ok(&["rollout", "resume", "deployment/db"]);
+    rollout_status(&k, "db");
+    let violations = watch.stop();
+    assert!(violations.is_empty(), "{violations:?}");
+    assert_eq!(images(&k, "db").await, vec![V2; 2]);
+
+    let before = k.jsonpath(&["pods", "-l", "app=db"], "{.items[*].metadata.name}");
+    k.ok(&["rollout", "restart", "deployment/db"]);
+    rollout_status(&k, "db");
+    let after = k.jsonpath(&["pods", "-l", "app=db"], "{.items[*].metadata.name}");
+    assert!(
+        before.split(' ').all(|n| !after.contains(n)),
+        "{before} / {after}"
+    );
+    k.ok(&["scale", "deployment/db", "--replicas=3"]);
+    rollout_status(&k, "db");
+    assert_eq!(images(&k, "db").await.len(), 3);
+
+    k.ok(&["delete", "deployment", "db"]);
+    let mut left = String::new();
+    for _ in 0..150 {
+        left = k.ok(&["get", "rs,pods", "-l", "app=db", "-o", "name"]);
+        if left.trim().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        left.trim().is_empty(),
+        "the ReplicaSets and pods go with it: {left}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollout_interrupted_by_sigkill_finishes_after_restart_with_no_extra_pods() {
+    let mut agent = Agent::start("deploy-kill").await;
+    let k = Kubectl::for_agent(&agent);
+    let surge_one = "{type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}";
+    k.apply(&deployment("api", 6, surge_one, 2));
+    rollout_status(&k, "api");
+    k.ok(&["set", "image", "deployment/api", &format!("main={V2}")]);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let mid = k.jsonpath(
+        &["rs", "-l", "app=api"],
+        "{range .items[*]}{.spec.replicas} {end}",
+    );
+    agent.kill9();
+    agent.restart().await;
+    let k = Kubectl::for_agent(&agent);
+    let bound = Box::new(|p: &Pods| {
+        let alive = live(p).count();
+        (alive > 7).then(|| format!("{alive} pods alive: {p:?}"))
+    });
+    let watch = PodWatch::start(&k, "app=api", bound);
+    assert!(
+        rollout_status(&k, "api").contains("successfully rolled out"),
+        "from {mid}"
+    );
+    assert!(watch.stop().is_empty());
+    assert_eq!(images(&k, "api").await, vec![V2; 6]);
+    let sets = k.jsonpath(
+        &["rs", "-l", "app=api"],
+        "{range .items[*]}{.spec.replicas} {end}",
+    );
+    let mut sizes: Vec<&str> = sets.split_whitespace().collect();
+    sizes.sort();
+    assert_eq!(sizes, ["0", "6"], "mid-rollout it was {mid}");
+}
