@@ -18,6 +18,7 @@ use podvisor_client::{Api, Client};
 use podvisor_cluster::{CertRotation, NodeLease, RemoteClient, Rotation};
 use podvisor_controllers::accounts::AccountsController;
 use podvisor_controllers::deployment::DeploymentController;
+use podvisor_controllers::job::JobController;
 use podvisor_controllers::replicaset::ReplicaSetController;
 use podvisor_controllers::taint_eviction::TaintEviction;
 use podvisor_kubelet::agent::Agent;
@@ -137,6 +138,12 @@ fn controllers(client: &Client, node_api: &Client, node: &str, ca_pem: &str) -> 
             .capacity(1 << 12)
             .build();
     specs.extend([d_events_spec, deployments]);
+    let (j_events, j_events_spec) = recorder(node_api, "job-controller", node);
+    let (c, n) = (client.clone(), node.to_string());
+    let (_, jobs) = ChildSpec::of(move || JobController::new(&n, c.clone(), j_events.recipient()))
+        .capacity(1 << 12)
+        .build();
+    specs.extend([j_events_spec, jobs]);
     specs
 }
 

@@ -16,6 +16,7 @@ use super::kubectl::Kubectl;
 pub struct Seen {
     pub ready: bool,
     pub deleting: bool,
+    pub phase: String,
     pub image: String,
     pub template_hash: String,
 }
@@ -43,6 +44,7 @@ fn seen(p: &Value) -> Seen {
     Seen {
         ready,
         deleting: !p["metadata"]["deletionTimestamp"].is_null(),
+        phase: p["status"]["phase"].as_str().unwrap_or("").to_string(),
         image: p["spec"]["containers"][0]["image"]
             .as_str()
             .unwrap_or("")

@@ -18,6 +18,8 @@ use serde_json::Value;
 use crate::status::ApiError;
 
 mod access;
+mod guard;
+mod workloads;
 
 const MAGIC: &[u8] = b"k8s\0";
 
@@ -247,6 +249,8 @@ pub fn decode(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
         ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => {
             to_json::<access::RoleBinding>(&raw, &tm)
         }
+        ("apps/v1", "Deployment") => workloads::guarded::<workloads::Deployment>(&raw, &tm),
+        ("batch/v1", "Job") => workloads::guarded::<workloads::Job>(&raw, &tm),
         _ => Err(ApiError::unsupported_media(content_type)),
     }
 }

@@ -5,6 +5,7 @@
 //! - [`taint_eviction`]: the NoExecute taint eviction scheduler for this node.
 //! - [`replicaset`]: the ReplicaSet controller, keeping declared replicas running here.
 //! - [`deployment`]: the Deployment controller, rolling templates out through ReplicaSets.
+//! - [`job`]: the Job controller, running pods to completion with tracked counts.
 //! - [`accounts`]: each namespace's `default` ServiceAccount and `kube-root-ca.crt`, and
 //!   the default RBAC policy (standalone).
 
@@ -14,5 +15,6 @@
 pub mod accounts;
 pub mod clock;
 pub mod deployment;
+pub mod job;
 pub mod replicaset;
 pub mod taint_eviction;

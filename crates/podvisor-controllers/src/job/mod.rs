@@ -1,0 +1,305 @@
+//! The Job controller actor (kind `job-controller`): runs each Job's pods to completion, as
+//! kube-controller-manager's does, on the shared controller machinery. Informers on Jobs
+//! and on this node's pods that a Job controls (indexed by its UID) feed a work queue of
+//! Job keys; a sync plans from the caches (`plan.rs`, `failure.rs`) and carries the plan
+//! out (`sync.rs`), with expectations so that a pod created and not yet seen is not
+//! created twice.
+//!
+//! Messages: none of its own; it handles its reflectors' [`Reflected`] deliveries.
+//!
+//! Restart: nothing is kept. Counts live in the Job's status and its pods' tracking
+//! finalizers, so a new instance counts each finished pod exactly once.
+
+mod failure;
+mod plan;
+mod sync;
+mod tracking;
+
+use std::sync::Arc;
+
+use actix::prelude::*;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use podvisor_actors::due;
+use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
+use podvisor_client::{Api, Client, ListParams};
+use podvisor_core::{EventType, Kind, ObjectKey, PodUid};
+use podvisor_machinery::cache::{Cache, Delta};
+use podvisor_machinery::events::RecordEvent;
+use podvisor_machinery::expectations::Expectations;
+use podvisor_machinery::reflector::{Reflected, Reflector};
+use podvisor_machinery::workqueue::WorkQueue;
+use serde::Serialize;
+use tokio::time::Instant;
+use tracing::warn;
+
+pub use failure::{Verdict, backoff, verdict};
+pub use plan::{Plan, TRACKING, plan};
+pub use sync::from_template;
+
+/// Syncs under way at once.
+pub const WORKERS: usize = 4;
+
+fn job_controller(
+    p: &Pod,
+) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
+    let refs = p.metadata.owner_references.as_ref()?;
+    refs.iter()
+        .find(|r| r.controller == Some(true) && r.kind == "Job")
+}
+
+fn controller_uid(p: &Pod) -> Option<String> {
+    job_controller(p).map(|r| r.uid.clone())
+}
+
+fn is_jobs(p: &Pod) -> bool {
+    job_controller(p).is_some()
+}
+
+pub struct JobController {
+    jobs_view: Reflector<Job>,
+    pods_view: Reflector<Pod>,
+    jobs: Cache<Job>,
+    pods: Cache<Pod>,
+    queue: WorkQueue<ObjectKey>,
+    expectations: Expectations<ObjectKey, PodUid>,
+    client: Client,
+    events: Recipient<RecordEvent>,
+    syncing: usize,
+    syncs: u64,
+    created: u64,
+    failed_syncs: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JobControllerSummary {
+    pub jobs: usize,
+    pub pods: usize,
+    pub queued: usize,
+    pub in_flight: usize,
+    pub later: usize,
+    pub retrying: usize,
+    pub syncs: u64,
+    pub created: u64,
+    pub failed_syncs: u64,
+}
+
+impl JobController {
+    pub fn new(node: &str, client: Client, events: Recipient<RecordEvent>) -> Self {
+        let bound_here = ListParams::default().field_equals("spec.nodeName", node);
+        Self {
+            jobs_view: Reflector::new(Api::all(client.clone()), ListParams::default()),
+            pods_view: Reflector::new(Api::all(client.clone()), bound_here),
+            jobs: Cache::new(),
+            pods: Cache::new().with_index(controller_uid).with_filter(is_jobs),
+            queue: WorkQueue::new(),
+            expectations: Expectations::new(),
+            client,
+            events,
+            syncing: 0,
+            syncs: 0,
+            created: 0,
+            failed_syncs: 0,
+        }
+    }
+
+    fn on_delayed(&mut self, key: ObjectKey, _: Instant, ctx: &mut Context<Self>) {
+        self.queue.add(key);
+        self.work(ctx);
+    }
+
+    fn work(&mut self, ctx: &mut Context<Self>) {
+        if !self.jobs_view.synced || !self.pods_view.synced {
+            return;
+        }
+        while self.syncing < WORKERS {
+            let Some(key) = self.queue.get() else { return };
+            self.sync(key, ctx);
+        }
+    }
+
+    fn sync(&mut self, key: ObjectKey, ctx: &mut Context<Self>) {
+        let Some(job) = self.jobs.get(&key).cloned() else {
+            self.expectations.forget(&key);
+            self.queue.forget(&key);
+            self.queue.done(&key);
+            return;
+        };
+        let uid = job.metadata.uid.clone().unwrap_or_default();
+        let pods: Vec<Arc<Pod>> = self.pods.indexed(&uid).cloned().collect();
+        let now_ms = podvisor_core::time::now().0.as_millisecond();
+        let plan = plan::plan(&job, &pods, self.expectations.satisfied(&key), now_ms);
+        if plan.create > 0 {
+            self.expectations.expect_creations(key.clone(), plan.create);
+        } else if !plan.delete.is_empty() {
+            let uids = plan
+                .delete
+                .iter()
+                .map(|p| PodUid::from(p.metadata.uid.as_deref().unwrap_or("")));
+            self.expectations.expect_deletions(key.clone(), uids);
+        }
+        for (warning, reason, message) in &plan.events {
+            self.event(&key, *warning, reason, message.clone());
+        }
+        let requeue = plan.requeue;
+        self.syncing += 1;
+        self.syncs += 1;
+        ctx.spawn(
+            sync::run(self.client.clone(), job, plan)
+                .into_actor(self)
+                .map(move |report, act, ctx| {
+                    act.syncing -= 1;
+                    act.synced(&key, report, requeue);
+                    act.queue.done(&key);
+                    act.work(ctx);
+                }),
+        );
+    }
+
+    fn event(&self, key: &ObjectKey, warning: bool, reason: &str, message: String) {
+        let mut object = key.clone();
+        object.uid = self
+            .jobs
+            .get(key)
+            .and_then(|j| j.metadata.uid.as_deref().map(podvisor_core::Uid::from));
+        let type_ = if warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        };
+        self.events.do_send(RecordEvent {
+            object,
+            type_,
+            reason: reason.into(),
+            message,
+        });
+    }
+
+    fn synced(
+        &mut self,
+        key: &ObjectKey,
+        report: sync::Report,
+        requeue: Option<std::time::Duration>,
+    ) {
+        for _ in 0..report.skipped {
+            self.expectations.creation_observed(key);
+        }
+        self.created += report.created.len() as u64;
+        for name in &report.created {
+            self.event(
+                key,
+                false,
+                "SuccessfulCreate",
+                format!("Created pod: {name}"),
+            );
+        }
+        for name in &report.deleted {
+            self.event(
+                key,
+                false,
+                "SuccessfulDelete",
+                format!("Deleted pod: {name}"),
+            );
+        }
+        match report.error {
+            Some(why) => {
+                self.failed_syncs += 1;
+                if why.starts_with("deleting a pod") {
+                    self.expectations.forget(key);
+                }
+                let delay = self.queue.add_rate_limited(key.clone());
+                warn!(job = %key, error = %why, retry_in = ?delay, "sync failed; trying again");
+            }
+            None => {
+                self.queue.forget(key);
+                if let Some(after) = requeue {
+                    self.queue.add_after(key.clone(), after);
+                }
+            }
+        }
+    }
+
+    /// The Job a pod change concerns, meeting its expectations.
+    fn on_pod(&mut self, d: &Delta<Pod>) -> Option<ObjectKey> {
+        let pod = d.new.as_ref().or(d.old.as_ref())?;
+        let r = job_controller(pod)?;
+        let key = ObjectKey::new(Kind::Job, pod.metadata.namespace.as_deref(), &r.name);
+        let job = self.jobs.get(&key)?;
+        if job.metadata.uid.as_deref() != Some(r.uid.as_str()) {
+            return None;
+        }
+        let uid = PodUid::from(pod.metadata.uid.as_deref().unwrap_or(""));
+        match (&d.old, &d.new) {
+            (None, Some(p)) if p.metadata.deletion_timestamp.is_none() => {
+                self.expectations.creation_observed(&key)
+            }
+            (_, Some(p)) if p.metadata.deletion_timestamp.is_some() => {
+                self.expectations.deletion_observed(&key, &uid)
+            }
+            (Some(_), None) => self.expectations.deletion_observed(&key, &uid),
+            _ => {}
+        }
+        Some(key)
+    }
+}
+
+impl Actor for JobController {
+    type Context = Context<Self>;
+}
+
+impl SupervisedActor for JobController {
+    const KIND: &'static str = "job-controller";
+    type Summary = JobControllerSummary;
+
+    fn rebuild(&mut self, ctx: &mut Context<Self>, start: &StartInfo<Self>) {
+        self.jobs_view.start(ctx, start.me.recipient());
+        self.pods_view.start(ctx, start.me.recipient());
+        due::drive(ctx, |a: &mut Self| a.queue.delayed(), Self::on_delayed);
+    }
+
+    fn summary(&self) -> JobControllerSummary {
+        JobControllerSummary {
+            jobs: self.jobs.len(),
+            pods: self.pods.len(),
+            queued: self.queue.len(),
+            in_flight: self.queue.processing(),
+            later: self.queue.later(),
+            retrying: self.queue.retrying(),
+            syncs: self.syncs,
+            created: self.created,
+            failed_syncs: self.failed_syncs,
+        }
+    }
+}
+
+impl Handler<Reflected<Job>> for JobController {
+    type Result = ();
+    fn handle(&mut self, msg: Reflected<Job>, ctx: &mut Context<Self>) {
+        let Some(u) = self.jobs_view.accept(msg, ctx) else {
+            return;
+        };
+        for d in self.jobs.apply(u) {
+            let key = ObjectKey::new(Kind::Job, d.key.namespace.as_deref(), &d.key.name);
+            if d.new.is_none() {
+                self.expectations.forget(&key);
+            }
+            self.queue.add(key);
+        }
+        self.work(ctx);
+    }
+}
+
+impl Handler<Reflected<Pod>> for JobController {
+    type Result = ();
+    fn handle(&mut self, msg: Reflected<Pod>, ctx: &mut Context<Self>) {
+        let Some(u) = self.pods_view.accept(msg, ctx) else {
+            return;
+        };
+        for d in self.pods.apply(u) {
+            if let Some(key) = self.on_pod(&d) {
+                self.queue.add(key);
+            }
+        }
+        self.work(ctx);
+    }
+}
