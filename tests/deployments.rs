@@ -223,3 +223,68 @@ async fn a_rollout_interrupted_by_sigkill_finishes_after_restart_with_no_extra_p
     sizes.sort();
     assert_eq!(sizes, ["0", "6"], "mid-rollout it was {mid}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_namespace_stops_and_removes_everything_in_it() {
+    use podvisor_cri::Runtime;
+    let agent = Agent::start("deploy-ns").await;
+    let k = Kubectl::for_agent(&agent);
+    k.ok(&["create", "namespace", "team"]);
+    let d = deployment("app", 2, "{type: RollingUpdate}", 0);
+    let r = k.run_with(&["apply", "-n", "team", "-f", "-"], &d);
+    assert!(r.ok, "{}", r.stderr);
+    k.ok(&[
+        "rollout",
+        "status",
+        "-n",
+        "team",
+        "deployment/app",
+        "--timeout=90s",
+    ]);
+    k.ok(&[
+        "create",
+        "configmap",
+        "settings",
+        "-n",
+        "team",
+        "--from-literal=a=b",
+    ]);
+    k.ok(&["delete", "namespace", "team", "--wait=false"]);
+    let phase = k.jsonpath(&["namespace", "team"], "{.status.phase}");
+    assert_eq!(phase, "Terminating");
+    let refused = k.run(&["create", "configmap", "late", "-n", "team"]);
+    assert!(
+        !refused.ok && refused.stderr.contains("because it is being terminated"),
+        "{}",
+        refused.stderr
+    );
+    k.ok(&["wait", "--for=delete", "namespace/team", "--timeout=60s"]);
+    let left = k.ok(&[
+        "get",
+        "pods,rs,deployments,configmaps,serviceaccounts",
+        "-n",
+        "team",
+        "-o",
+        "name",
+    ]);
+    assert!(left.trim().is_empty(), "{left}");
+    let rt = common::runtime().await;
+    let running: Vec<_> = rt
+        .list_pods()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|p| {
+            p.pod.namespace == "team"
+                && p.containers
+                    .iter()
+                    .any(|c| c.state == podvisor_cri::ContainerState::Running)
+        })
+        .collect();
+    assert!(running.is_empty(), "containers still run: {running:?}");
+    k.ok(&["create", "namespace", "team"]);
+    assert_eq!(
+        k.jsonpath(&["namespace", "team"], "{.status.phase}"),
+        "Active"
+    );
+}

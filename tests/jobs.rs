@@ -135,6 +135,24 @@ async fn completions_with_parallelism_and_the_ways_a_job_fails() {
     let phase = k.jsonpath(&["pods", "-l", "job-name=slow"], "{.items[*].status.phase}");
     assert!(!phase.contains("Running"), "its pod was stopped: {phase}");
 
+    k.apply(&job("endless", "  parallelism: 2", "sleep 600"));
+    k.ok(&[
+        "wait",
+        "--for=jsonpath={.status.active}=2",
+        "job/endless",
+        "--timeout=60s",
+    ]);
+    k.ok(&["delete", "job", "endless", "--wait=false"]);
+    let mut left = usize::MAX;
+    for _ in 0..100 {
+        left = pod_count(&k, "endless");
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(left, 0, "a deleted job's pods lose their finalizer and go");
+
     k.apply(&job("brief", "  ttlSecondsAfterFinished: 2", "true"));
     wait(&k, "brief", "complete", 60);
     let mut gone = false;

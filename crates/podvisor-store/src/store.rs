@@ -21,6 +21,7 @@ use crate::{decode, meta, patch};
 
 mod dependents;
 mod expiry;
+mod namespaces;
 mod read;
 mod replica;
 mod window;
@@ -184,6 +185,9 @@ impl Store {
         if res.namespaced() && self.get(Kind::Namespace, "", &ns).is_err() {
             return Err(Error::not_found("namespaces", &ns));
         }
+        if res.namespaced() {
+            self.check_not_terminating(res.kind, &ns, &name)?;
+        }
         self.check_owners(&object)?;
         if self.objects.contains_key(&key(res.kind, &ns, &name)) {
             return Err(Error::AlreadyExists {
@@ -286,6 +290,7 @@ impl Store {
         }
         let old = self.get(res.kind, ns, name)?;
         let mut writes = match delete::plan(res, &old, opts)? {
+            _ if res.kind == Kind::Namespace => self.delete_namespace(&old)?,
             DeleteStep::Unchanged => return Ok((Some(old), Vec::new())),
             DeleteStep::Mark(v) => vec![Write::Put(ChangeType::Modified, v)],
             DeleteStep::Remove(v) => vec![Write::Remove(v)],
@@ -320,7 +325,9 @@ impl Store {
 
     /// Gives each write the next revision, commits them in one transaction, and only then
     /// changes what readers see.
-    fn commit(&mut self, writes: Vec<Write>, opts: PostParams) -> Result<Vec<Change>, Error> {
+    fn commit(&mut self, mut writes: Vec<Write>, opts: PostParams) -> Result<Vec<Change>, Error> {
+        let emptied = self.finish_namespaces(&writes);
+        writes.extend(emptied);
         let mut batch = Batch::default();
         let mut changes = Vec::with_capacity(writes.len());
         let mut revision = self.revision;

@@ -219,15 +219,40 @@ impl JobController {
         }
     }
 
-    /// The Job a pod change concerns, meeting its expectations.
-    fn on_pod(&mut self, d: &Delta<Pod>) -> Option<ObjectKey> {
+    /// Pods whose Job is gone lose their tracking finalizer: nothing will count them,
+    /// and it would keep them (and their namespace) for ever.
+    fn release(&self, pods: Vec<Arc<Pod>>, ctx: &mut Context<Self>) {
+        for p in pods.into_iter().filter(|p| plan::tracked(p)) {
+            let api = Api::namespaced(
+                self.client.clone(),
+                p.metadata.namespace.as_deref().unwrap_or_default(),
+            );
+            ctx.spawn(
+                async move {
+                    if let Err(e) = sync::untrack(&api, &p).await {
+                        warn!(pod = ?p.metadata.name, error = %e, "releasing a pod of a deleted job");
+                    }
+                }
+                .into_actor(self),
+            );
+        }
+    }
+
+    /// The Job a pod change concerns, meeting its expectations; or a pod to release.
+    fn on_pod(&mut self, d: &Delta<Pod>, orphans: &mut Vec<Arc<Pod>>) -> Option<ObjectKey> {
         let pod = d.new.as_ref().or(d.old.as_ref())?;
         let r = job_controller(pod)?;
         let key = ObjectKey::new(Kind::Job, pod.metadata.namespace.as_deref(), &r.name);
-        let job = self.jobs.get(&key)?;
-        if job.metadata.uid.as_deref() != Some(r.uid.as_str()) {
+        let job = self
+            .jobs
+            .get(&key)
+            .filter(|j| j.metadata.uid.as_deref() == Some(r.uid.as_str()));
+        let Some(_) = job else {
+            if let Some(p) = d.new.as_ref().filter(|_| self.jobs_view.synced) {
+                orphans.push(p.clone());
+            }
             return None;
-        }
+        };
         let uid = PodUid::from(pod.metadata.uid.as_deref().unwrap_or(""));
         match (&d.old, &d.new) {
             (None, Some(p)) if p.metadata.deletion_timestamp.is_none() => {
@@ -278,13 +303,17 @@ impl Handler<Reflected<Job>> for JobController {
         let Some(u) = self.jobs_view.accept(msg, ctx) else {
             return;
         };
+        let mut orphans = Vec::new();
         for d in self.jobs.apply(u) {
             let key = ObjectKey::new(Kind::Job, d.key.namespace.as_deref(), &d.key.name);
-            if d.new.is_none() {
+            if let (Some(old), None) = (&d.old, &d.new) {
                 self.expectations.forget(&key);
+                let uid = old.metadata.uid.clone().unwrap_or_default();
+                orphans.extend(self.pods.indexed(&uid).cloned());
             }
             self.queue.add(key);
         }
+        self.release(orphans, ctx);
         self.work(ctx);
     }
 }
@@ -295,11 +324,13 @@ impl Handler<Reflected<Pod>> for JobController {
         let Some(u) = self.pods_view.accept(msg, ctx) else {
             return;
         };
+        let mut orphans = Vec::new();
         for d in self.pods.apply(u) {
-            if let Some(key) = self.on_pod(&d) {
+            if let Some(key) = self.on_pod(&d, &mut orphans) {
                 self.queue.add(key);
             }
         }
+        self.release(orphans, ctx);
         self.work(ctx);
     }
 }

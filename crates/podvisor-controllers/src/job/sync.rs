@@ -66,7 +66,7 @@ fn name(p: &Pod) -> String {
     p.metadata.name.clone().unwrap_or_default()
 }
 
-async fn untrack(pods: &Api<Pod>, p: &Pod) -> Result<(), Error> {
+pub(super) async fn untrack(pods: &Api<Pod>, p: &Pod) -> Result<(), Error> {
     let n = name(p);
     let edit = pods.edit(&n, p.metadata.uid.as_deref(), Subresource::Main, 3, |p| {
         let Some(f) = p.metadata.finalizers.as_mut() else {
