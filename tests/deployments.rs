@@ -288,3 +288,32 @@ async fn deleting_a_namespace_stops_and_removes_everything_in_it() {
         "Active"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_explain_and_validation_read_the_served_schemas() {
+    let agent = Agent::start("deploy-explain").await;
+    let k = Kubectl::for_agent(&agent);
+    let strategy = k.ok(&["explain", "deployment.spec.strategy"]);
+    assert!(
+        strategy.contains("GROUP:      apps") && strategy.contains("rollingUpdate"),
+        "{strategy}"
+    );
+    assert!(strategy.contains("DeploymentStrategy"), "{strategy}");
+    let backoff = k.ok(&["explain", "job.spec.backoffLimit"]);
+    assert!(
+        backoff.contains("<integer>") && backoff.contains("retries"),
+        "{backoff}"
+    );
+    let image = k.ok(&["explain", "pods.spec.containers.image"]);
+    assert!(image.contains("Container image name"), "{image}");
+    let v2: serde_json::Value =
+        serde_json::from_str(&k.ok(&["get", "--raw", "/openapi/v2"])).unwrap();
+    assert!(v2["definitions"]["io.k8s.api.apps.v1.Deployment"].is_object());
+    let typo = deployment("typo", 1, "{type: Recreate}", 0).replace("replicas: 1", "replica: 1");
+    let r = k.run_with(&["apply", "-f", "-"], &typo);
+    assert!(
+        !r.ok && r.stderr.contains("unknown field \"spec.replica\""),
+        "{}",
+        r.stderr
+    );
+}

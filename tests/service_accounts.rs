@@ -70,10 +70,7 @@ fn review(k: &Kubectl, token: &str) -> (String, String) {
     let yaml = format!(
         "apiVersion: authentication.k8s.io/v1\nkind: TokenReview\nspec: {{token: \"{token}\"}}\n"
     );
-    let r = k.run_with(
-        &["create", "--validate=false", "-f", "-", "-o", "json"],
-        &yaml,
-    );
+    let r = k.run_with(&["create", "-f", "-", "-o", "json"], &yaml);
     assert!(r.ok, "TokenReview refused: {}", r.stderr);
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     let s = &v["status"];

@@ -21,6 +21,7 @@ mod discovery;
 mod handlers;
 pub mod nodefit;
 mod openapi;
+mod openapi_schemas;
 pub mod pod_security;
 mod proto;
 pub mod resource_metrics;

@@ -93,6 +93,7 @@ fn configure(cfg: &mut web::ServiceConfig) {
         web::get().to(|| async { json(crate::openapi::root()) }),
     )
     .route("/openapi/v3/{gv:.*}", web::get().to(openapi_gv))
+    .route("/openapi/v2", web::get().to(openapi_v2))
     .route(
         "/healthz",
         web::get().to(|| async { HttpResponse::Ok().body("ok") }),
@@ -184,9 +185,32 @@ async fn group_resources(group: web::Path<String>) -> HttpResponse {
 
 async fn openapi_gv(gv: web::Path<String>) -> HttpResponse {
     match crate::openapi::group_version(&gv) {
-        Some(doc) => json(doc),
+        Some(doc) => HttpResponse::Ok()
+            .content_type("application/json")
+            .body(doc),
         None => ApiError::not_found(&format!("the OpenAPI document of {gv}")).respond(),
     }
+}
+
+/// OpenAPI v2, in JSON: a client that accepts only its protobuf form (kubectl's v2
+/// fallback) is told so rather than handed bytes it cannot read.
+async fn openapi_v2(req: actix_web::HttpRequest) -> HttpResponse {
+    let accept = req
+        .headers()
+        .get(actix_web::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("*/*");
+    if !accept.contains("json") && !accept.contains("*/*") {
+        return ApiError::new(
+            406,
+            "NotAcceptable",
+            "podvisor serves /openapi/v2 as application/json only (and /openapi/v3)",
+        )
+        .respond();
+    }
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .body(crate::openapi::v2())
 }
 
 fn write_kubeconfig(
