@@ -317,3 +317,79 @@ async fn kubectl_explain_and_validation_read_the_served_schemas() {
         r.stderr
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_side_apply_tracks_managers_and_refuses_conflicts() {
+    let agent = Agent::start("deploy-ssa").await;
+    let k = Kubectl::for_agent(&agent);
+    let yaml = deployment("ssa", 2, "{type: Recreate}", 0);
+    for _ in 0..2 {
+        let r = k.run_with(&["apply", "--server-side", "-f", "-"], &yaml);
+        assert!(
+            r.ok && r.stdout.contains("serverside-applied"),
+            "{}{}",
+            r.stdout,
+            r.stderr
+        );
+    }
+    k.ok(&["rollout", "status", "deployment/ssa", "--timeout=90s"]);
+    let managers = k.jsonpath(
+        &["deployment", "ssa"],
+        "{.metadata.managedFields[*].manager}",
+    );
+    assert_eq!(managers, "kubectl");
+    let theirs = yaml.replace("replicas: 2", "replicas: 3");
+    let r = k.run_with(
+        &["apply", "--server-side", "--field-manager=ops", "-f", "-"],
+        &theirs,
+    );
+    assert!(!r.ok, "a conflicting manager is refused");
+    assert!(
+        r.stderr.contains("conflict with \"kubectl\"") && r.stderr.contains(".spec.replicas"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(k.jsonpath(&["deployment", "ssa"], "{.spec.replicas}"), "2");
+    let r = k.run_with(
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=ops",
+            "--force-conflicts",
+            "-f",
+            "-",
+        ],
+        &theirs,
+    );
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(k.jsonpath(&["deployment", "ssa"], "{.spec.replicas}"), "3");
+    // Applying replicas: 2 again is now a conflict with ops; kubectl yields the field by
+    // leaving it out, and the annotation, which ops applied too, stays.
+    let r = k.run_with(&["apply", "--server-side", "-f", "-"], &yaml);
+    assert!(
+        !r.ok && r.stderr.contains("conflict with \"ops\""),
+        "{}",
+        r.stderr
+    );
+    let fewer = yaml
+        .replace(
+            "annotations: {kubernetes.io/change-cause: first}",
+            "annotations: {}",
+        )
+        .replace("  replicas: 2\n", "");
+    let r = k.run_with(&["apply", "--server-side", "-f", "-"], &fewer);
+    assert!(r.ok, "{}", r.stderr);
+    let cause = k.jsonpath(
+        &["deployment", "ssa"],
+        "{.metadata.annotations.kubernetes\\.io/change-cause}",
+    );
+    assert_eq!(
+        cause, "first",
+        "ops applied the annotation too, so it stays"
+    );
+    assert_eq!(
+        k.jsonpath(&["deployment", "ssa"], "{.spec.replicas}"),
+        "3",
+        "ops owns replicas now"
+    );
+}

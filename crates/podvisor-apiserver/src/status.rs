@@ -154,8 +154,29 @@ impl From<ClientError> for ApiError {
                 ApiError::new(409, "Conflict", msg).named(&resource, &name)
             }
             ClientError::Invalid { kind, name, errors } => {
-                let group = if kind == "ReplicaSet" { "apps" } else { "" };
+                let served = podvisor_store::Resource::ALL.iter();
+                let group = served
+                    .into_iter()
+                    .find(|r| r.kind.as_str() == kind)
+                    .map_or("", |r| r.group);
                 ApiError::invalid(&kind, group, &name, &errors)
+            }
+            ClientError::ApplyConflict {
+                resource,
+                name,
+                causes,
+                ..
+            } => {
+                let mut e = ApiError::new(409, "Conflict", msg).named(&resource, &name);
+                if let Some(d) = e.details.as_mut() {
+                    let each = causes.into_iter().map(|(message, field)| StatusCause {
+                        reason: Some("FieldManagerConflict".into()),
+                        message: Some(message),
+                        field: Some(field),
+                    });
+                    d.causes = Some(each.collect());
+                }
+                e
             }
             ClientError::Forbidden {
                 resource,

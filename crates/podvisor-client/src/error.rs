@@ -20,6 +20,15 @@ pub enum Error {
         name: String,
         reason: String,
     },
+    /// A server-side apply would change fields other managers own: the message, and each
+    /// conflict's manager and field path.
+    #[error("{message}")]
+    ApplyConflict {
+        resource: String,
+        name: String,
+        message: String,
+        causes: Vec<(String, String)>,
+    },
     /// The object breaks a rule: every problem with its field path.
     #[error("{kind} {name:?} is invalid: {errors}")]
     Invalid {

@@ -128,6 +128,12 @@ pub enum Patch {
     Merge(Value),
     /// Kubernetes' strategic merge patch (`application/strategic-merge-patch+json`).
     Strategic(Value),
+    /// Server-side apply (`application/apply-patch+yaml`): the manager's whole intent.
+    Apply {
+        config: Value,
+        manager: String,
+        force: bool,
+    },
 }
 
 impl Patch {
@@ -137,6 +143,7 @@ impl Patch {
             Patch::Json(_) => "application/json-patch+json",
             Patch::Merge(_) => "application/merge-patch+json",
             Patch::Strategic(_) => "application/strategic-merge-patch+json",
+            Patch::Apply { .. } => "application/apply-patch+yaml",
         }
     }
 }

@@ -299,13 +299,22 @@ impl Backend for RemoteClient {
         patch: &Patch,
         pp: &PostParams,
     ) -> Result<AnyObject> {
+        let mut pp = patch_params(pp);
         let patch: kp::Patch<&serde_json::Value> = match patch {
             Patch::Json(ops) => kp::Patch::Json(ops.clone()),
             Patch::Merge(v) => kp::Patch::Merge(v),
             Patch::Strategic(v) => kp::Patch::Strategic(v),
+            Patch::Apply {
+                config,
+                manager,
+                force,
+            } => {
+                pp.field_manager = Some(manager.clone());
+                pp.force = *force;
+                kp::Patch::Apply(config)
+            }
         };
         let req = Request::new(collection(t.kind, t.namespace));
-        let pp = patch_params(pp);
         let req = match sub {
             Subresource::Main => req.patch(t.name, &pp, &patch),
             Subresource::Status => req.patch_subresource("status", t.name, &pp, &patch),

@@ -24,6 +24,7 @@
 
 pub mod actor;
 pub mod admission;
+mod apply;
 mod client;
 mod db;
 pub mod decode;

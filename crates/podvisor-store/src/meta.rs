@@ -118,6 +118,10 @@ pub(crate) fn prepare_update(
     meta.deletion_grace_period_seconds = before.deletion_grace_period_seconds;
     meta.generation = before.generation;
     meta.namespace = before.namespace;
+    // An update that leaves managedFields out keeps them, as kube-apiserver does.
+    if meta.managed_fields.is_none() {
+        meta.managed_fields = before.managed_fields;
+    }
     if res.has_status {
         kinds::copy_status(&mut new, old);
     }

@@ -24,6 +24,7 @@ mod expiry;
 mod namespaces;
 mod read;
 mod replica;
+mod server_side;
 mod window;
 
 /// Namespaces that always exist (made at open, never deleted), as in a cluster.
@@ -259,6 +260,19 @@ impl Store {
         sub: Subresource,
         (strict, opts): (bool, PostParams),
     ) -> Result<Vec<Change>, Error> {
+        if let Patch::Apply {
+            config,
+            manager,
+            force,
+        } = p
+        {
+            if sub != Subresource::Main {
+                return Err(Error::BadRequest(
+                    "podvisor applies server-side to the main resource only, not to status".into(),
+                ));
+            }
+            return self.apply(res, (ns, name), (config, manager, *force), (strict, opts));
+        }
         let ns = if res.namespaced() { ns } else { "" };
         let old = self.get(res.kind, ns, name)?;
         let mut doc = old.value();

@@ -86,6 +86,8 @@ pub struct Params {
     pub since_seconds: Option<i64>,
     pub since_time: Option<String>,
     pub field_validation: Option<String>,
+    pub field_manager: Option<String>,
+    pub force: Option<bool>,
 }
 
 impl Params {

@@ -98,11 +98,26 @@ pub(super) async fn patch(
     t: Target,
 ) -> Result<HttpResponse, ApiError> {
     let sub = subresource(&t);
+    let content_type = body::content_type(req);
+    let patch = if content_type.starts_with("application/apply-patch") {
+        let manager = p.field_manager.clone().filter(|m| !m.is_empty());
+        Patch::Apply {
+            config: body::parse(&content_type, &raw)?,
+            manager: manager.ok_or_else(|| {
+                ApiError::bad_request(
+                    "PATCH requests with application/apply-patch+yaml require fieldManager",
+                )
+            })?,
+            force: p.force.unwrap_or(false),
+        }
+    } else {
+        patch_of(&content_type, &raw)?
+    };
     let msg = PatchObject {
         kind: t.resource.kind,
         namespace: t.namespace.clone().unwrap_or_default(),
         name: t.name.clone().unwrap_or_default(),
-        patch: patch_of(&body::content_type(req), &raw)?,
+        patch,
         sub,
         strict: sub == Subresource::Main && p.strict(),
         opts: opts(p),

@@ -3,6 +3,8 @@
 
 mod strategic;
 
+pub(crate) use strategic::{apply as strategic_merge, merge_key, merges_as_set};
+
 use podvisor_client::{Error, Patch};
 use podvisor_core::validation::{FieldError, FieldErrors, FieldPath};
 use serde_json::Value;
@@ -21,6 +23,9 @@ pub fn apply(target: &mut Value, patch: &Patch, kind: &str, name: &str) -> Resul
             Ok(())
         }
         Patch::Strategic(p) => strategic::apply(target, p),
+        Patch::Apply { .. } => Err(Error::BadRequest(
+            "an apply patch is the store's to make (Store::apply)".into(),
+        )),
     }
 }
 

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use podvisor_client::Error;
 
 /// The merge key of a list field, by its name, as the served kinds' Go types declare it.
-fn merge_key(field: &str) -> Option<&'static str> {
+pub(crate) fn merge_key(field: &str) -> Option<&'static str> {
     Some(match field {
         "containers"
         | "initContainers"
@@ -30,7 +30,7 @@ fn merge_key(field: &str) -> Option<&'static str> {
 }
 
 /// Lists of scalars merged as sets.
-fn merges_as_set(field: &str) -> bool {
+pub(crate) fn merges_as_set(field: &str) -> bool {
     field == "finalizers"
 }
 
