@@ -22,6 +22,7 @@ mod handlers;
 pub mod nodefit;
 mod openapi;
 mod openapi_schemas;
+mod openapi_v2;
 pub mod pod_security;
 mod proto;
 pub mod resource_metrics;

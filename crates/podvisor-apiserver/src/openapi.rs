@@ -51,16 +51,23 @@ pub fn group_version(path: &str) -> Option<Bytes> {
     Some(crate::openapi_schemas::cached(path, || document(group)))
 }
 
+fn v2_document() -> Value {
+    json!({
+        "swagger": "2.0",
+        "info": {"title": "podvisor", "version": env!("CARGO_PKG_VERSION")},
+        "paths": {},
+        "definitions": crate::openapi_schemas::definitions(None, "/definitions"),
+    })
+}
+
 /// The OpenAPI v2 document: every served kind's definitions.
 pub fn v2() -> Bytes {
-    crate::openapi_schemas::cached("v2", || {
-        json!({
-            "swagger": "2.0",
-            "info": {"title": "podvisor", "version": env!("CARGO_PKG_VERSION")},
-            "paths": {},
-            "definitions": crate::openapi_schemas::definitions(None, "/definitions"),
-        })
-    })
+    crate::openapi_schemas::cached("v2", v2_document)
+}
+
+/// The same in protobuf, as kubectl asks for it.
+pub fn v2_protobuf() -> Bytes {
+    crate::openapi_schemas::cached_bytes("v2.pb", || crate::openapi_v2::encode(&v2_document()))
 }
 
 fn document(group: &str) -> Value {

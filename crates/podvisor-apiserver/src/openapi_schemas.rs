@@ -71,6 +71,18 @@ pub(crate) fn definitions(group: Option<&str>, path: &str) -> Map<String, Value>
         (k.add)(&mut g);
     }
     let mut defs = g.take_definitions(true);
+    // k8s-openapi requires `metadata` (its Rust field is not optional); Kubernetes' own
+    // schemas never do, and kubectl's validation would refuse an object without one.
+    for d in defs.values_mut() {
+        if let Some(Value::Array(required)) = d.get_mut("required") {
+            required.retain(|r| r != "metadata");
+            if required.is_empty()
+                && let Some(o) = d.as_object_mut()
+            {
+                o.remove("required");
+            }
+        }
+    }
     for k in chosen {
         if let Some(Value::Object(o)) = defs.get_mut(&definition_name(k.group, k.kind)) {
             o.insert(
@@ -82,8 +94,13 @@ pub(crate) fn definitions(group: Option<&str>, path: &str) -> Map<String, Value>
     defs
 }
 
-/// A document, built once and kept.
+/// A JSON document, built once and kept.
 pub(crate) fn cached(name: &str, build: impl FnOnce() -> Value) -> Bytes {
+    cached_bytes(name, || serde_json::to_vec(&build()).unwrap_or_default())
+}
+
+/// A document's bytes, built once and kept.
+pub(crate) fn cached_bytes(name: &str, build: impl FnOnce() -> Vec<u8>) -> Bytes {
     static DOCS: Mutex<BTreeMap<String, Bytes>> = Mutex::new(BTreeMap::new());
     let mut docs = DOCS
         .lock()
@@ -91,7 +108,7 @@ pub(crate) fn cached(name: &str, build: impl FnOnce() -> Value) -> Bytes {
     if let Some(b) = docs.get(name) {
         return b.clone();
     }
-    let bytes = Bytes::from(serde_json::to_vec(&build()).unwrap_or_default());
+    let bytes = Bytes::from(build());
     docs.insert(name.to_string(), bytes.clone());
     bytes
 }

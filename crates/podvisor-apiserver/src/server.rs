@@ -192,21 +192,23 @@ async fn openapi_gv(gv: web::Path<String>) -> HttpResponse {
     }
 }
 
-/// OpenAPI v2, in JSON: a client that accepts only its protobuf form (kubectl's v2
-/// fallback) is told so rather than handed bytes it cannot read.
+/// OpenAPI v2: protobuf when asked first (kubectl), else JSON.
 async fn openapi_v2(req: actix_web::HttpRequest) -> HttpResponse {
+    // What kube-openapi answers (the Accept form, with `@`, is not a valid media type).
+    const PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
     let accept = req
         .headers()
         .get(actix_web::http::header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("*/*");
-    if !accept.contains("json") && !accept.contains("*/*") {
-        return ApiError::new(
-            406,
-            "NotAcceptable",
-            "podvisor serves /openapi/v2 as application/json only (and /openapi/v3)",
-        )
-        .respond();
+    if accept
+        .split(',')
+        .next()
+        .is_some_and(|first| first.contains("protobuf"))
+    {
+        return HttpResponse::Ok()
+            .content_type(PROTOBUF)
+            .body(crate::openapi::v2_protobuf());
     }
     HttpResponse::Ok()
         .content_type("application/json")

@@ -44,6 +44,9 @@ pub struct Replace {
     pub object: AnyObject,
     pub sub: Subresource,
     pub opts: PostParams,
+    /// Who writes, for server-side apply's ownership (`fieldManager`, else the client's
+    /// name); `None` for the agent's own writers.
+    pub manager: Option<String>,
 }
 
 /// Patches an object, or only its status; with `strict`, a patch that introduces fields
@@ -58,6 +61,8 @@ pub struct PatchObject {
     pub sub: Subresource,
     pub strict: bool,
     pub opts: PostParams,
+    /// As [`Replace::manager`].
+    pub manager: Option<String>,
 }
 
 /// Deletes an object: `Marked` is the object still there, marked for deletion.
@@ -330,7 +335,9 @@ impl Handler<Replace> for StoreActor {
     type Result = Result<Arc<StoredObject>, Error>;
     fn handle(&mut self, m: Replace, _: &mut Context<Self>) -> Self::Result {
         let res = Resource::of(m.object.kind());
-        one(self.write(m.opts.dry_run, |s| s.update(&res, m.object, m.sub, m.opts))?)
+        one(self.write(m.opts.dry_run, |s| {
+            s.as_writer(m.manager, |s| s.update(&res, m.object, m.sub, m.opts))
+        })?)
     }
 }
 
@@ -340,7 +347,9 @@ impl Handler<PatchObject> for StoreActor {
         let res = Resource::of(m.kind);
         let at = (m.namespace.as_str(), m.name.as_str());
         one(self.write(m.opts.dry_run, |s| {
-            s.patch(&res, at, &m.patch, m.sub, (m.strict, m.opts))
+            s.as_writer(m.manager, |s| {
+                s.patch(&res, at, &m.patch, m.sub, (m.strict, m.opts))
+            })
         })?)
     }
 }

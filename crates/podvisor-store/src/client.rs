@@ -145,6 +145,7 @@ impl Backend for LocalClient {
             object,
             sub,
             opts: *pp,
+            manager: None,
         };
         self.ask(msg).await?.object()
     }
@@ -164,6 +165,7 @@ impl Backend for LocalClient {
             sub,
             strict: false,
             opts: *pp,
+            manager: None,
         };
         self.ask(msg).await?.object()
     }

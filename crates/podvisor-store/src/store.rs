@@ -60,6 +60,8 @@ pub struct Store {
     /// The window's objects' bytes: it is bounded by these too, not only by its length.
     window_bytes: usize,
     revision: u64,
+    /// Who the write under way is for (server-side apply's ownership), while it runs.
+    writer: Option<String>,
 }
 
 pub(crate) fn key(kind: Kind, namespace: &str, name: &str) -> String {
@@ -90,6 +92,7 @@ impl Store {
             window_len: cfg.window.max(1),
             window_bytes: 0,
             revision: loaded.revision,
+            writer: None,
         };
         for json in loaded.objects {
             let bytes = json.len();
@@ -186,9 +189,7 @@ impl Store {
         if res.namespaced() && self.get(Kind::Namespace, "", &ns).is_err() {
             return Err(Error::not_found("namespaces", &ns));
         }
-        if res.namespaced() {
-            self.check_not_terminating(res.kind, &ns, &name)?;
-        }
+        self.check_not_terminating(res, &ns, &name)?;
         self.check_owners(&object)?;
         if self.objects.contains_key(&key(res.kind, &ns, &name)) {
             return Err(Error::AlreadyExists {
@@ -238,7 +239,8 @@ impl Store {
                 check.admit(self, res, &mut new, Some(&old))?;
             }
         }
-        let new = meta::prepare_update(res, &old_object, new, status_only);
+        let mut new = meta::prepare_update(res, &old_object, new, status_only);
+        self.take_ownership(&old_object, &mut new, status_only)?;
         let mut writes = if delete::removable_after_update(&new) {
             let mut w = self.delete_dependents(&old);
             w.insert(0, Write::Remove(new));

@@ -141,7 +141,9 @@ async fn route(
         }
         (Method::PUT, true, None | Some("status")) => write::update(req, body, state, p, t).await,
         (Method::PATCH, true, None | Some("status")) => write::patch(req, body, state, p, t).await,
-        (Method::PUT | Method::PATCH, true, Some("scale")) => scale::set(req, body, state, t).await,
+        (Method::PUT | Method::PATCH, true, Some("scale")) => {
+            scale::set(req, body, state, p, t).await
+        }
         (Method::DELETE, true, None) => write::delete(req, body, state, p, t).await,
         (Method::DELETE, false, None) => write::delete_collection(req, body, state, p, t).await,
         (Method::GET | Method::POST, true, Some("exec" | "attach" | "portforward")) => {

@@ -11,7 +11,7 @@ use podvisor_store::StoredObject;
 use podvisor_store::actor::Replace;
 use serde_json::{Value, json};
 
-use super::{ApiState, body, read, write};
+use super::{ApiState, Params, body, read, write};
 use crate::status::ApiError;
 use crate::target::Target;
 
@@ -74,6 +74,7 @@ pub(super) async fn set(
     req: &HttpRequest,
     raw: Bytes,
     state: &ApiState,
+    p: &Params,
     t: Target,
 ) -> Result<HttpResponse, ApiError> {
     let mut attempt = 0;
@@ -94,6 +95,7 @@ pub(super) async fn set(
             object,
             sub: Subresource::Main,
             opts: PostParams::default(),
+            manager: write::manager(req, p),
         };
         match state.store.send(msg).await.map_err(ApiError::unavailable)? {
             Ok(o) => return Ok(body::json(&scale_of(&json_of(&o)?))),

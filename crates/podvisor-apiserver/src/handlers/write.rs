@@ -69,6 +69,7 @@ pub(super) async fn update(
         object,
         sub,
         opts: opts(p),
+        manager: manager(req, p),
     };
     let o = state.ask(msg).await?;
     Ok(body::object(&o, false))
@@ -121,9 +122,24 @@ pub(super) async fn patch(
         sub,
         strict: sub == Subresource::Main && p.strict(),
         opts: opts(p),
+        manager: manager(req, p),
     };
     let o = state.ask(msg).await?;
     Ok(body::object(&o, false))
+}
+
+/// Who a write is for, as server-side apply records it: `fieldManager`, else the client's
+/// name from its User-Agent (`kubectl/v1.32.3 (...)` is `kubectl`), as kube-apiserver does.
+pub(super) fn manager(req: &HttpRequest, p: &Params) -> Option<String> {
+    let given = p
+        .field_manager
+        .clone()
+        .filter(|m| !m.is_empty() && m.len() <= 128);
+    given.or_else(|| {
+        let agent = req.headers().get(actix_web::http::header::USER_AGENT)?;
+        let name = agent.to_str().ok()?.split('/').next()?.trim();
+        (!name.is_empty() && name.len() <= 128).then(|| name.to_string())
+    })
 }
 
 /// A body that may be empty (DELETE, eviction), parsed per its content type.

@@ -264,7 +264,13 @@ pub(super) fn guarded<M: Message + Default + Serialize>(
     let m = M::decode(raw).map_err(|e| {
         ApiError::bad_request(format!("the protobuf body could not be decoded: {e}"))
     })?;
-    if let Some(path) = guard::dropped(raw, &m.encode_to_vec()) {
+    let template = if tm.kind.as_deref() == Some("Job") {
+        6
+    } else {
+        3
+    };
+    let zero_ok = move |path: &[u64], tag: u64| always_written(path, tag, template);
+    if let Some(path) = guard::dropped(raw, &m.encode_to_vec(), &zero_ok) {
         let kind = tm.kind.as_deref().unwrap_or_default();
         return Err(ApiError::new(
             415,
@@ -275,6 +281,23 @@ pub(super) fn guarded<M: Message + Default + Serialize>(
         ));
     }
     to_json::<M>(raw, tm)
+}
+
+/// The fields gogo-protobuf writes even unset (Go's non-pointer fields) that the subset
+/// does not model, by where they are: the object's status; ObjectMeta's `selfLink`, `uid`,
+/// `generation`, `creationTimestamp`; a Deployment's `strategy`; PodSpec's
+/// `serviceAccount`, `nodeName`, `hostNetwork`, `hostPID`, `hostIPC`, `hostname`,
+/// `subdomain`, `priorityClassName`. `template` is the spec's template tag (3 or 6).
+fn always_written(path: &[u64], tag: u64, template: u64) -> bool {
+    const META: &[u64] = &[4, 5, 7, 8];
+    const POD_SPEC: &[u64] = &[9, 10, 11, 12, 13, 16, 17, 24];
+    match path {
+        [] => tag == 3,
+        [1] | [2, _, 1] => META.contains(&tag),
+        [2] => template == 3 && tag == 4,
+        [2, t, 2] if *t == template => POD_SPEC.contains(&tag),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -289,38 +312,43 @@ mod tests {
         guarded::<Deployment>(raw, &tm)
     }
 
-    #[test]
-    fn a_deployment_reads_as_kubectl_wrote_it_and_an_unread_field_is_refused() {
-        // metadata {name: "web"}, spec {replicas: 2, template {spec {containers [
-        // {name: "c", image: "x", stdin: false}]}}}
-        let container = [0x0a, 1, b'c', 0x12, 1, b'x', 0x80, 0x01, 0x00];
+    /// A Deployment body: metadata {name: "web"}, spec {replicas: 2, template {spec
+    /// {containers [container], ...pod_extra}}}.
+    fn body(container: &[u8], pod_extra: &[u8]) -> Vec<u8> {
         let mut pod_spec = vec![0x12, container.len() as u8];
         pod_spec.extend(container);
+        pod_spec.extend(pod_extra);
         let mut template = vec![0x12, pod_spec.len() as u8];
         template.extend(&pod_spec);
         let mut spec = vec![0x08, 2, 0x1a, template.len() as u8];
         spec.extend(&template);
         let mut body = vec![0x0a, 5, 0x0a, 3, b'w', b'e', b'b', 0x12, spec.len() as u8];
         body.extend(&spec);
-        let v = read(&body).unwrap();
+        body
+    }
+
+    #[test]
+    fn a_deployment_reads_as_kubectl_wrote_it_and_an_unread_field_is_refused() {
+        // {name: "c", image: "x", stdin: false}; PodSpec hostNetwork: false (written unset)
+        let container = [0x0a, 1, b'c', 0x12, 1, b'x', 0x80, 0x01, 0x00];
+        let v = read(&body(&container, &[0x58, 0x00])).unwrap();
         assert_eq!(v["spec"]["replicas"], 2);
         assert_eq!(v["spec"]["template"]["spec"]["containers"][0]["image"], "x");
         assert!(v["spec"]["template"]["spec"]["containers"][0]["stdin"].is_null());
-        // The same with a livenessProbe (field 10 of Container) that podvisor does not read.
+        // A livenessProbe (Container field 10), which the subset does not read.
         let with_probe = [&container[..], &[0x52, 2, 0x20, 5]].concat();
-        let mut pod_spec = vec![0x12, with_probe.len() as u8];
-        pod_spec.extend(with_probe);
-        let mut template = vec![0x12, pod_spec.len() as u8];
-        template.extend(&pod_spec);
-        let mut spec = vec![0x1a, template.len() as u8];
-        spec.extend(&template);
-        let mut body = vec![0x12, spec.len() as u8];
-        body.extend(&spec);
-        let e = read(&body).unwrap_err();
+        let e = read(&body(&with_probe, &[])).unwrap_err();
         assert_eq!(e.code, 415);
         assert!(
             e.message
                 .contains("field 2.field 3.field 2.field 2.field 10"),
+            "{}",
+            e.message
+        );
+        // automountServiceAccountToken: false (PodSpec field 21) is a choice, not a zero.
+        let e = read(&body(&container, &[0xa8, 0x01, 0x00])).unwrap_err();
+        assert!(
+            e.message.contains("field 2.field 3.field 2.field 21"),
             "{}",
             e.message
         );

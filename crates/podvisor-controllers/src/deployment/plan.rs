@@ -221,24 +221,27 @@ fn cleanup(d: &Deployment, w: &mut World, new: Option<&str>) {
         .and_then(|s| s.revision_history_limit)
         .unwrap_or(10);
     let limit = usize::try_from(limit).unwrap_or(0);
-    let mut done: Vec<_> = w
+    // As `cleanupDeployment`: the old ones alive count against the limit; of the oldest
+    // revisions beyond it, those scaled down and settled go.
+    let mut alive: Vec<_> = w
         .sets
         .iter()
         .filter(|rs| rs.metadata.name.as_deref() != new)
-        .filter(|rs| util::rs_replicas(rs) == 0 && util::status_replicas(rs) == 0)
         .filter(|rs| rs.metadata.deletion_timestamp.is_none())
-        .filter(|rs| {
-            let seen = rs.status.as_ref().and_then(|s| s.observed_generation);
-            seen >= rs.metadata.generation
-        })
         .cloned()
         .collect();
-    if done.len() <= limit {
+    if alive.len() <= limit {
         return;
     }
-    done.sort_by_key(|rs| (util::revision(rs), util::creation_ms(rs)));
-    let extra = done.len() - limit;
-    for rs in &done[..extra] {
+    alive.sort_by_key(|rs| (util::revision(rs), util::creation_ms(rs)));
+    let extra = alive.len() - limit;
+    let settled = |rs: &ReplicaSet| {
+        let seen = rs.status.as_ref().and_then(|s| s.observed_generation);
+        util::rs_replicas(rs) == 0
+            && util::status_replicas(rs) == 0
+            && seen >= rs.metadata.generation
+    };
+    for rs in alive[..extra].iter().filter(|rs| settled(rs)) {
         w.delete(rs);
     }
 }

@@ -176,7 +176,11 @@ fn progressing(
             format!("Found new replica set \"{rs}\""),
         );
     }
-    if c.reason() == Some(TIMED_OUT) {
+    // As `syncRolloutStatus`: a rollout that completed is not judged again until a new one
+    // starts (one pod going unavailable later is no timeout); one that timed out stays so
+    // unless it completes or progresses.
+    let all_updated = c.s.replicas == c.s.updated_replicas;
+    if all_updated && c.reason() == Some(COMPLETE) {
         return None;
     }
     if is_complete {
@@ -192,6 +196,9 @@ fn progressing(
         );
         c.touch();
         return Some(secs(deadline_ms + 1000));
+    }
+    if c.reason() == Some(TIMED_OUT) {
+        return None;
     }
     let since = condition(c.s, "Progressing").and_then(|x| x.last_update_time.clone());
     let due = since.map(|t| t.0.as_millisecond() + deadline_ms)?;

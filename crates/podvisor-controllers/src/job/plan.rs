@@ -147,20 +147,21 @@ impl View<'_> {
             .as_ref()
             .and_then(|s| s.restart_policy.as_deref())
             == Some("OnFailure");
-        let restarts: i32 = if on_failure {
-            active
-                .iter()
-                .flat_map(|p| {
-                    p.status
-                        .iter()
-                        .flat_map(|s| s.container_statuses.iter().flatten())
+        let limit = spec.backoff_limit.unwrap_or(6);
+        // Under OnFailure the kubelet restarts failed containers in place: their restarts
+        // (init containers' too) are the failures, at the limit already.
+        let restarts: i32 = active
+            .iter()
+            .flat_map(|p| {
+                p.status.iter().flat_map(|s| {
+                    let init = s.init_container_statuses.iter().flatten();
+                    s.container_statuses.iter().flatten().chain(init)
                 })
-                .map(|c| c.restart_count)
-                .sum()
-        } else {
-            0
-        };
-        if t.failed + restarts > spec.backoff_limit.unwrap_or(6) {
+            })
+            .map(|c| c.restart_count)
+            .sum();
+        let restarted_out = on_failure && restarts >= limit.max(1);
+        if t.failed > limit || restarted_out {
             return Some((
                 "BackoffLimitExceeded",
                 "Job has reached the specified backoff limit".into(),
@@ -186,7 +187,13 @@ impl View<'_> {
     fn manage(&self, plan: &mut Plan) {
         let (job, pods, active, t, now_ms) =
             (self.job, self.pods, &self.active, &self.t, self.now_ms);
-        let want = usize::try_from(wanted(job, t.succeeded)).unwrap_or(0);
+        // A Job being deleted runs nothing more: its pods go with it.
+        let Some(want) =
+            wanted(job, t.succeeded).filter(|_| job.metadata.deletion_timestamp.is_none())
+        else {
+            return;
+        };
+        let want = usize::try_from(want).unwrap_or(0);
         let wait_terminating = job
             .spec
             .as_ref()
@@ -286,13 +293,15 @@ fn surplus(active: &[Arc<Pod>], n: usize) -> Vec<Arc<Pod>> {
 }
 
 /// How many pods should run now.
-fn wanted(job: &Job, succeeded: i32) -> i32 {
+/// `None`: leave the pods as they are (a work-queue Job, without `completions`, once one
+/// pod succeeded: the others finish their work, none is added).
+fn wanted(job: &Job, succeeded: i32) -> Option<i32> {
     let spec = job.spec.as_ref();
     let parallelism = spec.and_then(|s| s.parallelism).unwrap_or(1);
     match spec.and_then(|s| s.completions) {
-        Some(c) => parallelism.min(c - succeeded).max(0),
-        None if succeeded == 0 => parallelism,
-        None => 0,
+        Some(c) => Some(parallelism.min(c - succeeded).max(0)),
+        None if succeeded == 0 => Some(parallelism),
+        None => None,
     }
 }
 

@@ -116,6 +116,9 @@ async fn delete(pods: &Api<Pod>, victims: &[Arc<Pod>], report: &mut Report) {
     }
 }
 
+/// The planned status, written against the version of the Job it was planned from: a
+/// status written since (by an earlier sync whose watch event has not come) makes this one
+/// conflict and be planned again, rather than erase what that one recorded.
 async fn write_status(client: &Client, job: &Job, plan: &Plan) -> Result<(), Error> {
     if job.status.as_ref() == Some(&plan.status) {
         return Ok(());
@@ -124,20 +127,11 @@ async fn write_status(client: &Client, job: &Job, plan: &Plan) -> Result<(), Err
         client.clone(),
         job.metadata.namespace.as_deref().unwrap_or_default(),
     );
-    let status = plan.status.clone();
-    let name = job.metadata.name.as_deref().unwrap_or_default();
-    jobs.edit(
-        name,
-        job.metadata.uid.as_deref(),
-        Subresource::Status,
-        3,
-        |j| {
-            j.status = Some(status.clone());
-            true
-        },
-    )
-    .await
-    .map(|_| ())
+    let mut next = job.clone();
+    next.status = Some(plan.status.clone());
+    jobs.replace_status(&PostParams::default(), next)
+        .await
+        .map(|_| ())
 }
 
 /// Carries `plan` out for `job`.

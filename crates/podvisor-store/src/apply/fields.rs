@@ -6,6 +6,7 @@
 
 use std::collections::BTreeSet;
 
+use podvisor_client::Error;
 use serde_json::{Map, Value};
 
 use crate::patch::{merge_key, merges_as_set};
@@ -38,9 +39,41 @@ const SERVER_METADATA: [&str; 10] = [
     "deletionGracePeriodSeconds",
 ];
 
+/// The most paths, and bytes of path, one field set may hold: a body of deeply nested long
+/// keys must not expand into gigabytes of paths (3 MiB bodies are allowed).
+const MAX_PATHS: usize = 20_000;
+const MAX_PATH_BYTES: usize = 8 << 20;
+
+fn too_large() -> Error {
+    Error::BadRequest(format!(
+        "the object has too many fields for server-side apply to track (at most {MAX_PATHS} paths of {} MiB in all)",
+        MAX_PATH_BYTES >> 20
+    ))
+}
+
+fn path_bytes(p: &Path) -> usize {
+    p.iter()
+        .map(|s| match s {
+            Step::Field(x) | Step::Key(x) | Step::Value(x) => x.len() + 2,
+        })
+        .sum()
+}
+
+/// Within the budget, or why not.
+fn checked(set: FieldSet) -> Result<FieldSet, Error> {
+    if set.len() > MAX_PATHS || set.iter().map(path_bytes).sum::<usize>() > MAX_PATH_BYTES {
+        return Err(too_large());
+    }
+    Ok(set)
+}
+
 /// The field set `config` sets.
-pub(crate) fn of(config: &Value) -> FieldSet {
-    let mut out = FieldSet::new();
+pub(crate) fn of(config: &Value) -> Result<FieldSet, Error> {
+    checked(of_unchecked(config)?)
+}
+
+fn of_unchecked(config: &Value) -> Result<FieldSet, Error> {
+    let mut out = Budgeted::default();
     if let Value::Object(m) = config {
         for (k, v) in m {
             if SERVER_FIELDS.contains(&k.as_str()) {
@@ -66,7 +99,34 @@ pub(crate) fn of(config: &Value) -> FieldSet {
             walk(k, v, path, &mut out);
         }
     }
-    out
+    out.finish()
+}
+
+/// A set being built, refused as soon as it passes the budget (not after).
+#[derive(Default)]
+struct Budgeted {
+    set: FieldSet,
+    bytes: usize,
+    over: bool,
+}
+
+impl Budgeted {
+    fn insert(&mut self, p: Path) {
+        if self.over {
+            return;
+        }
+        self.bytes += path_bytes(&p);
+        self.set.insert(p);
+        self.over = self.set.len() > MAX_PATHS || self.bytes > MAX_PATH_BYTES;
+    }
+
+    fn finish(self) -> Result<FieldSet, Error> {
+        if self.over {
+            Err(too_large())
+        } else {
+            Ok(self.set)
+        }
+    }
 }
 
 /// The merge key of a list item, as compact JSON.
@@ -77,7 +137,10 @@ pub(crate) fn item_key(key: &str, item: &Value) -> Option<String> {
     Some(Value::Object(m).to_string())
 }
 
-fn walk(name: &str, v: &Value, path: Path, out: &mut FieldSet) {
+fn walk(name: &str, v: &Value, path: Path, out: &mut Budgeted) {
+    if out.over {
+        return;
+    }
     match v {
         Value::Object(m) if !m.is_empty() => {
             for (k, x) in m {
@@ -155,14 +218,17 @@ fn step_of(label: &str) -> Option<Step> {
     })
 }
 
-/// A set from `FieldsV1` JSON (what cannot be read is left out).
-pub(crate) fn from_v1(v: &Value) -> FieldSet {
-    let mut out = FieldSet::new();
+/// A set from `FieldsV1` JSON (what cannot be read is left out), within the budget.
+pub(crate) fn from_v1(v: &Value) -> Result<FieldSet, Error> {
+    let mut out = Budgeted::default();
     read(v, &mut Vec::new(), &mut out);
-    out
+    out.finish()
 }
 
-fn read(v: &Value, path: &mut Path, out: &mut FieldSet) {
+fn read(v: &Value, path: &mut Path, out: &mut Budgeted) {
+    if out.over {
+        return;
+    }
     let Value::Object(m) = v else { return };
     let children: Vec<_> = m.iter().filter(|(k, _)| k.as_str() != ".").collect();
     if (children.is_empty() || m.contains_key(".")) && !path.is_empty() {

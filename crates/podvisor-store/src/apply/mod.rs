@@ -24,23 +24,115 @@ struct Entry {
     fields: FieldSet,
 }
 
-fn entries(live: &Value) -> BTreeMap<String, Entry> {
+fn entries(live: &Value) -> Result<BTreeMap<String, Entry>, Error> {
     let list = live["metadata"]["managedFields"]
         .as_array()
         .cloned()
         .unwrap_or_default();
-    list.iter()
-        .filter_map(|e| {
-            let manager = e["manager"].as_str()?.to_string();
-            let entry = Entry {
-                operation: e["operation"].as_str().unwrap_or("Apply").to_string(),
-                api_version: e["apiVersion"].as_str().unwrap_or_default().to_string(),
-                time: e["time"].clone(),
-                fields: fields::from_v1(&e["fieldsV1"]),
-            };
-            Some((manager, entry))
-        })
-        .collect()
+    let mut out = BTreeMap::new();
+    for e in &list {
+        let Some(manager) = e["manager"].as_str() else {
+            continue;
+        };
+        let entry = Entry {
+            operation: e["operation"].as_str().unwrap_or("Apply").to_string(),
+            api_version: e["apiVersion"].as_str().unwrap_or_default().to_string(),
+            time: e["time"].clone(),
+            fields: fields::from_v1(&e["fieldsV1"])?,
+        };
+        out.insert(manager.to_string(), entry);
+    }
+    Ok(out)
+}
+
+/// Checks a configuration before anything is merged: an object of this kind, named as the
+/// request, its `metadata` an object, and no patch directives (`$patch`, `$retainKeys`...:
+/// an apply states intent, it does not edit).
+pub(crate) fn check(
+    config: &Value,
+    api_version: &str,
+    kind: &str,
+    name: &str,
+) -> Result<(), Error> {
+    let bad = |why: String| Err(Error::BadRequest(why));
+    let Some(m) = config.as_object() else {
+        return bad("an apply configuration must be an object".into());
+    };
+    if m.get("apiVersion").and_then(Value::as_str) != Some(api_version)
+        || m.get("kind").and_then(Value::as_str) != Some(kind)
+    {
+        return bad(format!(
+            "an apply configuration here must be apiVersion {api_version}, kind {kind}"
+        ));
+    }
+    let named = |meta: &serde_json::Map<String, Value>| {
+        meta.get("name").and_then(Value::as_str) == Some(name)
+    };
+    match m.get("metadata") {
+        None => {}
+        Some(Value::Object(meta)) if meta.get("name").is_none() || named(meta) => {}
+        Some(Value::Object(_)) => {
+            return bad(format!(
+                "the configuration's name is not the request's ({name})"
+            ));
+        }
+        Some(_) => return bad("metadata must be an object".into()),
+    }
+    if has_directive(config, 0) {
+        return bad(
+            "an apply configuration may not hold patch directives ($patch, $retainKeys, ...)"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+fn has_directive(v: &Value, depth: usize) -> bool {
+    match v {
+        Value::Object(m) => m
+            .iter()
+            .any(|(k, x)| k.starts_with('$') || (depth < 256 && has_directive(x, depth + 1))),
+        Value::Array(a) => a.iter().any(|x| depth < 256 && has_directive(x, depth + 1)),
+        _ => false,
+    }
+}
+
+/// After an update that is not an apply (`was` → `now`): the fields it changed go to
+/// `writer` (an `Update` entry) and leave every other manager; whether `now` changed.
+pub(crate) fn take_changed(
+    was: &Value,
+    now: &mut Value,
+    writer: &str,
+    time: Value,
+) -> Result<bool, Error> {
+    let (before, after) = (fields::of(was)?, fields::of(now)?);
+    let changed: FieldSet = after
+        .iter()
+        .filter(|p| get(was, p) != get(now, p))
+        .chain(before.iter().filter(|p| get(now, p).is_none()))
+        .cloned()
+        .collect();
+    if changed.is_empty() {
+        return Ok(false);
+    }
+    let mut all = entries(was)?;
+    for (m, e) in all.iter_mut() {
+        if m != writer {
+            e.fields.retain(|p| !changed.contains(p));
+        }
+    }
+    let api_version = now["apiVersion"].as_str().unwrap_or_default().to_string();
+    let mine = all.entry(writer.to_string()).or_insert_with(|| Entry {
+        operation: "Update".into(),
+        api_version,
+        time: time.clone(),
+        fields: FieldSet::new(),
+    });
+    mine.time = time;
+    mine.fields
+        .extend(changed.into_iter().filter(|p| get(now, p).is_some()));
+    now["metadata"]["managedFields"] = to_json(&all);
+    Ok(true)
 }
 
 fn to_json(all: &BTreeMap<String, Entry>) -> Value {
@@ -138,12 +230,15 @@ pub(crate) fn apply(
     resource: &str,
     name: &str,
 ) -> Result<Value, Error> {
-    let set = fields::of(a.config);
+    let set = fields::of(a.config)?;
     let api_version = a.config["apiVersion"]
         .as_str()
         .unwrap_or_default()
         .to_string();
-    let mut all = live.map(entries).unwrap_or_default();
+    let mut all = match live {
+        Some(l) => entries(l)?,
+        None => BTreeMap::new(),
+    };
     let mut merged = live.cloned().unwrap_or_else(|| json!({}));
     if let Some(l) = live {
         let found = conflicts(l, a, &set, &all);
@@ -182,6 +277,9 @@ pub(crate) fn apply(
         fields: set,
     };
     all.insert(a.manager.to_string(), entry);
+    if !merged["metadata"].is_object() {
+        merged["metadata"] = json!({});
+    }
     merged["metadata"]["managedFields"] = to_json(&all);
     Ok(merged)
 }

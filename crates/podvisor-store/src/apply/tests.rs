@@ -45,8 +45,8 @@ fn the_first_apply_owns_what_it_set_in_fields_v1() {
                 "k:{\"name\":\"main\"}": {".": {}, "f:image": {}, "f:name": {}}}}}}})
     );
     assert_eq!(
-        fields::from_v1(&e["fieldsV1"]),
-        fields::of(&c),
+        fields::from_v1(&e["fieldsV1"]).unwrap(),
+        fields::of(&c).unwrap(),
         "read back as written"
     );
 }
@@ -113,7 +113,7 @@ fn another_managers_field_is_a_conflict_unless_forced() {
     assert!(run(Some(&v), &c, "other", false).is_ok());
     let forced = run(Some(&v), &theirs, "other", true).unwrap();
     assert_eq!(forced["spec"]["replicas"], 5);
-    let mine = fields::from_v1(&forced["metadata"]["managedFields"][0]["fieldsV1"]);
+    let mine = fields::from_v1(&forced["metadata"]["managedFields"][0]["fieldsV1"]).unwrap();
     assert!(
         !mine.contains(&vec![
             Step::Field("spec".into()),
@@ -121,4 +121,59 @@ fn another_managers_field_is_a_conflict_unless_forced() {
         ]),
         "moved away from kubectl"
     );
+}
+
+#[test]
+fn an_update_that_is_not_an_apply_takes_the_fields_it_changes() {
+    let c = cfg(
+        2,
+        json!({"app": "web"}),
+        json!([{"name": "main", "image": "x:1"}]),
+    );
+    let v = run(None, &c, "kubectl", false).unwrap();
+    let mut scaled = v.clone();
+    scaled["spec"]["replicas"] = 5.into();
+    assert!(take_changed(&v, &mut scaled, "kubectl-scale", json!("t")).unwrap());
+    // kubectl applies again without replicas: it no longer owns them, so they stay 5.
+    let without = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "labels": {"app": "web"}},
+        "spec": {"template": {"spec": {"containers": [{"name": "main", "image": "x:1"}]}}}});
+    let v2 = run(Some(&scaled), &without, "kubectl", false).unwrap();
+    assert_eq!(v2["spec"]["replicas"], 5);
+    assert_eq!(managers(&v2), ["kubectl", "kubectl-scale"]);
+}
+
+#[test]
+fn hostile_configurations_are_refused_not_merged() {
+    let d = |extra: Value| {
+        let mut v = json!({"apiVersion": "apps/v1", "kind": "Deployment"});
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v
+    };
+    for bad in [
+        json!(5),
+        json!([1]),
+        d(json!({"metadata": "x"})),
+        json!({"apiVersion": "v1", "kind": "Pod"}),
+        d(json!({"spec": {"$patch": "replace"}})),
+        d(json!({"metadata": {"name": "other"}})),
+    ] {
+        assert!(
+            check(&bad, "apps/v1", "Deployment", "web").is_err(),
+            "{bad}"
+        );
+    }
+    // Deeply nested long keys: refused within the budget, not expanded.
+    let key = "k".repeat(4096);
+    let mut deep = json!("leaf");
+    for _ in 0..100 {
+        deep = json!({ key.clone(): deep });
+    }
+    let mut wide = serde_json::Map::new();
+    for i in 0..50 {
+        wide.insert(format!("x{i}"), deep.clone());
+    }
+    assert!(fields::of(&d(json!({"spec": wide}))).is_err());
 }

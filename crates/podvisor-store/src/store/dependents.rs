@@ -177,18 +177,23 @@ impl Store {
         })
     }
 
-    /// A new object all of whose owners are gone (of kinds the store keeps; another UID or
-    /// none under that name) is refused: the garbage collector would delete it at once. A
-    /// controller's create that raced its owner's deletion ends here instead of leaving a
-    /// pod no one owns running.
+    /// A new object all of whose owners are gone (of kinds the store keeps, by group and
+    /// kind; another UID or none under that name, or one in foreground deletion, which
+    /// waits for its dependents to go) is refused: the garbage collector would delete it at
+    /// once. A controller's create that raced its owner's deletion ends here instead of
+    /// leaving a pod no one owns running.
     pub(super) fn check_owners(&self, o: &AnyObject) -> Result<(), Error> {
         let refs = o.meta().owner_references.as_deref().unwrap_or_default();
         let ns = o.namespace();
+        let ours = |r: &OwnerReference| {
+            let group = r.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+            kind_named(&r.kind).is_some_and(|k| Resource::of(k).group == group)
+        };
         let gone = |r: &&OwnerReference| {
-            kind_named(&r.kind).is_some()
-                && self
-                    .owner_named(&r.kind, &r.name, ns)
-                    .is_none_or(|x| *x.uid != *r.uid)
+            ours(r)
+                && self.owner_named(&r.kind, &r.name, ns).is_none_or(|x| {
+                    *x.uid != *r.uid || x.finalizers.iter().any(|f| f == FOREGROUND)
+                })
         };
         let Some(first) = refs.first().filter(|_| refs.iter().all(|r| gone(&r))) else {
             return Ok(());

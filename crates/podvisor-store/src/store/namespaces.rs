@@ -23,11 +23,13 @@ impl Store {
     /// Refuses new content in a namespace being deleted.
     pub(super) fn check_not_terminating(
         &self,
-        kind: Kind,
+        res: &Resource,
         ns: &str,
         name: &str,
     ) -> Result<(), Error> {
-        let Some(n) = self.objects.get(&key(Kind::Namespace, "", ns)) else {
+        let kind = res.kind;
+        let namespace = self.objects.get(&key(Kind::Namespace, "", ns));
+        let Some(n) = namespace.filter(|_| res.namespaced()) else {
             return Ok(());
         };
         if !terminating(n) {
@@ -53,12 +55,15 @@ impl Store {
     /// went at once.
     pub(super) fn delete_namespace(&self, n: &StoredObject) -> Result<Vec<Write>, Error> {
         let mut writes = Vec::new();
+        let mut emptied = true;
         for o in self.contents(&n.name) {
             match delete::plan(&Resource::of(o.kind), o, &DeleteParams::default()) {
                 Ok(DeleteStep::Mark(v)) => writes.push(Write::Put(ChangeType::Modified, v)),
                 Ok(DeleteStep::Remove(v)) => writes.push(Write::Remove(v)),
+                // Already being deleted (a pod stopping, a finalizer held): still there.
                 _ => {}
             }
+            emptied &= matches!(writes.last(), Some(Write::Remove(v)) if v.name() == o.name && v.kind() == o.kind);
         }
         let mut marked = n.object()?;
         if let AnyObject::Namespace(ns) = &mut marked {
@@ -69,7 +74,6 @@ impl Store {
             let status = ns.status.get_or_insert_with(NamespaceStatus::default);
             status.phase = Some("Terminating".into());
         }
-        let emptied = writes.iter().all(|w| matches!(w, Write::Remove(_)));
         writes.insert(
             0,
             if emptied {
@@ -84,7 +88,14 @@ impl Store {
     /// The namespaces being deleted that `writes` leave empty: removed in the same batch.
     pub(super) fn finish_namespaces(&self, writes: &[Write]) -> Vec<Write> {
         let mut out = Vec::new();
-        let mut done: Vec<String> = Vec::new();
+        // Namespaces this batch already removes.
+        let mut done: Vec<String> = writes
+            .iter()
+            .filter_map(|w| match w {
+                Write::Remove(v) if v.kind() == Kind::Namespace => Some(v.name().to_string()),
+                _ => None,
+            })
+            .collect();
         for w in writes {
             let Write::Remove(o) = w else { continue };
             let ns = o.namespace();
