@@ -3,7 +3,7 @@
 //! schemas use, and for each kind the PATCH operation declaring the `fieldValidation`
 //! query parameter: seeing it, kubectl leaves validation to the server (it sends
 //! `fieldValidation=Strict`); for a kind without it (TokenReview) kubectl validates
-//! against the schema itself. No `requestBody` is declared: kubectl computes apply
+//! against the v2 schema itself, which it reads in protobuf (`openapi_v2.rs`). No `requestBody` is declared: kubectl computes apply
 //! patches from its built-in types.
 
 use bytes::Bytes;
@@ -144,6 +144,11 @@ mod tests {
         assert_eq!(
             review["x-kubernetes-group-version-kind"][0]["kind"],
             "TokenReview"
+        );
+        assert_eq!(
+            review["required"],
+            json!(["spec"]),
+            "metadata is never required"
         );
         assert!(doc("api/v1")["components"]["schemas"]["io.k8s.api.core.v1.Pod"].is_object());
         let v2: Value = serde_json::from_slice(&v2()).unwrap();
