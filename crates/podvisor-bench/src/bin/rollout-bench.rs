@@ -1,0 +1,248 @@
+//! A rolling update of one Deployment, side by side in one run: podvisor standing alone
+//! (its own Deployment and ReplicaSet controllers) and the same rollout on a real cluster
+//! (`scripts/cluster-up`'s kube-controller-manager) with its pods on a kubelet node, then on
+//! a podvisor node, each against the same containerd. The template's image alternates
+//! between two names of one image; pods are ready one second after they start (an exec
+//! probe), so the rollout is paced by the controllers and the nodes, not by the image.
+//!
+//! For each rollout: the time from the patch until the Deployment is complete (observed,
+//! every replica updated and available, no old one left: what `kubectl rollout status`
+//! waits for), how many pods it created, and the most pods alive at once (polled every
+//! 100 ms).
+//!
+//! scripts/cluster-up && PODVISOR_CONTAINERD_VERSION=2.1 scripts/containerd-up
+//! cargo build --release -p podvisor --bin podvisor -p podvisor-bench --bin rollout-bench
+//! target/release/rollout-bench --endpoint unix:///var/lib/podvisor-containerd-2.1/containerd.sock
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use podvisor_bench::agent::BenchAgent;
+use podvisor_bench::nodes::{NodeArgs, NodeKind, NodeProc, node_ready};
+use podvisor_bench::stats::{Samples, Summary};
+use podvisor_client::{Api, Client, DeleteParams, ListParams, Patch, PostParams};
+use serde_json::json;
+
+#[derive(Parser)]
+struct Args {
+    #[command(flatten)]
+    runtime: podvisor_bench::args::RuntimeArg,
+    #[command(flatten)]
+    agent: podvisor_bench::args::AgentArg,
+    #[command(flatten)]
+    nodes: NodeArgs,
+    #[arg(long, default_value_t = 20)]
+    replicas: i32,
+    /// Rollouts per side (the image flips each time).
+    #[arg(long, default_value_t = 4)]
+    rounds: usize,
+}
+
+const IMAGES: [&str; 2] = [
+    "localhost/podvisor/busybox:test",
+    "localhost/podvisor/busybox:v2",
+];
+
+fn deployment(replicas: i32, node: Option<&str>) -> Deployment {
+    serde_json::from_value(json!({
+        "metadata": {"name": "roll"},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "roll"}},
+            "template": {"metadata": {"labels": {"app": "roll"}}, "spec": {
+                "nodeName": node, "automountServiceAccountToken": false,
+                "terminationGracePeriodSeconds": 1,
+                "containers": [{"name": "main", "image": IMAGES[0],
+                    "command": ["/bin/sh", "-c", "trap 'exit 0' TERM; sleep 86400 & wait"],
+                    "readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1}}]}}}}))
+    .expect("a Deployment")
+}
+
+/// Complete as `kubectl rollout status` sees it.
+fn complete(d: &Deployment, replicas: i32) -> bool {
+    let s = d.status.clone().unwrap_or_default();
+    s.observed_generation >= d.metadata.generation
+        && s.updated_replicas == Some(replicas)
+        && s.replicas == Some(replicas)
+        && s.available_replicas == Some(replicas)
+}
+
+struct Side {
+    label: String,
+    took: Samples,
+    created: Vec<usize>,
+    peak: Vec<usize>,
+}
+
+async fn wait_complete(
+    deployments: &Api<Deployment>,
+    replicas: i32,
+    limit: Duration,
+) -> anyhow::Result<()> {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        if complete(&*deployments.get("roll").await?, replicas) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    anyhow::bail!("the Deployment did not complete in {limit:?}")
+}
+
+/// Rolls the Deployment `rounds` times, measuring each.
+async fn roll(
+    client: &Client,
+    ns: &str,
+    label: &str,
+    args: &Args,
+    node: Option<&str>,
+) -> anyhow::Result<Side> {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    deployments
+        .create(&PostParams::default(), deployment(args.replicas, node))
+        .await?;
+    wait_complete(&deployments, args.replicas, Duration::from_secs(300)).await?;
+    let mut side = Side {
+        label: label.to_string(),
+        took: Samples::new(),
+        created: Vec::new(),
+        peak: Vec::new(),
+    };
+    let lp =
+        ListParams::default().labels(podvisor_client::selector::LabelSelector::parse("app=roll")?);
+    for round in 0..args.rounds {
+        let before: BTreeSet<String> = pods
+            .list(&lp)
+            .await?
+            .items
+            .iter()
+            .filter_map(|p| p.metadata.name.clone())
+            .collect();
+        let image = IMAGES[(round + 1) % 2];
+        let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": image}]}}}});
+        let t0 = Instant::now();
+        deployments
+            .patch("roll", &PostParams::default(), &Patch::Strategic(patch))
+            .await?;
+        let (mut seen, mut peak) = (BTreeSet::new(), 0);
+        loop {
+            let list = pods.list(&lp).await?;
+            let alive = list
+                .items
+                .iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .count();
+            peak = peak.max(alive);
+            seen.extend(
+                list.items
+                    .iter()
+                    .filter_map(|p| p.metadata.name.clone())
+                    .filter(|n| !before.contains(n)),
+            );
+            if complete(&*deployments.get("roll").await?, args.replicas) {
+                break;
+            }
+            anyhow::ensure!(
+                t0.elapsed() < Duration::from_secs(600),
+                "{label}: rollout {round} never completed"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        side.took.push(t0.elapsed());
+        side.created.push(seen.len());
+        side.peak.push(peak);
+        // The old pods' deletion settles before the next round.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+    }
+    deployments.delete("roll", &DeleteParams::default()).await?;
+    Ok(side)
+}
+
+async fn standalone(args: &Args) -> anyhow::Result<Side> {
+    let agent = BenchAgent::start(
+        &args.agent.binary()?,
+        "rollout-bench",
+        "rollout-standalone",
+        &args.runtime.endpoint,
+        "",
+        "info",
+    )?;
+    agent.api().await?;
+    let remote =
+        podvisor_cluster::RemoteClient::from_kubeconfig(&agent.dir.join("state/kubeconfig"))
+            .await?;
+    let client = Client::new(remote);
+    let side = roll(&client, "default", "podvisor standalone", args, None).await;
+    let rt =
+        podvisor_cri::CriRuntime::new(&args.runtime.endpoint, podvisor_cri::Timeouts::default())?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let lp =
+        ListParams::default().labels(podvisor_client::selector::LabelSelector::parse("app=roll")?);
+    let t0 = Instant::now();
+    while !pods.list(&lp).await?.items.is_empty() && t0.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    agent.clear(&rt).await?;
+    side
+}
+
+async fn in_cluster(kind: NodeKind, args: &Args, admin: &Client) -> anyhow::Result<Side> {
+    let setup = args.nodes.setup(&args.agent, &args.runtime)?;
+    let node = NodeProc::start(kind, &setup)?;
+    let name = node.name.clone();
+    let label = format!("cluster, {} node", kind.label());
+    let result = async {
+        node_ready(admin, &name).await?;
+        let namespaces: Api<Namespace> = Api::all(admin.clone());
+        let mut n = Namespace::default();
+        n.metadata.name = Some(name.clone());
+        namespaces.create(&PostParams::default(), n).await?;
+        let side = roll(admin, &name, &label, args, Some(&name)).await?;
+        namespaces.delete(&name, &DeleteParams::default()).await?;
+        let t0 = Instant::now();
+        while namespaces.get_opt(&name).await?.is_some() && t0.elapsed() < Duration::from_secs(120)
+        {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        Ok::<_, anyhow::Error>(side)
+    }
+    .await;
+    node.stop();
+    let _ = Api::<Node>::all(admin.clone())
+        .delete(&name, &DeleteParams::default())
+        .await;
+    result
+}
+
+fn report(args: &Args, sides: &[Side]) {
+    println!(
+        "## a rolling update of {} replicas (25 % surge, 25 % unavailable), ×{} per side\n",
+        args.replicas, args.rounds
+    );
+    println!("{}", Summary::HEADER);
+    for s in sides {
+        println!("{}", s.took.summary().row(&s.label));
+    }
+    println!("\n| side | pods created per rollout | most pods alive at once |\n|---|---|---|");
+    for s in sides {
+        println!("| {} | {:?} | {:?} |", s.label, s.created, s.peak);
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let admin = args.nodes.admin().await?;
+    println!(
+        "# rollout-bench: {} replicas, {} rounds per side\n",
+        args.replicas, args.rounds
+    );
+    let mut sides = vec![standalone(&args).await?];
+    for kind in [NodeKind::Kubelet, NodeKind::Podvisor] {
+        sides.push(in_cluster(kind, &args, &admin).await?);
+    }
+    report(&args, &sides);
+    Ok(())
+}
