@@ -202,14 +202,7 @@ async fn the_python_client_runs_a_job_and_rolls_a_deployment() {
         .args([IMAGE, "localhost/podvisor/busybox:v2"])
         .output()
         .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(
-        out.status.success(),
-        "python client failed:\n{stdout}\n{stderr}"
-    );
+    let stdout = common::succeeded(out);
     for fact in [
         "job complete succeeded 2",
         "deployment available 2",
