@@ -69,6 +69,8 @@ pub struct JobController {
     syncs: u64,
     created: u64,
     failed_syncs: u64,
+    /// Whether the pods of Jobs deleted while no instance watched were released.
+    swept: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -100,6 +102,7 @@ impl JobController {
             syncs: 0,
             created: 0,
             failed_syncs: 0,
+            swept: false,
         }
     }
 
@@ -111,6 +114,16 @@ impl JobController {
     fn work(&mut self, ctx: &mut Context<Self>) {
         if !self.jobs_view.synced || !self.pods_view.synced {
             return;
+        }
+        if !self.swept {
+            self.swept = true;
+            let orphans = self
+                .pods
+                .values()
+                .filter(|p| self.job_of(p).is_none())
+                .cloned()
+                .collect();
+            self.release(orphans, ctx);
         }
         while self.syncing < WORKERS {
             let Some(key) = self.queue.get() else { return };
@@ -236,6 +249,14 @@ impl JobController {
                 .into_actor(self),
             );
         }
+    }
+
+    /// The cached Job a pod names as its controller (that incarnation).
+    fn job_of(&self, pod: &Pod) -> Option<ObjectKey> {
+        let r = job_controller(pod)?;
+        let key = ObjectKey::new(Kind::Job, pod.metadata.namespace.as_deref(), &r.name);
+        let job = self.jobs.get(&key)?;
+        (job.metadata.uid.as_deref() == Some(r.uid.as_str())).then_some(key)
     }
 
     /// The Job a pod change concerns, meeting its expectations; or a pod to release.
