@@ -49,6 +49,15 @@ fn field(k: &Kubectl, name: &str, path: &str) -> String {
     k.jsonpath(&["job", name], path)
 }
 
+/// Why the Job failed (its `Failed` condition's reason).
+fn failed_reason(k: &Kubectl, name: &str) -> String {
+    field(
+        k,
+        name,
+        "{.status.conditions[?(@.type==\"Failed\")].reason}",
+    )
+}
+
 /// Names of the pods a Job made (`job-name` label), any state.
 fn pod_count(k: &Kubectl, name: &str) -> usize {
     let out = k.ok(&[
@@ -98,40 +107,19 @@ async fn completions_with_parallelism_and_the_ways_a_job_fails() {
 
     k.apply(&job("fail", "  backoffLimit: 1", "exit 1"));
     wait(&k, "fail", "failed", 90);
-    assert_eq!(
-        field(
-            &k,
-            "fail",
-            "{.status.conditions[?(@.type==\"Failed\")].reason}"
-        ),
-        "BackoffLimitExceeded"
-    );
+    assert_eq!(failed_reason(&k, "fail"), "BackoffLimitExceeded");
     assert_eq!(field(&k, "fail", "{.status.failed}"), "2");
     assert_eq!(pod_count(&k, "fail"), 2, "the first try and one retry");
 
     let policy = "  backoffLimit: 6\n  podFailurePolicy:\n    rules:\n    - action: FailJob\n      onExitCodes: {operator: In, values: [42]}";
     k.apply(&job("fatal", policy, "exit 42"));
     wait(&k, "fatal", "failed", 60);
-    assert_eq!(
-        field(
-            &k,
-            "fatal",
-            "{.status.conditions[?(@.type==\"Failed\")].reason}"
-        ),
-        "PodFailurePolicy"
-    );
+    assert_eq!(failed_reason(&k, "fatal"), "PodFailurePolicy");
     assert_eq!(pod_count(&k, "fatal"), 1);
 
     k.apply(&job("slow", "  activeDeadlineSeconds: 3", "sleep 600"));
     wait(&k, "slow", "failed", 60);
-    assert_eq!(
-        field(
-            &k,
-            "slow",
-            "{.status.conditions[?(@.type==\"Failed\")].reason}"
-        ),
-        "DeadlineExceeded"
-    );
+    assert_eq!(failed_reason(&k, "slow"), "DeadlineExceeded");
     let phase = k.jsonpath(&["pods", "-l", "job-name=slow"], "{.items[*].status.phase}");
     assert!(!phase.contains("Running"), "its pod was stopped: {phase}");
 
@@ -247,4 +235,10 @@ async fn kubectl_create_makes_deployments_and_jobs() {
         "true",
     ]);
     wait(&k, "once", "complete", 60);
+    // A Job another controller manages is left alone: no pod, no status.
+    let theirs = job("theirs", "  managedBy: example.com/batch", "true");
+    k.apply(&theirs);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(pod_count(&k, "theirs"), 0);
+    assert_eq!(field(&k, "theirs", "{.status.startTime}"), "");
 }

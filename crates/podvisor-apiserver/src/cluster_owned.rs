@@ -73,6 +73,14 @@ mod tests {
                 .contains("part of a cluster (/etc/podvisor/bootstrap.kubeconfig)"),
             "{e}"
         );
+        for kind in [Kind::Deployment, Kind::Job] {
+            let mut o = AnyObject::decode(kind, serde_json::json!({})).unwrap();
+            let e = owned.admit(&Nothing, &Resource::of(kind), &mut o, None);
+            assert!(
+                e.is_err(),
+                "{kind}: the control plane's controllers run these"
+            );
+        }
         let mut cm = AnyObject::new(ConfigMap::default());
         assert!(
             owned

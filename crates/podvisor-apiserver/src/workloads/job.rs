@@ -37,7 +37,44 @@ pub(crate) fn default(j: &mut Job) {
 }
 
 /// What podvisor's Job controller does not do.
+/// `completionMode`, `podReplacementPolicy` (only `Failed` with a pod failure policy)
+/// and `managedBy` take their listed values.
+fn enums(spec: &JobSpec, errors: &mut FieldErrors) {
+    let path = FieldPath::new("spec");
+    let modes = ["NonIndexed", "Indexed"];
+    if let Some(m) = spec
+        .completion_mode
+        .as_deref()
+        .filter(|m| !modes.contains(m))
+    {
+        errors.push(FieldError::not_supported(
+            &path.child("completionMode"),
+            m,
+            &modes,
+        ));
+    }
+    let policies: &[&str] = if spec.pod_failure_policy.is_some() {
+        &["Failed"]
+    } else {
+        &["TerminatingOrFailed", "Failed"]
+    };
+    let replacement = spec.pod_replacement_policy.as_deref();
+    if let Some(r) = replacement.filter(|r| !policies.contains(r)) {
+        let at = path.child("podReplacementPolicy");
+        errors.push(FieldError::not_supported(&at, r, policies));
+    }
+    let manager = spec.managed_by.as_deref().unwrap_or(JOB_CONTROLLER);
+    if manager.len() > 63 || !manager.contains('/') {
+        let why = "must be a domain-prefixed path of at most 63 characters";
+        errors.push(FieldError::invalid(&path.child("managedBy"), manager, why));
+    }
+}
+
+/// The `managedBy` of Jobs this node's controller runs; any other is left to its manager.
+pub(crate) const JOB_CONTROLLER: &str = "kubernetes.io/job-controller";
+
 fn refusals(spec: &JobSpec, errors: &mut FieldErrors) {
+    enums(spec, errors);
     let path = FieldPath::new("spec");
     if spec.completion_mode.as_deref() == Some("Indexed") {
         errors.push(unsupported(
@@ -179,6 +216,7 @@ pub(crate) fn admit(j: &mut Job, old: Option<&Job>) -> Result<Vec<FieldError>, F
             &new.pod_failure_policy,
             &mut errors,
         );
+        super::immutable("managedBy", &old.managed_by, &new.managed_by, &mut errors);
     }
     Ok(errors)
 }
@@ -231,6 +269,8 @@ mod tests {
         let mut indexed = good();
         indexed["spec"]["completionMode"] = "Indexed".into();
         indexed["spec"]["backoffLimitPerIndex"] = 1.into();
+        indexed["spec"]["podReplacementPolicy"] = "Sometimes".into();
+        indexed["spec"]["managedBy"] = "nobody".into();
         indexed["spec"]["selector"] = json!({"matchLabels": {"a": "b"}});
         indexed["spec"]["podFailurePolicy"] = json!({"rules": [{"action": "FailIndex",
             "onExitCodes": {"operator": "In", "values": [0]}}]});
@@ -241,6 +281,8 @@ mod tests {
             "`selector` will be auto-generated",
             "spec.podFailurePolicy.rules[0].action",
             "spec.podFailurePolicy.rules[0].onExitCodes.values",
+            "spec.podReplacementPolicy",
+            "spec.managedBy",
         ] {
             assert!(text.contains(expected), "{expected}: {text}");
         }

@@ -37,6 +37,9 @@ pub use failure::{Verdict, backoff, verdict};
 pub use plan::{Plan, TRACKING, plan};
 pub use sync::from_template;
 
+/// The `spec.managedBy` of the Jobs this controller runs (none named means this one).
+pub const MANAGED_BY: &str = "kubernetes.io/job-controller";
+
 /// Syncs under way at once.
 pub const WORKERS: usize = 4;
 
@@ -138,6 +141,14 @@ impl JobController {
             self.queue.done(&key);
             return;
         };
+        // A Job another controller manages (`spec.managedBy`) is left to it, as
+        // kube-controller-manager leaves it.
+        let manager = job.spec.as_ref().and_then(|s| s.managed_by.as_deref());
+        if manager.is_some_and(|m| m != MANAGED_BY) {
+            self.queue.forget(&key);
+            self.queue.done(&key);
+            return;
+        }
         let uid = job.metadata.uid.clone().unwrap_or_default();
         let pods: Vec<Arc<Pod>> = self.pods.indexed(&uid).cloned().collect();
         let now_ms = podvisor_core::time::now().0.as_millisecond();
