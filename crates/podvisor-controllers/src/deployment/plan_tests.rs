@@ -132,7 +132,7 @@ fn a_rollback_makes_the_old_replica_set_new_again_with_the_next_revision() {
 fn recreate_scales_the_old_down_then_waits_for_its_pods_before_creating() {
     let d = deployment("x:2", 3, json!({"type": "Recreate"}));
     let old = rs_for(&d, "x:1", 1, 3, 100);
-    let p = plan(&d, &[old.clone()], true, NOW);
+    let p = plan(&d, std::slice::from_ref(&old), true, NOW);
     assert_eq!(
         scaled_to(&p, old.metadata.name.as_deref().unwrap()),
         Some(0)
@@ -142,7 +142,7 @@ fn recreate_scales_the_old_down_then_waits_for_its_pods_before_creating() {
     stopped.spec.as_mut().unwrap().replicas = Some(0);
     stopped.status = Some(Default::default());
     let stopped = Arc::new(stopped);
-    let p = plan(&d, &[stopped.clone()], true, NOW);
+    let p = plan(&d, std::slice::from_ref(&stopped), true, NOW);
     assert!(created(&p).is_empty(), "old pods still run");
     assert_eq!(p.requeue, Some(std::time::Duration::from_secs(1)));
     let p = plan(&d, &[stopped], false, NOW);
@@ -154,7 +154,7 @@ fn a_paused_deployment_rolls_nothing_out() {
     let mut d = deployment("x:2", 2, rolling(json!(1), json!(0)));
     d.spec.as_mut().unwrap().paused = Some(true);
     let old = rs_for(&d, "x:1", 1, 2, 100);
-    let p = plan(&d, &[old.clone()], false, NOW);
+    let p = plan(&d, std::slice::from_ref(&old), false, NOW);
     assert!(created(&p).is_empty(), "{:?}", p.writes);
     assert!(p.scaled.is_empty(), "{:?}", p.scaled);
     let progressing = p
@@ -234,7 +234,7 @@ fn an_orphan_that_matches_is_adopted_and_one_that_stopped_matching_released() {
 fn no_progress_past_the_deadline_times_out() {
     let d0 = deployment("x:2", 2, rolling(json!(1), json!(0)));
     let old = rs_for(&d0, "x:1", 1, 2, 1000);
-    let first = plan(&d0, &[old.clone()], false, NOW);
+    let first = plan(&d0, std::slice::from_ref(&old), false, NOW);
     let mut d = d0.clone();
     d.status = Some(first.status.clone());
     let new = created(&first)[0].clone();

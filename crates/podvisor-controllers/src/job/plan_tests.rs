@@ -173,7 +173,7 @@ fn failed_pods_are_replaced_after_the_backoff() {
         json!({"startTime": iso(NOW), "failed": 1}),
     );
     let failed = pod("a", "Failed", false, 1, NOW - 2_000);
-    let p = plan(&j, &[failed.clone()], true, NOW);
+    let p = plan(&j, std::slice::from_ref(&failed), true, NOW);
     assert_eq!(p.create, 0);
     assert_eq!(p.requeue, Some(std::time::Duration::from_secs(8)));
     assert_eq!(plan(&j, &[failed], true, NOW + 8_000).create, 1);
