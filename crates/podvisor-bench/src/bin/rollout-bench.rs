@@ -8,13 +8,16 @@
 //! For each rollout: the time from the patch until the Deployment is complete (observed,
 //! every replica updated and available, no old one left: what `kubectl rollout status`
 //! waits for), how many pods it created, and the most pods alive at once (polled every
-//! 100 ms).
+//! 100 ms); and where the time went: while some new pod was starting, or while every new
+//! pod was ready and the next step was the controllers' (status to propagate, a scale to
+//! write, a pod to create), with each new pod's time to run and then to be ready.
 //!
 //! scripts/cluster-up && PODVISOR_CONTAINERD_VERSION=2.1 scripts/containerd-up
 //! cargo build --release -p podvisor --bin podvisor -p podvisor-bench --bin rollout-bench
 //! target/release/rollout-bench --endpoint unix:///var/lib/podvisor-containerd-2.1/containerd.sock
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -22,7 +25,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use podvisor_bench::agent::BenchAgent;
 use podvisor_bench::nodes::{NodeArgs, NodeKind, NodeProc, node_ready};
-use podvisor_bench::stats::{Samples, Summary};
+use podvisor_bench::stats::{Samples, Summary, ms};
 use podvisor_client::{Api, Client, DeleteParams, ListParams, Patch, PostParams};
 use serde_json::json;
 
@@ -73,6 +76,83 @@ struct Side {
     took: Samples,
     created: Vec<usize>,
     peak: Vec<usize>,
+    /// Of each rollout, the time some new pod was alive and not yet ready.
+    starting: Samples,
+    /// Of each rollout, the time every new pod was ready: the controllers' turn.
+    waiting: Samples,
+    /// Per new pod, from its first listing until its container ran, then until ready.
+    to_running: Samples,
+    to_ready: Samples,
+}
+
+/// What the listings of one rollout showed, every 100 ms.
+#[derive(Default)]
+struct Watch {
+    seen: BTreeMap<String, Instant>,
+    running: BTreeMap<String, Instant>,
+    ready: BTreeSet<String>,
+    peak: usize,
+    starting: Duration,
+    waiting: Duration,
+}
+
+impl Watch {
+    /// Takes in one listing, `since` the previous one, counting the time between them to
+    /// the starting pods or to the controllers by what this listing shows.
+    fn observe(
+        &mut self,
+        pods: &[Arc<Pod>],
+        before: &BTreeSet<String>,
+        since: Duration,
+        side: &mut Side,
+    ) {
+        let now = Instant::now();
+        let alive: Vec<&Arc<Pod>> = pods
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .collect();
+        self.peak = self.peak.max(alive.len());
+        let mut starting = false;
+        for p in alive {
+            let Some(name) = p.metadata.name.clone().filter(|n| !before.contains(n)) else {
+                continue;
+            };
+            let seen = *self.seen.entry(name.clone()).or_insert(now);
+            if container_running(p) && !self.running.contains_key(&name) {
+                self.running.insert(name.clone(), now);
+                side.to_running.push(now - seen);
+            }
+            if pod_ready(p) {
+                if self.ready.insert(name.clone()) {
+                    let ran = self.running.get(&name).copied().unwrap_or(now);
+                    side.to_ready.push(now - ran);
+                }
+            } else {
+                starting = true;
+            }
+        }
+        if starting {
+            self.starting += since;
+        } else {
+            self.waiting += since;
+        }
+    }
+}
+
+fn container_running(p: &Pod) -> bool {
+    let statuses = p
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref());
+    statuses.is_some_and(|cs| {
+        cs.iter()
+            .any(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
+    })
+}
+
+fn pod_ready(p: &Pod) -> bool {
+    let conditions = p.status.as_ref().and_then(|s| s.conditions.as_ref());
+    conditions.is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 async fn wait_complete(
@@ -109,6 +189,10 @@ async fn roll(
         took: Samples::new(),
         created: Vec::new(),
         peak: Vec::new(),
+        starting: Samples::new(),
+        waiting: Samples::new(),
+        to_running: Samples::new(),
+        to_ready: Samples::new(),
     };
     let lp =
         ListParams::default().labels(podvisor_client::selector::LabelSelector::parse("app=roll")?);
@@ -126,21 +210,11 @@ async fn roll(
         deployments
             .patch("roll", &PostParams::default(), &Patch::Strategic(patch))
             .await?;
-        let (mut seen, mut peak) = (BTreeSet::new(), 0);
+        let (mut watch, mut last) = (Watch::default(), t0);
         loop {
             let list = pods.list(&lp).await?;
-            let alive = list
-                .items
-                .iter()
-                .filter(|p| p.metadata.deletion_timestamp.is_none())
-                .count();
-            peak = peak.max(alive);
-            seen.extend(
-                list.items
-                    .iter()
-                    .filter_map(|p| p.metadata.name.clone())
-                    .filter(|n| !before.contains(n)),
-            );
+            watch.observe(&list.items, &before, last.elapsed(), &mut side);
+            last = Instant::now();
             if complete(&*deployments.get("roll").await?, args.replicas) {
                 break;
             }
@@ -151,8 +225,10 @@ async fn roll(
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         side.took.push(t0.elapsed());
-        side.created.push(seen.len());
-        side.peak.push(peak);
+        side.created.push(watch.seen.len());
+        side.peak.push(watch.peak);
+        side.starting.push(watch.starting);
+        side.waiting.push(watch.waiting + last.elapsed());
         // The old pods' deletion settles before the next round.
         tokio::time::sleep(Duration::from_secs(3)).await;
     }
@@ -228,6 +304,28 @@ fn report(args: &Args, sides: &[Side]) {
     println!("\n| side | pods created per rollout | most pods alive at once |\n|---|---|---|");
     for s in sides {
         println!("| {} | {:?} | {:?} |", s.label, s.created, s.peak);
+    }
+    println!(
+        "\nWhere a rollout's time goes (p50 per rollout, ms): while some new pod was not yet \
+         ready, or while all were and the controllers had the next step to take; and per new \
+         pod (p50 / p99, ms, from listings every 100 ms): first listed until its container \
+         ran, then until it was ready.\n"
+    );
+    println!(
+        "| side | new pods starting | controllers | listed → running | running → ready |\n|---|---:|---:|---:|---:|"
+    );
+    for s in sides {
+        let (run, ready) = (s.to_running.summary(), s.to_ready.summary());
+        println!(
+            "| {} | {} | {} | {} / {} | {} / {} |",
+            s.label,
+            ms(s.starting.summary().p50),
+            ms(s.waiting.summary().p50),
+            ms(run.p50),
+            ms(run.p99),
+            ms(ready.p50),
+            ms(ready.p99)
+        );
     }
 }
 

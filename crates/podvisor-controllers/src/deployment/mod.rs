@@ -18,6 +18,7 @@
 
 mod handlers;
 mod plan;
+mod proportion;
 mod rolling;
 mod status;
 mod sync;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 
+use super::proportion;
 use super::util::{
     self, DESIRED_REPLICAS, available, max_surge, max_unavailable, replicas, rs_replicas,
 };
@@ -148,7 +149,7 @@ pub fn is_scaling_event(d: &Deployment, w: &World) -> bool {
 
 /// Scales for a changed replica count (`scale`): the one active (or newest) ReplicaSet to
 /// the replicas; the old ones to zero once the new one is saturated; else the difference
-/// spread over the active ones in proportion to their sizes, largest first.
+/// spread over the active ones in proportion to their sizes (`proportion.rs`).
 pub fn scale(d: &Deployment, w: &mut World, new: Option<&str>) {
     let mut active: Vec<_> = w
         .sets
@@ -185,26 +186,8 @@ pub fn scale(d: &Deployment, w: &mut World, new: Option<&str>) {
     } else {
         0
     };
-    let to_add = allowed - total;
-    active.sort_by_key(|rs| std::cmp::Reverse(rs_replicas(rs)));
-    let mut added = 0;
-    let mut sizes: Vec<(String, i32)> = Vec::new();
-    for rs in &active {
-        let share = i64::from(rs_replicas(rs)) * i64::from(to_add) / i64::from(total.max(1));
-        let share = i32::try_from(share).unwrap_or(0);
-        let share = if to_add > 0 {
-            share.min(to_add - added)
-        } else {
-            share.max(to_add - added)
-        };
-        added += share;
-        sizes.push((name(rs), rs_replicas(rs) + share));
-    }
-    if let Some(first) = sizes.first_mut() {
-        first.1 += to_add - added;
-    }
-    for (n, size) in sizes {
-        w.scale(&n, size.max(0), d);
+    for (n, size) in proportion::spread(d, &active, allowed - total) {
+        w.scale(&n, size, d);
     }
 }
 
