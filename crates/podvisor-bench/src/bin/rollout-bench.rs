@@ -2,8 +2,9 @@
 //! (its own Deployment and ReplicaSet controllers) and the same rollout on a real cluster
 //! (`scripts/cluster-up`'s kube-controller-manager) with its pods on a kubelet node, then on
 //! a podvisor node, each against the same containerd. The template's image alternates
-//! between two names of one image; pods are ready one second after they start (an exec
-//! probe), so the rollout is paced by the controllers and the nodes, not by the image.
+//! between two names of one image; pods are ready at their first readiness probe (every
+//! second; `--probe exec` runs `true` in the container, `--probe http` asks busybox's
+//! httpd), so the rollout is paced by the controllers and the nodes, not by the image.
 //!
 //! For each rollout: the time from the patch until the Deployment is complete (observed,
 //! every replica updated and available, no old one left: what `kubectl rollout status`
@@ -42,6 +43,36 @@ struct Args {
     /// Rollouts per side (the image flips each time).
     #[arg(long, default_value_t = 4)]
     rounds: usize,
+    /// The readiness probe: `exec` (`true` in the container: a process the runtime spawns
+    /// per pod every second) or `http` (a GET to busybox's httpd, made by the node itself).
+    #[arg(long, value_enum, default_value_t = Probe::Exec)]
+    probe: Probe,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Probe {
+    Exec,
+    Http,
+}
+
+impl Probe {
+    /// The container's command and its readiness probe.
+    fn container(self) -> (serde_json::Value, serde_json::Value) {
+        match self {
+            Probe::Exec => (
+                json!(["/bin/sh", "-c", "trap 'exit 0' TERM; sleep 86400 & wait"]),
+                json!({"exec": {"command": ["true"]}, "periodSeconds": 1}),
+            ),
+            Probe::Http => (
+                json!([
+                    "/bin/sh",
+                    "-c",
+                    "mkdir -p /www && echo ok > /www/index.html && trap 'exit 0' TERM; httpd -f -p 8080 -h /www & wait"
+                ]),
+                json!({"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1}),
+            ),
+        }
+    }
 }
 
 const IMAGES: [&str; 2] = [
@@ -49,7 +80,8 @@ const IMAGES: [&str; 2] = [
     "localhost/podvisor/busybox:v2",
 ];
 
-fn deployment(replicas: i32, node: Option<&str>) -> Deployment {
+fn deployment(replicas: i32, node: Option<&str>, probe: Probe) -> Deployment {
+    let (command, readiness) = probe.container();
     serde_json::from_value(json!({
         "metadata": {"name": "roll"},
         "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "roll"}},
@@ -57,8 +89,7 @@ fn deployment(replicas: i32, node: Option<&str>) -> Deployment {
                 "nodeName": node, "automountServiceAccountToken": false,
                 "terminationGracePeriodSeconds": 1,
                 "containers": [{"name": "main", "image": IMAGES[0],
-                    "command": ["/bin/sh", "-c", "trap 'exit 0' TERM; sleep 86400 & wait"],
-                    "readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1}}]}}}}))
+                    "command": command, "readinessProbe": readiness}]}}}}))
     .expect("a Deployment")
 }
 
@@ -181,7 +212,10 @@ async fn roll(
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     deployments
-        .create(&PostParams::default(), deployment(args.replicas, node))
+        .create(
+            &PostParams::default(),
+            deployment(args.replicas, node, args.probe),
+        )
         .await?;
     wait_complete(&deployments, args.replicas, Duration::from_secs(300)).await?;
     let mut side = Side {
@@ -334,8 +368,13 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let admin = args.nodes.admin().await?;
     println!(
-        "# rollout-bench: {} replicas, {} rounds per side\n",
-        args.replicas, args.rounds
+        "# rollout-bench: {} replicas, {} rounds per side, {} readiness probe\n",
+        args.replicas,
+        args.rounds,
+        match args.probe {
+            Probe::Exec => "exec",
+            Probe::Http => "HTTP",
+        }
     );
     let mut sides = vec![standalone(&args).await?];
     for kind in [NodeKind::Kubelet, NodeKind::Podvisor] {
