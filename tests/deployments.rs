@@ -3,7 +3,9 @@
 //! out without ever having fewer than `replicas - maxUnavailable` ready pods or more than
 //! `replicas + maxSurge` (a watch checks after every event); `rollout status`, `history`
 //! and `undo`; pause and resume; `rollout restart`; Recreate never overlaps old and new
-//! pods; an agent SIGKILLed in the middle of a rollout finishes it with no extra pods.
+//! pods; an agent SIGKILLed in the middle of a rollout finishes it with no extra pods;
+//! a stuck rollout scaled while paused splits its replicas as kube-controller-manager does
+//! on the real control plane, step by step.
 
 mod common;
 
@@ -407,4 +409,121 @@ async fn server_side_apply_tracks_managers_and_refuses_conflicts() {
         "3",
         "ops owns replicas now"
     );
+}
+
+/// A Deployment whose pods can never become available (nothing serves `localhost:1`): its
+/// ReplicaSets are sized by the Deployment controller alone.
+fn unavailable(name: &str, tag: &str) -> String {
+    format!(
+        r#"apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}}}
+spec:
+  replicas: 10
+  selector: {{matchLabels: {{app: {name}}}}}
+  strategy: {{type: RollingUpdate, rollingUpdate: {{maxSurge: 3, maxUnavailable: 2}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      terminationGracePeriodSeconds: 0
+      automountServiceAccountToken: false
+      containers: [{{name: main, image: "localhost:1/podvisor/absent:{tag}"}}]
+"#
+    )
+}
+
+/// kubectl in one namespace.
+struct In<'a>(&'a Kubectl, &'a str);
+
+impl In<'_> {
+    fn ok(&self, args: &[&str]) -> String {
+        self.0.ok(&[args, &["-n", self.1]].concat())
+    }
+
+    /// The ReplicaSets' sizes by image tag, once they have not changed for 2 s and the
+    /// Deployment's status has seen its latest spec.
+    async fn settled_sizes(&self, app: &str) -> String {
+        let (mut last, mut same) = (String::new(), 0);
+        for _ in 0..120 {
+            let sizes = self.ok(&["get", "rs", "-l", &format!("app={app}"), "-o", "jsonpath={range .items[*]}{.spec.template.spec.containers[0].image}={.spec.replicas} {end}"]);
+            let mut sizes: Vec<&str> = sizes
+                .split_whitespace()
+                .map(|s| s.rsplit(':').next().unwrap())
+                .collect();
+            sizes.sort_unstable();
+            let sizes = sizes.join(" ");
+            let seen = self.ok(&[
+                "get",
+                "deployment",
+                app,
+                "-o",
+                "jsonpath={.metadata.generation}={.status.observedGeneration}",
+            ]);
+            let (generation, observed) = seen.split_once('=').unwrap();
+            same = if sizes == last && generation == observed {
+                same + 1
+            } else {
+                0
+            };
+            if same == 4 {
+                return sizes;
+            }
+            last = sizes;
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        panic!("the ReplicaSets of {app} never settled: {last}");
+    }
+}
+
+/// Kubernetes' proportional scaling, side by side with kube-controller-manager on the
+/// same steps: a rollout stuck with no pod available, paused, then scaled up and down. The
+/// ReplicaSets must come to the sizes the real controller gives them at every step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scaling_a_stuck_rollout_splits_replicas_as_kube_controller_manager_does() {
+    let agent = Agent::start("deploy-proportion").await;
+    let standalone = Kubectl::for_agent(&agent);
+    let admin = common::cluster::admin();
+    let ns = format!("proportion-{}", std::process::id());
+    admin.ok(&["create", "namespace", &ns]);
+    let sides = [In(&standalone, "default"), In(&admin, &ns)];
+    let steps: [&[&str]; 4] = [
+        &[
+            "set",
+            "image",
+            "deployment/split",
+            "main=localhost:1/podvisor/absent:v2",
+        ],
+        &["scale", "deployment/split", "--replicas=15"],
+        &["scale", "deployment/split", "--replicas=7"],
+        &["scale", "deployment/split", "--replicas=11"],
+    ];
+    for side in &sides {
+        let applied = side.0.run_with(
+            &["apply", "-n", side.1, "-f", "-"],
+            &unavailable("split", "v1"),
+        );
+        assert!(applied.ok, "{}", applied.stderr);
+        assert_eq!(side.settled_sizes("split").await, "v1=10");
+    }
+    let mut seen = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        let mut sizes = Vec::new();
+        for side in &sides {
+            side.ok(step);
+            if i == 0 {
+                let _ = side.settled_sizes("split").await;
+                side.ok(&["rollout", "pause", "deployment/split"]);
+            }
+            sizes.push(side.settled_sizes("split").await);
+        }
+        assert_eq!(
+            sizes[0], sizes[1],
+            "after {step:?} (podvisor, then kube-controller-manager)"
+        );
+        seen.push(sizes.swap_remove(1));
+    }
+    admin.ok(&["delete", "namespace", &ns, "--wait=false"]);
+    // The real controller's answers, to show the steps did split (documented example:
+    // 8 old and 5 new at 10 replicas become 11 and 7 at 15).
+    assert_eq!(seen[1], "v1=11 v2=7", "{seen:?}");
 }
