@@ -525,3 +525,79 @@ async fn scaling_a_stuck_rollout_splits_replicas_as_kube_controller_manager_does
     // and 5 new at 10 replicas becoming 11 and 7 at 15.
     assert_eq!(&seen[..2], ["v1=8 v2=5", "v1=11 v2=7"], "{seen:?}");
 }
+
+/// Server-side dry runs change nothing, the scale subresource and evictions included, and
+/// answer with the object's own version (so `kubectl diff` shows only what would change);
+/// a `dryRun` other than `All` is refused, never taken as a real write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_runs_change_nothing_and_only_all_is_one() {
+    let agent = Agent::start("deploy-dry-run").await;
+    let k = Kubectl::for_agent(&agent);
+    k.apply(&deployment("dry", 1, "{type: RollingUpdate}", 0));
+    rollout_status(&k, "dry");
+    let replicas = || k.jsonpath(&["deployment", "dry"], "{.spec.replicas}");
+
+    k.ok(&[
+        "scale",
+        "deployment/dry",
+        "--replicas=3",
+        "--dry-run=server",
+    ]);
+    let r = k.run(&[
+        "patch",
+        "deployment/dry",
+        "--subresource=scale",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"replicas":4}}"#,
+        "--dry-run=server",
+    ]);
+    assert!(r.ok, "{}", r.stderr);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(replicas(), "1", "a dry-run scale scaled");
+
+    let live = k.ok(&["get", "deployment", "dry", "-o", "yaml"]);
+    let diff = k.run_with(
+        &["diff", "-f", "-"],
+        &live.replace("replicas: 1\n", "replicas: 2\n"),
+    );
+    assert!(diff.stdout.contains("+  replicas: 2"), "{}", diff.stdout);
+    let changed = |l: &&str| l.starts_with(['+', '-']) && l.contains("resourceVersion:");
+    assert!(
+        !diff.stdout.lines().any(|l| changed(&l)),
+        "a dry run answers with the live version:\n{}",
+        diff.stdout
+    );
+
+    let cm = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"wet"}}"#;
+    let r = k.run_with(
+        &[
+            "create",
+            "--raw",
+            "/api/v1/namespaces/default/configmaps?dryRun=true",
+            "-f",
+            "-",
+        ],
+        cm,
+    );
+    assert!(
+        !r.ok && r.stderr.contains("Unsupported value"),
+        "{}",
+        r.stderr
+    );
+    assert!(!k.run(&["get", "configmap", "wet"]).ok, "dryRun=true wrote");
+
+    let pod = k.jsonpath(&["pods", "-l", "app=dry"], "{.items[0].metadata.name}");
+    let eviction =
+        format!(r#"{{"apiVersion":"policy/v1","kind":"Eviction","metadata":{{"name":"{pod}"}}}}"#);
+    let path = format!("/api/v1/namespaces/default/pods/{pod}/eviction?dryRun=All");
+    let r = k.run_with(&["create", "--raw", &path, "-f", "-"], &eviction);
+    assert!(r.ok, "{}", r.stderr);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        k.jsonpath(&["pod", &pod], "{.metadata.deletionTimestamp}")
+            .is_empty(),
+        "a dry-run eviction evicted"
+    );
+    k.ok(&["delete", "deployment", "dry"]);
+}

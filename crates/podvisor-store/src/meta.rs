@@ -132,11 +132,12 @@ pub(crate) fn prepare_update(
     new
 }
 
-/// The object's final form: its revision set, its JSON made once and its size checked.
+/// The object's final form: its revision set (none for a dry run's create), its JSON made
+/// once and its size checked.
 /// Readers decode the JSON, so what they see is exactly what it says (times, for one, keep
 /// only their seconds there); the typed object returned only names and indexes it.
-pub(crate) fn seal(mut o: AnyObject, revision: u64) -> Result<(AnyObject, Bytes), Error> {
-    o.meta_mut().resource_version = Some(revision.to_string());
+pub(crate) fn seal(mut o: AnyObject, revision: Option<u64>) -> Result<(AnyObject, Bytes), Error> {
+    o.meta_mut().resource_version = revision.map(|r| r.to_string());
     let bytes = o
         .to_json()
         .map_err(|e| Error::BadRequest(format!("the object cannot be encoded: {e}")))?;

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use k8s_openapi::api::core::v1::Namespace;
 use podvisor_client::{
     AnyObject, DeleteParams, Error, Patch, PostParams, Propagation, Subresource,
 };
@@ -26,9 +25,6 @@ mod read;
 mod replica;
 mod server_side;
 mod window;
-
-/// Namespaces that always exist (made at open, never deleted), as in a cluster.
-const SYSTEM_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
 
 /// The most bytes of objects the change window keeps (beyond that the oldest changes go,
 /// and a watch from before them relists): a few large objects updated often must not pin
@@ -127,18 +123,6 @@ impl Store {
         }
         store.ensure_namespaces()?;
         Ok(store)
-    }
-
-    fn ensure_namespaces(&mut self) -> Result<(), Error> {
-        let res = Resource::of(Kind::Namespace);
-        for ns in SYSTEM_NAMESPACES {
-            if self.get(Kind::Namespace, "", ns).is_err() {
-                let mut n = Namespace::default();
-                n.metadata.name = Some(ns.to_string());
-                self.create(&res, AnyObject::new(n), None, PostParams::default())?;
-            }
-        }
-        Ok(())
     }
 
     /// Checks every create from now on must pass.
@@ -296,7 +280,7 @@ impl Store {
         opts: &DeleteParams,
     ) -> Result<(Option<Arc<StoredObject>>, Vec<Change>), Error> {
         let ns = if res.namespaced() { ns } else { "" };
-        if res.kind == Kind::Namespace && SYSTEM_NAMESPACES.contains(&name) {
+        if res.kind == Kind::Namespace && namespaces::SYSTEM_NAMESPACES.contains(&name) {
             return Err(Error::Forbidden {
                 resource: "namespaces".into(),
                 name: name.to_string(),
@@ -353,10 +337,16 @@ impl Store {
                 Write::Put(t, o) => (t, o),
                 Write::Remove(o) => (ChangeType::Deleted, o),
             };
-            let (object, json) = meta::seal(object, revision)?;
-            let o = StoredObject::new(object, json.clone());
-            let k = key(o.kind, &o.namespace, &o.name);
+            let k = key(object.kind(), object.namespace(), object.name());
             let prev = self.objects.get(&k).cloned();
+            // A dry run answers with the version the object has (none for a create), as
+            // kube-apiserver does: nothing was stored (`kubectl diff` shows no new one).
+            let stamp = match (opts.dry_run, &prev) {
+                (false, _) => Some(revision),
+                (true, prev) => prev.as_ref().map(|p| p.revision),
+            };
+            let (object, json) = meta::seal(object, stamp)?;
+            let o = StoredObject::new(object, json.clone());
             match kind {
                 ChangeType::Deleted => batch.deletes.push(k),
                 _ => batch.puts.push((k, json.clone())),

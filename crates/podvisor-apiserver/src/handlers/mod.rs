@@ -104,6 +104,19 @@ impl Params {
     }
 }
 
+/// kube-apiserver's check of `dryRun` (query or DeleteOptions): `All` is the only value; any
+/// other is refused rather than taken as "no dry run", which would carry the write out.
+pub(crate) fn check_dry_run<'a>(values: impl IntoIterator<Item = &'a str>) -> Result<(), ApiError> {
+    match values.into_iter().find(|v| *v != "All") {
+        None => Ok(()),
+        Some(v) => Err(ApiError::new(
+            422,
+            "Invalid",
+            format!("dryRun: Unsupported value: {v:?}: supported values: \"All\""),
+        )),
+    }
+}
+
 pub async fn dispatch(
     req: HttpRequest,
     body: Bytes,
@@ -127,6 +140,9 @@ async fn route(
     t: Target,
 ) -> Result<HttpResponse, ApiError> {
     let m = req.method().clone();
+    if m != Method::GET {
+        check_dry_run(p.dry_run.as_deref())?;
+    }
     let sub = t.subresource.clone();
     match (m, t.name.is_some(), sub.as_deref()) {
         (Method::GET, false, None) if p.is_watch() => watch::serve(req, state, p, t).await,
@@ -135,7 +151,7 @@ async fn route(
         (Method::GET, true, Some("log")) => logs::serve(state, p, t).await,
         (Method::GET, true, Some("scale")) => scale::get(state, t).await,
         (Method::POST, false, None) => write::create(req, body, state, p, t).await,
-        (Method::POST, true, Some("eviction")) => write::evict(req, body, state, t).await,
+        (Method::POST, true, Some("eviction")) => write::evict(req, body, state, p, t).await,
         (Method::POST, true, Some("token")) if t.resource.plural == "serviceaccounts" => {
             tokens::request(req, body, state, t).await
         }

@@ -4,7 +4,7 @@
 use actix_web::web::Bytes;
 use actix_web::{HttpRequest, HttpResponse};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use podvisor_client::{AnyObject, Error as ClientError, PostParams, Subresource};
+use podvisor_client::{AnyObject, Error as ClientError, Subresource};
 use podvisor_core::Kind;
 use podvisor_core::labels::selector_string;
 use podvisor_store::StoredObject;
@@ -94,7 +94,7 @@ pub(super) async fn set(
         let msg = Replace {
             object,
             sub: Subresource::Main,
-            opts: PostParams::default(),
+            opts: write::opts(p),
             manager: write::manager(req, p),
         };
         match state.store.send(msg).await.map_err(ApiError::unavailable)? {

@@ -13,7 +13,7 @@ use super::{ApiState, Params, body, read};
 use crate::status::ApiError;
 use crate::target::Target;
 
-fn opts(p: &Params) -> PostParams {
+pub(super) fn opts(p: &Params) -> PostParams {
     PostParams {
         dry_run: p.dry_run(),
     }
@@ -155,9 +155,13 @@ fn delete_options(b: &Value, p: &Params) -> Result<DeleteParams, ApiError> {
     let policy = b["propagationPolicy"]
         .as_str()
         .or(p.propagation_policy.as_deref());
-    let dry_run = b["dryRun"]
-        .as_array()
-        .is_some_and(|d| d.iter().any(|x| x == "All"));
+    let values: Vec<&str> = match &b["dryRun"] {
+        Value::Null => Vec::new(),
+        Value::Array(d) => d.iter().map(|x| x.as_str().unwrap_or("")).collect(),
+        _ => return Err(ApiError::bad_request("dryRun: must be a list of strings")),
+    };
+    super::check_dry_run(values.iter().copied())?;
+    let dry_run = !values.is_empty();
     Ok(DeleteParams {
         grace_seconds: b["gracePeriodSeconds"].as_i64().or(p.grace_period_seconds),
         precondition_uid: b["preconditions"]["uid"].as_str().map(str::to_string),
@@ -243,14 +247,17 @@ pub(super) async fn delete_collection(
 
 /// POST pods/{name}/eviction: a delete with the eviction's options (no disruption budgets
 /// exist here to refuse it).
+/// An eviction: a delete with the body's DeleteOptions; a dry run asked in the query holds
+/// for it too (kube-apiserver's `propagateDryRun`).
 pub(super) async fn evict(
     req: &HttpRequest,
     raw: Bytes,
     state: &ApiState,
+    p: &Params,
     t: Target,
 ) -> Result<HttpResponse, ApiError> {
     let b = optional_body(req, &raw)?;
-    let opts = delete_options(&b["deleteOptions"], &Params::default())?;
+    let opts = delete_options(&b["deleteOptions"], p)?;
     let name = t.name.clone().unwrap_or_default();
     delete_one(state, &t, &name, opts).await?;
     Ok(HttpResponse::Created().json(json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})))

@@ -7,19 +7,35 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::NamespaceStatus;
-use podvisor_client::{AnyObject, DeleteParams, Error};
+use k8s_openapi::api::core::v1::{Namespace, NamespaceStatus};
+use podvisor_client::{AnyObject, DeleteParams, Error, PostParams};
 use podvisor_core::Kind;
 
 use super::{Store, Write, key};
 use crate::delete::{self, DeleteStep};
 use crate::object::{ChangeType, Resource, StoredObject};
 
+/// Namespaces that always exist (made at open, never deleted), as in a cluster.
+pub(super) const SYSTEM_NAMESPACES: [&str; 4] =
+    ["default", "kube-system", "kube-public", "kube-node-lease"];
+
 fn terminating(ns: &StoredObject) -> bool {
     ns.deleting
 }
 
 impl Store {
+    pub(super) fn ensure_namespaces(&mut self) -> Result<(), Error> {
+        let res = Resource::of(Kind::Namespace);
+        for ns in SYSTEM_NAMESPACES {
+            if self.get(Kind::Namespace, "", ns).is_err() {
+                let mut n = Namespace::default();
+                n.metadata.name = Some(ns.to_string());
+                self.create(&res, AnyObject::new(n), None, PostParams::default())?;
+            }
+        }
+        Ok(())
+    }
+
     /// Refuses new content in a namespace being deleted.
     pub(super) fn check_not_terminating(
         &self,
