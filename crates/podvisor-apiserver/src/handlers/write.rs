@@ -245,10 +245,9 @@ pub(super) async fn delete_collection(
     Ok(HttpResponse::Ok().content_type("application/json").body(b))
 }
 
-/// POST pods/{name}/eviction: a delete with the eviction's options (no disruption budgets
-/// exist here to refuse it).
-/// An eviction: a delete with the body's DeleteOptions; a dry run asked in the query holds
-/// for it too (kube-apiserver's `propagateDryRun`).
+/// POST pods/{name}/eviction: a delete with the eviction's DeleteOptions (no disruption
+/// budgets exist here to refuse it); of the query, only a dry run holds for it too, as
+/// kube-apiserver's `propagateDryRun` has it (an eviction is a create).
 pub(super) async fn evict(
     req: &HttpRequest,
     raw: Bytes,
@@ -257,7 +256,11 @@ pub(super) async fn evict(
     t: Target,
 ) -> Result<HttpResponse, ApiError> {
     let b = optional_body(req, &raw)?;
-    let opts = delete_options(&b["deleteOptions"], p)?;
+    let query = Params {
+        dry_run: p.dry_run.clone(),
+        ..Params::default()
+    };
+    let opts = delete_options(&b["deleteOptions"], &query)?;
     let name = t.name.clone().unwrap_or_default();
     delete_one(state, &t, &name, opts).await?;
     Ok(HttpResponse::Created().json(json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})))

@@ -138,17 +138,18 @@ impl Watch {
         side: &mut Side,
     ) {
         let now = Instant::now();
-        let alive: Vec<&Arc<Pod>> = pods
-            .iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none())
-            .collect();
-        self.peak = self.peak.max(alive.len());
+        let alive = |p: &&Arc<Pod>| p.metadata.deletion_timestamp.is_none();
+        self.peak = self.peak.max(pods.iter().filter(alive).count());
         let mut starting = false;
-        for p in alive {
+        for p in pods {
             let Some(name) = p.metadata.name.clone().filter(|n| !before.contains(n)) else {
                 continue;
             };
+            // Counted as created even if first listed already being deleted.
             let seen = *self.seen.entry(name.clone()).or_insert(now);
+            if !alive(&p) {
+                continue;
+            }
             if container_running(p) && !self.running.contains_key(&name) {
                 self.running.insert(name.clone(), now);
                 side.to_running.push(now - seen);
