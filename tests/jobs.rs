@@ -196,6 +196,8 @@ async fn the_python_client_runs_a_job_and_rolls_a_deployment() {
         "deployment available 2",
         "rolled out [0, 2]",
         "scaled 3",
+        "orphanDependents with a policy refused 422",
+        "orphaned 2 owned 0",
     ] {
         assert!(stdout.contains(fact), "{fact}: {stdout}");
     }

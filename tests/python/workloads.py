@@ -77,3 +77,22 @@ scale.spec.replicas = 3
 apps.replace_namespaced_deployment_scale("py-web", ns, scale)
 wait_deployment("py-web", lambda s: (s.ready_replicas or 0) == 3, "3 ready")
 print("scaled", apps.read_namespaced_deployment_scale("py-web", ns).status.replicas)
+
+# The deprecated orphanDependents still orphans (clients send it), and is refused beside a
+# propagationPolicy, as kube-apiserver refuses it.
+try:
+    apps.delete_namespaced_deployment(
+        "py-web", ns, body=client.V1DeleteOptions(orphan_dependents=True, propagation_policy="Background")
+    )
+    print("orphanDependents with a policy accepted")
+except client.ApiException as e:
+    print("orphanDependents with a policy refused", e.status)
+apps.delete_namespaced_deployment("py-web", ns, body=client.V1DeleteOptions(orphan_dependents=True))
+deadline = time.time() + 30
+while time.time() < deadline:
+    gone = not apps.list_namespaced_deployment(ns, field_selector="metadata.name=py-web").items
+    sets = apps.list_namespaced_replica_set(ns, label_selector="app=py-web").items
+    if gone and all(not rs.metadata.owner_references for rs in sets):
+        break
+    time.sleep(0.3)
+print("orphaned", len(sets), "owned", sum(1 for rs in sets if rs.metadata.owner_references))

@@ -77,6 +77,7 @@ pub struct Params {
     pub dry_run: Option<String>,
     pub grace_period_seconds: Option<i64>,
     pub propagation_policy: Option<String>,
+    pub orphan_dependents: Option<bool>,
     pub container: Option<String>,
     pub follow: Option<bool>,
     pub previous: Option<bool>,

@@ -152,9 +152,6 @@ fn optional_body(req: &HttpRequest, raw: &[u8]) -> Result<Value, ApiError> {
 
 /// DeleteOptions from the body (kubectl sends them there) and the query.
 fn delete_options(b: &Value, p: &Params) -> Result<DeleteParams, ApiError> {
-    let policy = b["propagationPolicy"]
-        .as_str()
-        .or(p.propagation_policy.as_deref());
     let values: Vec<&str> = match &b["dryRun"] {
         Value::Null => Vec::new(),
         Value::Array(d) => d.iter().map(|x| x.as_str().unwrap_or("")).collect(),
@@ -168,12 +165,31 @@ fn delete_options(b: &Value, p: &Params) -> Result<DeleteParams, ApiError> {
         precondition_resource_version: b["preconditions"]["resourceVersion"]
             .as_str()
             .map(str::to_string),
-        propagation: policy
-            .map(Propagation::parse)
-            .transpose()?
-            .unwrap_or_default(),
+        propagation: propagation(b, p)?,
         dry_run: dry_run || p.dry_run(),
     })
+}
+
+/// `propagationPolicy`, or the deprecated `orphanDependents` clients still send (true:
+/// Orphan, false: Background); both at once are refused, as kube-apiserver refuses them.
+fn propagation(b: &Value, p: &Params) -> Result<Propagation, ApiError> {
+    let policy = b["propagationPolicy"]
+        .as_str()
+        .or(p.propagation_policy.as_deref());
+    let orphan = b["orphanDependents"].as_bool().or(p.orphan_dependents);
+    match (orphan, policy) {
+        (Some(_), Some(_)) => Err(ApiError::new(
+            422,
+            "Invalid",
+            "orphanDependents: Invalid value: true: orphanDependents and deletionPropagation cannot be both set",
+        )),
+        (Some(true), None) => Ok(Propagation::Orphan),
+        (Some(false), None) => Ok(Propagation::Background),
+        (None, policy) => Ok(policy
+            .map(Propagation::parse)
+            .transpose()?
+            .unwrap_or_default()),
+    }
 }
 
 async fn delete_one(
