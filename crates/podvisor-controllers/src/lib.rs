@@ -16,5 +16,6 @@ pub mod accounts;
 pub mod clock;
 pub mod deployment;
 pub mod job;
+mod owners;
 pub mod replicaset;
 pub mod taint_eviction;

@@ -68,7 +68,7 @@ fn claim(d: &Deployment, sets: &[Arc<ReplicaSet>], w: &mut World) {
                     .metadata
                     .owner_references
                     .get_or_insert_with(Vec::new);
-                refs.push(util::owner_reference(d));
+                refs.push(crate::owners::controller_ref(d));
                 w.put(adopted);
             }
             _ => {}
@@ -152,7 +152,7 @@ fn new_rs(d: &Deployment, hash: &str, revision: i64, replicas: i32) -> ReplicaSe
             namespace: d.metadata.namespace.clone(),
             labels: Some(labels),
             annotations: Some(annotations),
-            owner_references: Some(vec![util::owner_reference(d)]),
+            owner_references: Some(vec![crate::owners::controller_ref(d)]),
             ..ObjectMeta::default()
         },
         spec: Some(ReplicaSetSpec {

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use podvisor_core::intstr::scaled;
 
@@ -170,18 +169,6 @@ pub fn template_hash(t: &PodTemplateSpec, collisions: Option<i32>) -> String {
         .bytes()
         .map(|b| char::from(SAFE[usize::from(b) % SAFE.len()]))
         .collect()
-}
-
-/// The owner reference a Deployment's ReplicaSets carry.
-pub fn owner_reference(d: &Deployment) -> OwnerReference {
-    OwnerReference {
-        api_version: "apps/v1".into(),
-        kind: "Deployment".into(),
-        name: d.metadata.name.clone().unwrap_or_default(),
-        uid: d.metadata.uid.clone().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    }
 }
 
 /// The Deployment's annotations a ReplicaSet carries, with the rollout's own.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use futures_util::future::join_all;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use podvisor_client::{Api, Client, DeleteParams, Error, PostParams, Subresource};
 
 use super::plan::{Plan, TRACKING};
@@ -21,17 +21,6 @@ pub struct Report {
     pub skipped: usize,
     pub deleted: Vec<String>,
     pub error: Option<String>,
-}
-
-fn owner(job: &Job) -> OwnerReference {
-    OwnerReference {
-        api_version: "batch/v1".into(),
-        kind: "Job".into(),
-        name: job.metadata.name.clone().unwrap_or_default(),
-        uid: job.metadata.uid.clone().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    }
 }
 
 /// The pod the Job's template makes: `<job>-xxxxx`, tracked by the finalizer.
@@ -54,7 +43,7 @@ pub fn from_template(job: &Job) -> Pod {
             labels: meta.labels,
             annotations: meta.annotations,
             finalizers: Some(finalizers),
-            owner_references: Some(vec![owner(job)]),
+            owner_references: Some(vec![crate::owners::controller_ref(job)]),
             ..ObjectMeta::default()
         },
         spec: t.spec,

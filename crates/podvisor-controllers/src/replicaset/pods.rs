@@ -9,6 +9,8 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use podvisor_core::{Phase, PodExt};
 
+use crate::owners::controller_ref;
+
 /// Not finished and not being deleted: what counts toward the replicas.
 pub fn is_active(p: &Pod) -> bool {
     !p.is_terminal() && !p.is_deleted()
@@ -61,18 +63,6 @@ pub fn labels(p: &Pod) -> BTreeMap<String, String> {
 
 pub use podvisor_core::labels::{selector_string, selects};
 
-/// The reference a ReplicaSet's pods carry.
-pub fn owner_reference(rs: &ReplicaSet) -> OwnerReference {
-    OwnerReference {
-        api_version: "apps/v1".into(),
-        kind: "ReplicaSet".into(),
-        name: rs.metadata.name.clone().unwrap_or_default(),
-        uid: rs.metadata.uid.clone().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    }
-}
-
 /// The pod the ReplicaSet's template makes: `generateName` `<rs>-`, the template's labels,
 /// annotations, finalizers and spec, owned by the ReplicaSet.
 pub fn from_template(rs: &ReplicaSet) -> Pod {
@@ -93,7 +83,7 @@ pub fn from_template(rs: &ReplicaSet) -> Pod {
         labels: meta.labels,
         annotations: meta.annotations,
         finalizers: meta.finalizers,
-        owner_references: Some(vec![owner_reference(rs)]),
+        owner_references: Some(vec![controller_ref(rs)]),
         ..ObjectMeta::default()
     };
     pod

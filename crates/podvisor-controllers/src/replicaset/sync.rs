@@ -13,8 +13,9 @@ use podvisor_client::{Api, Client, DeleteParams, Error, PostParams, Subresource}
 use podvisor_core::{ObjectKey, PodUid};
 
 use super::plan::{Manage, Plan, batches};
-use super::pods::{from_template, owner_reference, selects};
+use super::pods::{from_template, selects};
 use super::status::{self, ManageError};
+use crate::owners::controller_ref;
 
 /// What a sync did, for the controller's expectations, events and retries.
 #[derive(Debug, Default)]
@@ -79,7 +80,7 @@ async fn claim(client: &Client, rs: &ReplicaSet, plan: &Plan) -> Result<(), Erro
         ));
     }
     let api = pods_of(client, rs);
-    let owner = owner_reference(rs);
+    let owner = controller_ref(rs);
     for pod in &plan.adopt {
         let adopted = edit_pod(&api, pod, |p| {
             let orphan = super::pods::controller_of(p).is_none();
