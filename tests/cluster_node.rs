@@ -171,7 +171,8 @@ async fn pods_the_node_cannot_take_are_failed_with_the_kubelet_s_reasons() {
         ("elsewhere", "Failed NodeAffinity"),
         ("unsupported", "Failed UnsupportedPodSpec"),
     ] {
-        let got = eventually("the pod Failed by the node", MINUTE, || async {
+        let what = format!("{pod} Failed by the node");
+        let got = eventually(&what, MINUTE, || async {
             let s = admin.jsonpath(&["pod", pod, "-n", &ns], path);
             s.starts_with("Failed").then_some(s)
         })

@@ -2,81 +2,27 @@
 //! from the store even when the store fails the first attempts (before, one failed write
 //! left the pod Terminating in the API for ever).
 
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
 use podvisor_actors::ChildSpec;
 use podvisor_actors::testing::{paused_system, start_collector};
-use podvisor_client::{
-    AnyObject, Api, Backend, Client, DeleteParams, Deleted, Error, ListParams, ObjectList, Patch,
-    PostParams, Result, Scope, Subresource, Target, WatchStream,
-};
+use podvisor_client::{Api, Client, DeleteParams, Deleted, Error, PostParams};
 use podvisor_kubelet::protocol::status::PublishedStatus;
 use podvisor_machinery::events::RecordEvent;
 use podvisor_node::status::StatusWriter;
-use podvisor_store::{LocalClient, StoreActor, StoreConfig};
 use serde_json::json;
-
-/// The store, but for the first `failures` deletes, which fail.
-struct FlakyDelete {
-    store: LocalClient,
-    failures: usize,
-    attempts: Arc<AtomicUsize>,
-}
-
-#[async_trait]
-impl Backend for FlakyDelete {
-    async fn get(&self, t: Target<'_>) -> Result<AnyObject> {
-        self.store.get(t).await
-    }
-    async fn list(&self, s: Scope<'_>, lp: &ListParams) -> Result<ObjectList<AnyObject>> {
-        self.store.list(s, lp).await
-    }
-    async fn watch(
-        &self,
-        s: Scope<'_>,
-        lp: &ListParams,
-        v: &str,
-    ) -> Result<WatchStream<AnyObject>> {
-        self.store.watch(s, lp, v).await
-    }
-    async fn create(&self, o: AnyObject, pp: &PostParams) -> Result<AnyObject> {
-        self.store.create(o, pp).await
-    }
-    async fn replace(&self, o: AnyObject, sub: Subresource, pp: &PostParams) -> Result<AnyObject> {
-        self.store.replace(o, sub, pp).await
-    }
-    async fn patch(
-        &self,
-        t: Target<'_>,
-        sub: Subresource,
-        p: &Patch,
-        pp: &PostParams,
-    ) -> Result<AnyObject> {
-        self.store.patch(t, sub, p, pp).await
-    }
-    async fn delete(&self, t: Target<'_>, dp: &DeleteParams) -> Result<Deleted<AnyObject>> {
-        if self.attempts.fetch_add(1, Ordering::SeqCst) < self.failures {
-            return Err(Error::Internal("injected failure".into()));
-        }
-        self.store.delete(t, dp).await
-    }
-}
+use support::{Call, Faulty, store};
 
 #[test]
 fn a_failed_removal_is_retried_until_the_pod_is_gone() {
     paused_system().block_on(async {
-        let dir = std::env::temp_dir().join(format!("podvisor-writer-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let cfg = StoreConfig {
-            path: dir.join("s.redb"),
-            window: 100,
-        };
-        let store = ChildSpec::of(move || StoreActor::new(cfg.clone(), 64)).start_unsupervised();
-        let pods: Api<Pod> = Api::namespaced(LocalClient::client(&store), "default");
+        let store = store("writer");
+        let pods: Api<Pod> = Api::namespaced(Client::new(store.clone()), "default");
         let body: Pod = serde_json::from_value(json!({"metadata": {"name": "p"},
             "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "busybox"}]}}))
         .unwrap();
@@ -88,10 +34,13 @@ fn a_failed_removal_is_retried_until_the_pod_is_gone() {
         );
 
         let attempts = Arc::new(AtomicUsize::new(0));
-        let flaky = Client::new(FlakyDelete {
-            store: LocalClient::new(store.clone()),
-            failures: 3,
-            attempts: attempts.clone(),
+        let counted = attempts.clone();
+        let flaky = Client::new(Faulty {
+            store,
+            fault: Box::new(move |call, _| {
+                let failing = call == Call::Delete && counted.fetch_add(1, Ordering::SeqCst) < 3;
+                failing.then(|| Error::Internal("injected failure".into()))
+            }),
         });
         let (events, _) = start_collector::<RecordEvent>();
         let writer = ChildSpec::of(move || StatusWriter::new("n1", flaky.clone(), events.clone()))

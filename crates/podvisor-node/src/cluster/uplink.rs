@@ -216,7 +216,14 @@ async fn run(cluster: Client, job: Job) -> Result<(), Error> {
     let written = match (&job.base, job.status) {
         (_, false) => true,
         (Some(base), true) => patch_from(&cluster, p, (&uid, name), base).await?,
-        (None, true) => write_status(&cluster, p, &uid, name).await?.is_some(),
+        (None, true) => match write_status(&cluster, p, &uid, name).await {
+            Ok(written) => written.is_some(),
+            // A pod the node finished and removed, the cluster's Node authorizer no longer
+            // lets it read: the cluster has it no more. Forbidden for a live copy is retried
+            // (`write_status`): the authorizer may not know yet that the pod is bound here.
+            Err(Error::Forbidden { .. }) if job.deletion == Some(Deletion::Finished) => false,
+            Err(e) => return Err(e),
+        },
     };
     if !written {
         return Ok(()); // gone from the cluster, or another incarnation there

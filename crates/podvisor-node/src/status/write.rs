@@ -47,13 +47,14 @@ pub(crate) async fn write_status(
 }
 
 /// The API's pod `name` if it is the incarnation `uid`.
+///
+/// A cluster's Node authorizer answers Forbidden for a pod it does not know bound to the
+/// node: one deleted or bound elsewhere, but also one just made, for as long as its graph
+/// (fed by an informer) lags. So Forbidden is an error, retried as the kubelet's status
+/// manager retries every failed read but NotFound; the caller that knows the pod is gone
+/// from the cluster (`uplink`, for a pod the node finished) takes it for gone.
 async fn incarnation(api: &Api<Pod>, name: &str, uid: &str) -> Result<Option<Arc<Pod>>, Error> {
-    // A cluster's Node authorizer answers Forbidden for a pod no longer bound to the node
-    // (deleted, or another incarnation elsewhere): gone, as far as it goes.
-    let current = match api.get_opt(name).await {
-        Err(Error::Forbidden { .. }) => None,
-        r => r?,
-    };
+    let current = api.get_opt(name).await?;
     Ok(current.filter(|c| c.metadata.uid.as_deref() == Some(uid)))
 }
 
