@@ -6,7 +6,8 @@
 //! - [`cache`]: an informer's typed local cache with a secondary index; applying an update
 //!   answers what changed, old and new.
 //! - [`workqueue`]: client-go's work queue (deduplicated keys, one sync per key at a time,
-//!   delayed adds) with its default controller rate limiter.
+//!   delayed adds) with its default controller rate limiter; [`workers`]: a controller's
+//!   bounded syncs over it, retries and counts.
 //! - [`expectations`]: what a controller wrote and has not seen come back yet.
 //! - [`events`]: the event recorder. Anyone who has something to say about an object sends
 //!   it a [`events::RecordEvent`]; it deduplicates repeats into one Event whose `count`
@@ -20,4 +21,5 @@ pub mod cache;
 pub mod events;
 pub mod expectations;
 pub mod reflector;
+pub mod workers;
 pub mod workqueue;

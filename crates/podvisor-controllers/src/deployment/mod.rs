@@ -36,7 +36,7 @@ use podvisor_core::{EventType, ObjectKey};
 use podvisor_machinery::cache::Cache;
 use podvisor_machinery::events::RecordEvent;
 use podvisor_machinery::reflector::{Reflected, Reflector};
-use podvisor_machinery::workqueue::WorkQueue;
+use podvisor_machinery::workers::{Outcome, WorkStats, Workers};
 use serde::Serialize;
 use tokio::time::Instant;
 use tracing::{debug, warn};
@@ -53,24 +53,17 @@ pub struct DeploymentController {
     sets_view: Reflector<ReplicaSet>,
     deployments: Cache<Deployment>,
     sets: Cache<ReplicaSet>,
-    queue: WorkQueue<ObjectKey>,
+    workers: Workers<ObjectKey>,
     client: Client,
     events: Recipient<RecordEvent>,
-    syncing: usize,
-    syncs: u64,
-    failed_syncs: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DeploymentControllerSummary {
     pub deployments: usize,
     pub replica_sets: usize,
-    pub queued: usize,
-    pub in_flight: usize,
-    pub later: usize,
-    pub retrying: usize,
-    pub syncs: u64,
-    pub failed_syncs: u64,
+    #[serde(flatten)]
+    pub work: WorkStats,
 }
 
 impl DeploymentController {
@@ -80,17 +73,14 @@ impl DeploymentController {
             sets_view: Reflector::new(Api::all(client.clone()), ListParams::default()),
             deployments: Cache::new(),
             sets: Cache::new(),
-            queue: WorkQueue::new(),
+            workers: Workers::new(WORKERS),
             client,
             events,
-            syncing: 0,
-            syncs: 0,
-            failed_syncs: 0,
         }
     }
 
     fn on_delayed(&mut self, key: ObjectKey, _: Instant, ctx: &mut Context<Self>) {
-        self.queue.add(key);
+        self.workers.add(key);
         self.work(ctx);
     }
 
@@ -98,28 +88,22 @@ impl DeploymentController {
         if !self.deployments_view.synced || !self.sets_view.synced {
             return;
         }
-        while self.syncing < WORKERS {
-            let Some(key) = self.queue.get() else { return };
+        while let Some(key) = self.workers.start() {
             self.sync(key, ctx);
         }
     }
 
     fn sync(&mut self, key: ObjectKey, ctx: &mut Context<Self>) {
         let Some(d) = self.deployments.get(&key).cloned() else {
-            self.queue.forget(&key);
-            self.queue.done(&key);
+            self.workers.skip(&key);
             return;
         };
         let ns = key.namespace.clone().unwrap_or_default();
         let sets: Vec<Arc<ReplicaSet>> = self.sets.in_namespace(&ns).cloned().collect();
         let now_ms = podvisor_core::time::now().0.as_millisecond();
-        self.syncing += 1;
-        self.syncs += 1;
         let work = sync::run(self.client.clone(), d, sets, now_ms);
         ctx.spawn(work.into_actor(self).map(move |report, act, ctx| {
-            act.syncing -= 1;
             act.synced(&key, report);
-            act.queue.done(&key);
             act.work(ctx);
         }));
     }
@@ -139,19 +123,16 @@ impl DeploymentController {
                 message: s.message(),
             });
         }
-        match report.error {
-            Some(why) => {
-                self.failed_syncs += 1;
-                let delay = self.queue.add_rate_limited(key.clone());
+        let outcome = match &report.error {
+            Some(_) => Outcome::Failed,
+            None => Outcome::Synced(report.requeue),
+        };
+        match self.workers.finished(key, outcome) {
+            Some(delay) => {
+                let why = report.error.unwrap_or_default();
                 warn!(deployment = %key, error = %why, retry_in = ?delay, "sync failed; trying again");
             }
-            None => {
-                self.queue.forget(key);
-                if let Some(after) = report.requeue {
-                    self.queue.add_after(key.clone(), after);
-                }
-                debug!(deployment = %key, scaled = report.scaled.len(), "synced");
-            }
+            None => debug!(deployment = %key, scaled = report.scaled.len(), "synced"),
         }
     }
 }
@@ -167,19 +148,14 @@ impl SupervisedActor for DeploymentController {
     fn rebuild(&mut self, ctx: &mut Context<Self>, start: &StartInfo<Self>) {
         self.deployments_view.start(ctx, start.me.recipient());
         self.sets_view.start(ctx, start.me.recipient());
-        due::drive(ctx, |a: &mut Self| a.queue.delayed(), Self::on_delayed);
+        due::drive(ctx, |a: &mut Self| a.workers.delayed(), Self::on_delayed);
     }
 
     fn summary(&self) -> DeploymentControllerSummary {
         DeploymentControllerSummary {
             deployments: self.deployments.len(),
             replica_sets: self.sets.len(),
-            queued: self.queue.len(),
-            in_flight: self.queue.processing(),
-            later: self.queue.later(),
-            retrying: self.queue.retrying(),
-            syncs: self.syncs,
-            failed_syncs: self.failed_syncs,
+            work: self.workers.stats(),
         }
     }
 }
@@ -191,7 +167,7 @@ impl Handler<Reflected<Deployment>> for DeploymentController {
             return;
         };
         for d in self.deployments.apply(u) {
-            self.queue.add(handlers::on_deployment(&d));
+            self.workers.add(handlers::on_deployment(&d));
         }
         self.work(ctx);
     }
@@ -205,7 +181,7 @@ impl Handler<Reflected<ReplicaSet>> for DeploymentController {
         };
         for d in self.sets.apply(u) {
             for key in handlers::on_replica_set(&d, &self.deployments) {
-                self.queue.add(key);
+                self.workers.add(key);
             }
         }
         self.work(ctx);

@@ -28,7 +28,7 @@ use podvisor_machinery::cache::{Cache, Delta};
 use podvisor_machinery::events::RecordEvent;
 use podvisor_machinery::expectations::Expectations;
 use podvisor_machinery::reflector::{Reflected, Reflector};
-use podvisor_machinery::workqueue::WorkQueue;
+use podvisor_machinery::workers::{Outcome, WorkStats, Workers};
 use serde::Serialize;
 use tokio::time::Instant;
 use tracing::warn;
@@ -64,14 +64,11 @@ pub struct JobController {
     pods_view: Reflector<Pod>,
     jobs: Cache<Job>,
     pods: Cache<Pod>,
-    queue: WorkQueue<ObjectKey>,
+    workers: Workers<ObjectKey>,
     expectations: Expectations<ObjectKey, PodUid>,
     client: Client,
     events: Recipient<RecordEvent>,
-    syncing: usize,
-    syncs: u64,
     created: u64,
-    failed_syncs: u64,
     /// Whether the pods of Jobs deleted while no instance watched were released.
     swept: bool,
 }
@@ -80,13 +77,9 @@ pub struct JobController {
 pub struct JobControllerSummary {
     pub jobs: usize,
     pub pods: usize,
-    pub queued: usize,
-    pub in_flight: usize,
-    pub later: usize,
-    pub retrying: usize,
-    pub syncs: u64,
+    #[serde(flatten)]
+    pub work: WorkStats,
     pub created: u64,
-    pub failed_syncs: u64,
 }
 
 impl JobController {
@@ -97,20 +90,17 @@ impl JobController {
             pods_view: Reflector::new(Api::all(client.clone()), bound_here),
             jobs: Cache::new(),
             pods: Cache::new().with_index(controller_uid).with_filter(is_jobs),
-            queue: WorkQueue::new(),
+            workers: Workers::new(WORKERS),
             expectations: Expectations::new(),
             client,
             events,
-            syncing: 0,
-            syncs: 0,
             created: 0,
-            failed_syncs: 0,
             swept: false,
         }
     }
 
     fn on_delayed(&mut self, key: ObjectKey, _: Instant, ctx: &mut Context<Self>) {
-        self.queue.add(key);
+        self.workers.add(key);
         self.work(ctx);
     }
 
@@ -128,8 +118,7 @@ impl JobController {
                 .collect();
             self.release(orphans, ctx);
         }
-        while self.syncing < WORKERS {
-            let Some(key) = self.queue.get() else { return };
+        while let Some(key) = self.workers.start() {
             self.sync(key, ctx);
         }
     }
@@ -137,16 +126,14 @@ impl JobController {
     fn sync(&mut self, key: ObjectKey, ctx: &mut Context<Self>) {
         let Some(job) = self.jobs.get(&key).cloned() else {
             self.expectations.forget(&key);
-            self.queue.forget(&key);
-            self.queue.done(&key);
+            self.workers.skip(&key);
             return;
         };
         // A Job another controller manages (`spec.managedBy`) is left to it, as
         // kube-controller-manager leaves it.
         let manager = job.spec.as_ref().and_then(|s| s.managed_by.as_deref());
         if manager.is_some_and(|m| m != MANAGED_BY) {
-            self.queue.forget(&key);
-            self.queue.done(&key);
+            self.workers.skip(&key);
             return;
         }
         let uid = job.metadata.uid.clone().unwrap_or_default();
@@ -166,15 +153,11 @@ impl JobController {
             self.event(&key, *warning, reason, message.clone());
         }
         let requeue = plan.requeue;
-        self.syncing += 1;
-        self.syncs += 1;
         ctx.spawn(
             sync::run(self.client.clone(), job, plan)
                 .into_actor(self)
                 .map(move |report, act, ctx| {
-                    act.syncing -= 1;
                     act.synced(&key, report, requeue);
-                    act.queue.done(&key);
                     act.work(ctx);
                 }),
         );
@@ -225,21 +208,17 @@ impl JobController {
                 format!("Deleted pod: {name}"),
             );
         }
-        match report.error {
-            Some(why) => {
-                self.failed_syncs += 1;
-                if why.starts_with("deleting a pod") {
-                    self.expectations.forget(key);
-                }
-                let delay = self.queue.add_rate_limited(key.clone());
-                warn!(job = %key, error = %why, retry_in = ?delay, "sync failed; trying again");
+        let outcome = match &report.error {
+            Some(why) if why.starts_with("deleting a pod") => {
+                self.expectations.forget(key);
+                Outcome::Failed
             }
-            None => {
-                self.queue.forget(key);
-                if let Some(after) = requeue {
-                    self.queue.add_after(key.clone(), after);
-                }
-            }
+            Some(_) => Outcome::Failed,
+            None => Outcome::Synced(requeue),
+        };
+        if let Some(delay) = self.workers.finished(key, outcome) {
+            let why = report.error.unwrap_or_default();
+            warn!(job = %key, error = %why, retry_in = ?delay, "sync failed; trying again");
         }
     }
 
@@ -311,20 +290,15 @@ impl SupervisedActor for JobController {
     fn rebuild(&mut self, ctx: &mut Context<Self>, start: &StartInfo<Self>) {
         self.jobs_view.start(ctx, start.me.recipient());
         self.pods_view.start(ctx, start.me.recipient());
-        due::drive(ctx, |a: &mut Self| a.queue.delayed(), Self::on_delayed);
+        due::drive(ctx, |a: &mut Self| a.workers.delayed(), Self::on_delayed);
     }
 
     fn summary(&self) -> JobControllerSummary {
         JobControllerSummary {
             jobs: self.jobs.len(),
             pods: self.pods.len(),
-            queued: self.queue.len(),
-            in_flight: self.queue.processing(),
-            later: self.queue.later(),
-            retrying: self.queue.retrying(),
-            syncs: self.syncs,
+            work: self.workers.stats(),
             created: self.created,
-            failed_syncs: self.failed_syncs,
         }
     }
 }
@@ -343,7 +317,7 @@ impl Handler<Reflected<Job>> for JobController {
                 let uid = old.metadata.uid.clone().unwrap_or_default();
                 orphans.extend(self.pods.indexed(&uid).cloned());
             }
-            self.queue.add(key);
+            self.workers.add(key);
         }
         self.release(orphans, ctx);
         self.work(ctx);
@@ -359,7 +333,7 @@ impl Handler<Reflected<Pod>> for JobController {
         let mut orphans = Vec::new();
         for d in self.pods.apply(u) {
             if let Some(key) = self.on_pod(&d, &mut orphans) {
-                self.queue.add(key);
+                self.workers.add(key);
             }
         }
         self.release(orphans, ctx);

@@ -41,7 +41,7 @@ use podvisor_core::{EventType, ObjectKey, PodUid};
 use podvisor_machinery::cache::Cache;
 use podvisor_machinery::events::RecordEvent;
 use podvisor_machinery::reflector::{Reflected, Reflector};
-use podvisor_machinery::workqueue::WorkQueue;
+use podvisor_machinery::workers::{Outcome, WorkStats, Workers};
 use serde::Serialize;
 use tokio::time::Instant;
 use tracing::{debug, warn};
@@ -75,32 +75,24 @@ pub struct ReplicaSetController {
     nodes_view: Reflector<Node>,
     sets: Cache<ReplicaSet>,
     pods: Cache<Pod>,
-    queue: WorkQueue<ObjectKey>,
+    workers: Workers<ObjectKey>,
     expectations: RsExpectations,
     client: Client,
     events: Recipient<RecordEvent>,
-    syncing: usize,
-    syncs: u64,
     created: u64,
     deleted: u64,
-    failed_syncs: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReplicaSetControllerSummary {
     pub replica_sets: usize,
     pub pods: usize,
-    /// Keys waiting for a sync, being synced, due later, and retrying after a failure.
-    pub queued: usize,
-    pub in_flight: usize,
-    pub later: usize,
-    pub retrying: usize,
+    #[serde(flatten)]
+    pub work: WorkStats,
     /// ReplicaSets whose creates or deletes have not all come back through the watch.
     pub pending_expectations: usize,
-    pub syncs: u64,
     pub created: u64,
     pub deleted: u64,
-    pub failed_syncs: u64,
 }
 
 impl ReplicaSetController {
@@ -115,26 +107,23 @@ impl ReplicaSetController {
             pods: Cache::new()
                 .with_index(controller_uid)
                 .with_filter(may_be_a_replicasets),
-            queue: WorkQueue::new(),
+            workers: Workers::new(WORKERS),
             expectations: RsExpectations::new(),
             client,
             events,
-            syncing: 0,
-            syncs: 0,
             created: 0,
             deleted: 0,
-            failed_syncs: 0,
         }
     }
 
     fn enqueue(&mut self, items: Vec<Enqueue>) {
         for e in items {
-            self.queue.add_after(e.key, e.after);
+            self.workers.add_after(e.key, e.after);
         }
     }
 
     fn on_delayed(&mut self, key: ObjectKey, _: Instant, ctx: &mut Context<Self>) {
-        self.queue.add(key);
+        self.workers.add(key);
         self.work(ctx);
     }
 
@@ -143,8 +132,7 @@ impl ReplicaSetController {
         if !self.sets_view.synced || !self.pods_view.synced {
             return;
         }
-        while self.syncing < WORKERS {
-            let Some(key) = self.queue.get() else { return };
+        while let Some(key) = self.workers.start() {
             self.sync(key, ctx);
         }
     }
@@ -152,8 +140,7 @@ impl ReplicaSetController {
     fn sync(&mut self, key: ObjectKey, ctx: &mut Context<Self>) {
         let Some(rs) = self.sets.get(&key).cloned() else {
             self.expectations.forget(&key);
-            self.queue.forget(&key);
-            self.queue.done(&key);
+            self.workers.skip(&key);
             return;
         };
         let may_manage = self.expectations.satisfied(&key);
@@ -176,8 +163,6 @@ impl ReplicaSetController {
             Manage::Nothing => {}
         }
         debug!(replicaset = %key, manage = ?plan.manage_summary(), "sync");
-        self.syncing += 1;
-        self.syncs += 1;
         let work = sync::run(
             self.client.clone(),
             key.clone(),
@@ -186,9 +171,7 @@ impl ReplicaSetController {
             now.0.as_millisecond(),
         );
         ctx.spawn(work.into_actor(self).map(move |report, act, ctx| {
-            act.syncing -= 1;
             act.synced(&key, report);
-            act.queue.done(&key);
             act.work(ctx);
         }));
     }
@@ -208,13 +191,13 @@ impl ReplicaSetController {
             .as_ref()
             .map(|e| e.message.clone())
             .or(report.error);
-        match failed {
-            Some(why) => {
-                self.failed_syncs += 1;
-                let delay = self.queue.add_rate_limited(key.clone());
-                warn!(replicaset = %key, error = %why, retry_in = ?delay, "sync failed; trying again");
-            }
-            None => self.queue.forget(key),
+        let outcome = match failed {
+            Some(_) => Outcome::Failed,
+            None => Outcome::Synced(None),
+        };
+        if let Some(delay) = self.workers.finished(key, outcome) {
+            let why = failed.unwrap_or_default();
+            warn!(replicaset = %key, error = %why, retry_in = ?delay, "sync failed; trying again");
         }
         if let Some(rs) = self.sets.get(key).cloned() {
             let uid = rs.metadata.uid.clone().unwrap_or_default();
@@ -226,7 +209,7 @@ impl ReplicaSetController {
                 .collect();
             let now_ms = podvisor_core::time::now().0.as_millisecond();
             if let Some(after) = status::next_availability(&rs, &owned, now_ms) {
-                self.queue.add_after(key.clone(), after);
+                self.workers.add_after(key.clone(), after);
             }
         }
     }
@@ -296,22 +279,17 @@ impl SupervisedActor for ReplicaSetController {
         self.sets_view.start(ctx, start.me.recipient());
         self.pods_view.start(ctx, start.me.recipient());
         self.nodes_view.start(ctx, start.me.recipient());
-        due::drive(ctx, |a: &mut Self| a.queue.delayed(), Self::on_delayed);
+        due::drive(ctx, |a: &mut Self| a.workers.delayed(), Self::on_delayed);
     }
 
     fn summary(&self) -> ReplicaSetControllerSummary {
         ReplicaSetControllerSummary {
             replica_sets: self.sets.len(),
             pods: self.pods.len(),
-            queued: self.queue.len(),
-            in_flight: self.queue.processing(),
-            later: self.queue.later(),
-            retrying: self.queue.retrying(),
+            work: self.workers.stats(),
             pending_expectations: self.expectations.pending(),
-            syncs: self.syncs,
             created: self.created,
             deleted: self.deleted,
-            failed_syncs: self.failed_syncs,
         }
     }
 }
