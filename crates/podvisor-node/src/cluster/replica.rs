@@ -8,14 +8,22 @@
 //! forgotten (the pod was deleted, or bound elsewhere, while the node was away), and the
 //! kubelet stops it. Mirror pods are the node's own and are never copied down.
 //!
+//! A copy the store fails to write for a while (its actor restarting, its disk full) is
+//! not dropped: it is tried again for some 15 s, the copies behind it waiting, and then
+//! the replica stops with the error, and its restart lists the cluster again and copies
+//! everything (so a store that stays broken costs a restart per 15 s, within the
+//! supervisor's intensity). A copy the store refuses for what it is is logged and left:
+//! trying again would not change the answer.
+//!
 //! Restart: nothing is kept; it lists the cluster again and copies what it finds.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix::prelude::*;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use podvisor_actors::{StartInfo, SupervisedActor};
+use podvisor_actors::{ActorRef, Recipient, StartInfo, SupervisedActor};
 use podvisor_client::{Api, Client, DeleteParams, Error, ListParams, WatchEvent};
 use podvisor_machinery::reflector::{Reflected, Reflector, Update};
 use serde::Serialize;
@@ -24,6 +32,21 @@ use tracing::{info, warn};
 
 use crate::podset::is_mirror;
 use crate::source::bound_to;
+
+/// The store failed a copy in a way that may pass later (to the actor itself): it stops
+/// with the error, and its restart copies everything again.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct CopyFailed(pub Error);
+
+/// The waits between tries of a copy the store fails transiently, before the replica
+/// starts over.
+const RETRIES: [Duration; 4] = [
+    Duration::from_secs(1),
+    Duration::from_secs(2),
+    Duration::from_secs(4),
+    Duration::from_secs(8),
+];
 
 /// One write to the node's store.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,6 +90,7 @@ pub struct ClusterReplica {
     node_view: Reflector<Node>,
     local: Client,
     queue: Option<mpsc::UnboundedSender<Op>>,
+    me: Option<ActorRef<Self>>,
     copies: usize,
 }
 
@@ -87,6 +111,7 @@ impl ClusterReplica {
             node_view: Reflector::new(Api::all(cluster), node_params),
             local,
             queue: None,
+            me: None,
             copies: 0,
         }
     }
@@ -101,11 +126,39 @@ impl ClusterReplica {
     }
 }
 
-/// Applies the writes one at a time, in order (a pod's copy before its forgetting).
-async fn apply_all(node: String, local: Client, mut rx: mpsc::UnboundedReceiver<Op>) {
+/// Applies the writes one at a time, in order (a pod's copy before its forgetting), until
+/// one fails in a way that may pass later: the actor hears of it and stops.
+async fn apply_all(
+    node: String,
+    local: Client,
+    mut rx: mpsc::UnboundedReceiver<Op>,
+    failed: Recipient<CopyFailed>,
+) {
     while let Some(op) = rx.recv().await {
-        if let Err(e) = apply(&node, &local, op).await {
-            warn!(error = %e, "a copy of the cluster's object was not written to the store");
+        match apply_retrying(&node, &local, op).await {
+            Ok(()) => {}
+            Err(e) if e.is_transient() => {
+                failed.do_send(CopyFailed(e));
+                return;
+            }
+            Err(e) => warn!(error = %e, "the store refused a copy of the cluster's object"),
+        }
+    }
+}
+
+/// `apply`, tried again after each of `RETRIES` while the store fails transiently.
+async fn apply_retrying(node: &str, local: &Client, op: Op) -> Result<(), Error> {
+    let mut waits = RETRIES.iter();
+    loop {
+        match apply(node, local, op.clone()).await {
+            Err(e) if e.is_transient() => {
+                let Some(wait) = waits.next() else {
+                    return Err(e);
+                };
+                warn!(error = %e, retry_in = ?wait, "the store failed a copy of the cluster's object");
+                tokio::time::sleep(*wait).await;
+            }
+            r => return r,
         }
     }
 }
@@ -164,7 +217,14 @@ impl SupervisedActor for ClusterReplica {
     fn rebuild(&mut self, ctx: &mut Context<Self>, start: &StartInfo<Self>) {
         let (tx, rx) = mpsc::unbounded_channel();
         self.queue = Some(tx);
-        ctx.spawn(apply_all(self.node.clone(), self.local.clone(), rx).into_actor(self));
+        self.me = Some(start.me.clone());
+        let work = apply_all(
+            self.node.clone(),
+            self.local.clone(),
+            rx,
+            start.me.recipient(),
+        );
+        ctx.spawn(work.into_actor(self));
         self.pods_view.start(ctx, start.me.recipient());
         self.node_view.start(ctx, start.me.recipient());
     }
@@ -189,6 +249,16 @@ impl Handler<Reflected<Pod>> for ClusterReplica {
                 );
             }
             self.send(ops(update));
+        }
+    }
+}
+
+impl Handler<CopyFailed> for ClusterReplica {
+    type Result = ();
+    fn handle(&mut self, CopyFailed(e): CopyFailed, ctx: &mut Context<Self>) {
+        warn!(error = %e, "a copy of the cluster's object was not written to the store; starting over");
+        if let Some(me) = &self.me {
+            me.fail(ctx, format!("a copy was not written to the store: {e}"));
         }
     }
 }

@@ -14,6 +14,7 @@ use podvisor_store::{LocalClient, StoreActor, StoreConfig};
 pub enum Call {
     Get,
     Delete,
+    Replicate,
 }
 
 type Fault = Box<dyn Fn(Call, &Target<'_>) -> Option<Error> + Send + Sync>;
@@ -65,6 +66,15 @@ impl Backend for Faulty {
     async fn delete(&self, t: Target<'_>, dp: &DeleteParams) -> Result<Deleted<AnyObject>> {
         self.refuse(Call::Delete, &t)?;
         self.store.delete(t, dp).await
+    }
+    async fn replicate(&self, o: AnyObject) -> Result<Option<AnyObject>> {
+        let t = Target {
+            kind: o.kind(),
+            namespace: Some(o.namespace()),
+            name: o.name(),
+        };
+        self.refuse(Call::Replicate, &t)?;
+        self.store.replicate(o).await
     }
 }
 
