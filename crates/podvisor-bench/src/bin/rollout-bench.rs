@@ -5,6 +5,7 @@
 //! between two names of one image; pods are ready at their first readiness probe (every
 //! second; `--probe exec` runs `true` in the container, `--probe http` asks busybox's
 //! httpd), so the rollout is paced by the controllers and the nodes, not by the image.
+//! `--strategy recreate` rolls with Recreate instead.
 //!
 //! For each rollout: the time from the patch until the Deployment is complete (observed,
 //! every replica updated and available, no old one left: what `kubectl rollout status`
@@ -47,6 +48,32 @@ struct Args {
     /// per pod every second) or `http` (a GET to busybox's httpd, made by the node itself).
     #[arg(long, value_enum, default_value_t = Probe::Exec)]
     probe: Probe,
+    /// The Deployment's strategy: `rolling` (25 % surge, 25 % unavailable) or `recreate`
+    /// (every old pod stopped before the first new one is made).
+    #[arg(long, value_enum, default_value_t = Strategy::Rolling)]
+    strategy: Strategy,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Strategy {
+    Rolling,
+    Recreate,
+}
+
+impl Strategy {
+    fn spec(self) -> serde_json::Value {
+        match self {
+            Strategy::Rolling => json!({"type": "RollingUpdate"}),
+            Strategy::Recreate => json!({"type": "Recreate"}),
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Strategy::Rolling => "a rolling update (25 % surge, 25 % unavailable)",
+            Strategy::Recreate => "a Recreate rollout",
+        }
+    }
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -80,11 +107,12 @@ const IMAGES: [&str; 2] = [
     "localhost/podvisor/busybox:v2",
 ];
 
-fn deployment(replicas: i32, node: Option<&str>, probe: Probe) -> Deployment {
-    let (command, readiness) = probe.container();
+fn deployment(args: &Args, node: Option<&str>) -> Deployment {
+    let (command, readiness) = args.probe.container();
     serde_json::from_value(json!({
         "metadata": {"name": "roll"},
-        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "roll"}},
+        "spec": {"replicas": args.replicas, "strategy": args.strategy.spec(),
+            "selector": {"matchLabels": {"app": "roll"}},
             "template": {"metadata": {"labels": {"app": "roll"}}, "spec": {
                 "nodeName": node, "automountServiceAccountToken": false,
                 "terminationGracePeriodSeconds": 1,
@@ -213,10 +241,7 @@ async fn roll(
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     deployments
-        .create(
-            &PostParams::default(),
-            deployment(args.replicas, node, args.probe),
-        )
+        .create(&PostParams::default(), deployment(args, node))
         .await?;
     wait_complete(&deployments, args.replicas, Duration::from_secs(300)).await?;
     let mut side = Side {
@@ -329,8 +354,10 @@ async fn in_cluster(kind: NodeKind, args: &Args, admin: &Client) -> anyhow::Resu
 
 fn report(args: &Args, sides: &[Side]) {
     println!(
-        "## a rolling update of {} replicas (25 % surge, 25 % unavailable), ×{} per side\n",
-        args.replicas, args.rounds
+        "## {} of {} replicas, ×{} per side\n",
+        args.strategy.title(),
+        args.replicas,
+        args.rounds
     );
     println!("{}", Summary::HEADER);
     for s in sides {

@@ -3,7 +3,9 @@
 //! controller machinery:
 //!
 //! - informers on Deployments and ReplicaSets feed a work queue of Deployment keys
-//!   (`handlers.rs`); up to [`WORKERS`] syncs run at once, one per key;
+//!   (`handlers.rs`); up to [`WORKERS`] syncs run at once, one per key. A watch on pods,
+//!   kept in no cache, wakes a Recreate Deployment when one of its pods is deleted or
+//!   finishes (its new pods wait for the old ones to stop);
 //! - a sync plans from the caches (`plan.rs`): claim ReplicaSets, find or create the one
 //!   named by the template's hash (`util.rs`), take one step of RollingUpdate or Recreate
 //!   (`rolling.rs`, on the in-memory `world.rs`), prune the revision history, compute the
@@ -29,6 +31,7 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::Pod;
 use podvisor_actors::due;
 use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
 use podvisor_client::{Api, Client, ListParams};
@@ -51,6 +54,8 @@ pub const WORKERS: usize = 4;
 pub struct DeploymentController {
     deployments_view: Reflector<Deployment>,
     sets_view: Reflector<ReplicaSet>,
+    /// Pods, watched for Recreate's sake and not kept: what a sync needs of them it lists.
+    pods_view: Reflector<Pod>,
     deployments: Cache<Deployment>,
     sets: Cache<ReplicaSet>,
     workers: Workers<ObjectKey>,
@@ -71,6 +76,7 @@ impl DeploymentController {
         Self {
             deployments_view: Reflector::new(Api::all(client.clone()), ListParams::default()),
             sets_view: Reflector::new(Api::all(client.clone()), ListParams::default()),
+            pods_view: Reflector::new(Api::all(client.clone()), ListParams::default()),
             deployments: Cache::new(),
             sets: Cache::new(),
             workers: Workers::new(WORKERS),
@@ -148,6 +154,7 @@ impl SupervisedActor for DeploymentController {
     fn rebuild(&mut self, ctx: &mut Context<Self>, start: &StartInfo<Self>) {
         self.deployments_view.start(ctx, start.me.recipient());
         self.sets_view.start(ctx, start.me.recipient());
+        self.pods_view.start(ctx, start.me.recipient());
         due::drive(ctx, |a: &mut Self| a.workers.delayed(), Self::on_delayed);
     }
 
@@ -183,6 +190,19 @@ impl Handler<Reflected<ReplicaSet>> for DeploymentController {
             for key in handlers::on_replica_set(&d, &self.deployments) {
                 self.workers.add(key);
             }
+        }
+        self.work(ctx);
+    }
+}
+
+impl Handler<Reflected<Pod>> for DeploymentController {
+    type Result = ();
+    fn handle(&mut self, msg: Reflected<Pod>, ctx: &mut Context<Self>) {
+        let Some(u) = self.pods_view.accept(msg, ctx) else {
+            return;
+        };
+        for key in handlers::on_pod(&u, &self.sets, &self.deployments) {
+            self.workers.add(key);
         }
         self.work(ctx);
     }

@@ -256,8 +256,8 @@ fn rollout(
 ) {
     if util::is_recreate(d) {
         let existing = find_new(d, w);
+        // Waiting for old pods: a pod's deletion wakes the Deployment (`handlers::on_pod`).
         if rolling::scale_old_to_zero(d, w, existing.as_deref()) || old_pods_running {
-            p.waiting_for_old_pods = old_pods_running;
             get_or_create_new(d, all, w, p, false);
             return;
         }
@@ -309,11 +309,7 @@ pub fn plan(d: &Deployment, sets: &[Arc<ReplicaSet>], old_pods_running: bool, no
         scaled: w.scaled,
         revision,
         status,
-        requeue: if p.waiting_for_old_pods {
-            Some(Duration::from_secs(1))
-        } else {
-            requeue
-        },
+        requeue,
     }
 }
 

@@ -144,7 +144,6 @@ fn recreate_scales_the_old_down_then_waits_for_its_pods_before_creating() {
     let stopped = Arc::new(stopped);
     let p = plan(&d, std::slice::from_ref(&stopped), true, NOW);
     assert!(created(&p).is_empty(), "old pods still run");
-    assert_eq!(p.requeue, Some(std::time::Duration::from_secs(1)));
     let p = plan(&d, &[stopped], false, NOW);
     assert_eq!(util::rs_replicas(created(&p)[0]), 3);
 }

@@ -20,7 +20,6 @@ pub struct Progress {
     pub created: Option<String>,
     pub revision: Option<String>,
     pub collision: bool,
-    pub waiting_for_old_pods: bool,
 }
 
 fn condition<'a>(s: &'a DeploymentStatus, type_: &str) -> Option<&'a DeploymentCondition> {
