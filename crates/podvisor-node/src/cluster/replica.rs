@@ -37,7 +37,7 @@ use crate::source::bound_to;
 /// with the error, and its restart copies everything again.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct CopyFailed(pub Error);
+pub(crate) struct CopyFailed(Error);
 
 /// The waits between tries of a copy the store fails transiently, before the replica
 /// starts over.
