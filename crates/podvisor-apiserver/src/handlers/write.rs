@@ -178,10 +178,12 @@ fn propagation(b: &Value, p: &Params) -> Result<Propagation, ApiError> {
         .or(p.propagation_policy.as_deref());
     let orphan = b["orphanDependents"].as_bool().or(p.orphan_dependents);
     match (orphan, policy) {
-        (Some(_), Some(_)) => Err(ApiError::new(
+        (Some(o), Some(_)) => Err(ApiError::new(
             422,
             "Invalid",
-            "orphanDependents: Invalid value: true: orphanDependents and deletionPropagation cannot be both set",
+            format!(
+                "orphanDependents: Invalid value: {o}: orphanDependents and deletionPropagation cannot be both set"
+            ),
         )),
         (Some(true), None) => Ok(Propagation::Orphan),
         (Some(false), None) => Ok(Propagation::Background),
