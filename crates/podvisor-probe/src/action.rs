@@ -54,6 +54,8 @@ pub enum ActionError {
     Port(#[from] PortError),
     #[error("tcpSocket is not a lifecycle handler")]
     TcpHook,
+    #[error("the command {0}")]
+    TooLong(#[from] podvisor_core::expand::TooLong),
 }
 
 fn http_get(c: &Container, h: &HTTPGetAction) -> Result<HttpGet, ActionError> {
@@ -79,16 +81,17 @@ fn http_get(c: &Container, h: &HTTPGetAction) -> Result<HttpGet, ActionError> {
     })
 }
 
-fn exec(c: &Container, command: Option<&Vec<String>>) -> Action {
+fn exec(c: &Container, command: Option<&Vec<String>>) -> Result<Action, ActionError> {
     let command = command.map_or(&[][..], Vec::as_slice);
-    Action::Exec(expand_static(command, c.env.as_deref().unwrap_or(&[])))
+    let expanded = expand_static(command, c.env.as_deref().unwrap_or(&[]))?;
+    Ok(Action::Exec(expanded))
 }
 
 impl Action {
     /// The action of container `c`'s probe `p`.
     pub fn of_probe(c: &Container, p: &Probe) -> Result<Self, ActionError> {
         if let Some(e) = &p.exec {
-            return Ok(exec(c, e.command.as_ref()));
+            return exec(c, e.command.as_ref());
         }
         if let Some(h) = &p.http_get {
             return Ok(Action::HttpGet(http_get(c, h)?));
@@ -115,7 +118,7 @@ impl Action {
     /// The action of container `c`'s hook `h`.
     pub fn of_hook(c: &Container, h: &LifecycleHandler) -> Result<Self, ActionError> {
         if let Some(e) = &h.exec {
-            return Ok(exec(c, e.command.as_ref()));
+            return exec(c, e.command.as_ref());
         }
         if let Some(g) = &h.http_get {
             return Ok(Action::HttpGet(http_get(c, g)?));

@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Container, EnvFromSource, EnvVar};
-use podvisor_core::expand::expand;
+use podvisor_core::expand::{MAX_STRING, MAX_TOTAL, TooLong, expand};
 
 use crate::downward::{For, PodFacts, field_value, resource_value};
 use crate::error::{SourceError, VolumeError};
@@ -22,6 +22,9 @@ use crate::source::ObjectSource;
 pub struct Environment {
     pub vars: Vec<(String, String)>,
     index: HashMap<String, usize>,
+    /// Every `NAME=value` together, held under the kernel's `execve` limit
+    /// (`podvisor_core::expand`): a pod's spec cannot make the agent hold more.
+    bytes: usize,
     /// `envFrom` keys that are not valid variable names (the kubelet's
     /// `InvalidEnvironmentVariableNames` event lists them).
     pub skipped: Vec<String>,
@@ -30,7 +33,22 @@ pub struct Environment {
 }
 
 impl Environment {
-    fn set(&mut self, name: String, value: String) {
+    /// Defines `name` (a later definition replaces an earlier one), unless `NAME=value`
+    /// or the whole environment would pass what a process can be given.
+    pub fn set(&mut self, name: String, value: String) -> Result<(), TooLong> {
+        let len = name.len() + value.len() + 2;
+        if len > MAX_STRING {
+            return Err(TooLong::String);
+        }
+        let old = self.index.get(&name).map_or(0, |&i| {
+            let (n, v) = &self.vars[i];
+            n.len() + v.len() + 2
+        });
+        let bytes = self.bytes - old + len;
+        if bytes > MAX_TOTAL {
+            return Err(TooLong::Total);
+        }
+        self.bytes = bytes;
         match self.index.get(&name) {
             Some(&i) => self.vars[i].1 = value,
             None => {
@@ -38,26 +56,26 @@ impl Environment {
                 self.vars.push((name, value));
             }
         }
+        Ok(())
     }
 
     pub fn get(&self, name: &str) -> Option<&str> {
         self.index.get(name).map(|&i| self.vars[i].1.as_str())
     }
 
-    /// `s` with `$(VAR)` references to defined variables expanded.
-    pub fn expand(&self, s: &str) -> String {
-        expand(s, |n| self.get(n).map(str::to_string))
+    /// `s` with `$(VAR)` references to defined variables expanded, no longer than a
+    /// process can be given.
+    pub fn expand(&self, s: &str) -> Result<String, TooLong> {
+        expand(s, |n| self.get(n), MAX_STRING)
     }
-}
 
-/// Variables in order, a later name replacing an earlier one.
-impl FromIterator<(String, String)> for Environment {
-    fn from_iter<I: IntoIterator<Item = (String, String)>>(iter: I) -> Self {
+    /// Variables in order, a later name replacing an earlier one.
+    pub fn of(vars: impl IntoIterator<Item = (String, String)>) -> Result<Self, TooLong> {
         let mut env = Self::default();
-        for (k, v) in iter {
-            env.set(k, v);
+        for (k, v) in vars {
+            env.set(k, v)?;
         }
-        env
+        Ok(env)
     }
 }
 
@@ -88,17 +106,27 @@ pub async fn container_env(
         Err(SourceError::Unavailable(why)) => (Vec::new(), Some(why)),
         Err(e) => return Err(fetch_error("services", ns, "", e)),
     };
-    let mut env: Environment = service_env(&services).into_iter().collect();
+    let mut env =
+        Environment::of(service_env(&services)).map_err(too_long("the Services' variables"))?;
     env.services_unavailable = unavailable;
     for from in c.env_from.iter().flatten() {
         env_from(source, f, from, &mut env).await?;
     }
     for e in c.env.iter().flatten() {
         if let Some(v) = var_value(source, f, c, e, &env).await? {
-            env.set(e.name.clone(), v);
+            env.set(e.name.clone(), v)
+                .map_err(too_long(&format!("env {}", e.name)))?;
         }
     }
     Ok(env)
+}
+
+/// A variable past the kernel's limits: the container cannot start with it.
+fn too_long(what: &str) -> impl FnOnce(TooLong) -> VolumeError + '_ {
+    move |e| VolumeError::TooLong {
+        what: what.to_string(),
+        source: e,
+    }
 }
 
 async fn env_from(
@@ -135,7 +163,8 @@ async fn env_from(
     for (k, v) in data.into_iter().flatten() {
         let name = format!("{prefix}{k}");
         if is_env_name(&name) {
-            env.set(name, String::from_utf8_lossy(&v).into_owned());
+            let value = String::from_utf8_lossy(&v).into_owned();
+            env.set(name, value).map_err(too_long("envFrom"))?;
         } else {
             env.skipped.push(name);
         }
@@ -184,7 +213,10 @@ async fn var_value(
     env: &Environment,
 ) -> Result<Option<String>, VolumeError> {
     let Some(from) = &e.value_from else {
-        return Ok(Some(env.expand(e.value.as_deref().unwrap_or(""))));
+        let value = env.expand(e.value.as_deref().unwrap_or(""));
+        return value
+            .map(Some)
+            .map_err(too_long(&format!("env {}", e.name)));
     };
     let ns = f.pod.metadata.namespace.as_deref().unwrap_or("default");
     if let Some(r) = &from.field_ref {

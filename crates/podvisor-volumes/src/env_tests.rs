@@ -257,3 +257,54 @@ async fn a_cluster_out_of_reach_leaves_out_the_services_and_says_so() {
     assert_eq!(env.get("A"), Some("1"));
     assert!(env.services_unavailable.is_some());
 }
+
+/// A bomb: 1 KiB, then each variable eight copies of the one before. Six levels would be
+/// 256 MiB in the agent; it stops at the third (512 KiB), past the kernel's limit on one
+/// string, having held no more than that limit.
+#[tokio::test]
+async fn an_expansion_bomb_stops_at_the_kernel_s_limit_on_one_string() {
+    let mut env = vec![val("L0", &"x".repeat(1024))];
+    for level in 1..=6 {
+        env.push(val(
+            &format!("L{level}"),
+            &format!("$(L{})", level - 1).repeat(8),
+        ));
+    }
+    let c = Container {
+        name: "main".into(),
+        env: Some(env),
+        ..Default::default()
+    };
+    let e = env_of(c).await.unwrap_err();
+    assert!(
+        matches!(&e, VolumeError::TooLong { what, source: TooLong::String } if what == "env L3"),
+        "{e}"
+    );
+    assert!(
+        e.to_string().starts_with("env L3: expands to more than"),
+        "{e}"
+    );
+}
+
+/// Many variables, each within the limit, past what a process can be given together.
+#[tokio::test]
+async fn an_environment_past_the_kernel_s_total_is_refused() {
+    let big = "y".repeat(100 * 1024);
+    let env = (0..80).map(|i| val(&format!("V{i}"), &big)).collect();
+    let c = Container {
+        name: "main".into(),
+        env: Some(env),
+        ..Default::default()
+    };
+    let e = env_of(c).await.unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            VolumeError::TooLong {
+                source: TooLong::Total,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}

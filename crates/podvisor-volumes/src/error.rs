@@ -68,6 +68,11 @@ pub enum VolumeError {
     },
     #[error("a blocking task failed: {0}")]
     Blocking(String),
+    #[error("{what}: {source}")]
+    TooLong {
+        what: String,
+        source: podvisor_core::expand::TooLong,
+    },
 }
 
 impl VolumeError {

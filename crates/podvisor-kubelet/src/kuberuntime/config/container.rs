@@ -248,6 +248,28 @@ fn instance_annotations(i: &Instance) -> BTreeMap<String, String> {
     annotations
 }
 
+/// `$(VAR)` in the command and its arguments, from the environment (the kubelet's
+/// `ExpandContainerCommandAndArgs`), within what a process can be given beside that
+/// environment.
+fn command_and_args(i: &Instance) -> Result<(Vec<String>, Vec<String>), ConfigError> {
+    let mut budget = podvisor_core::expand::Budget::default();
+    let too_long = |error| ConfigError::TooLong {
+        container: i.container.name.clone(),
+        error,
+    };
+    for (k, v) in &i.env.vars {
+        budget.take(k.len() + v.len() + 1).map_err(too_long)?;
+    }
+    let mut expand = |v: &Option<Vec<String>>| -> Result<Vec<String>, ConfigError> {
+        let strings = v.iter().flatten();
+        let lookup = |n: &str| i.env.get(n);
+        strings
+            .map(|s| budget.expand(s, lookup).map_err(too_long))
+            .collect()
+    };
+    Ok((expand(&i.container.command)?, expand(&i.container.args)?))
+}
+
 /// The config of one container instance.
 pub fn container_config(node: &NodeConfig, i: &Instance) -> Result<ContainerConfig, ConfigError> {
     let c = i.container;
@@ -260,11 +282,7 @@ pub fn container_config(node: &NodeConfig, i: &Instance) -> Result<ContainerConf
             value: value.clone(),
         })
         .collect();
-    // `$(VAR)` in the command and its arguments, from the environment (the kubelet's
-    // `ExpandContainerCommandAndArgs`).
-    let expand = |v: &Option<Vec<String>>| -> Vec<String> {
-        v.iter().flatten().map(|s| i.env.expand(s)).collect()
-    };
+    let (command, args) = command_and_args(i)?;
     Ok(ContainerConfig {
         metadata: Some(ContainerMetadata {
             name: c.name.clone(),
@@ -274,8 +292,8 @@ pub fn container_config(node: &NodeConfig, i: &Instance) -> Result<ContainerConf
             image: i.image.to_string(),
             ..Default::default()
         }),
-        command: expand(&c.command),
-        args: expand(&c.args),
+        command,
+        args,
         working_dir: c.working_dir.clone().unwrap_or_default(),
         envs,
         mounts: mounts(node, i.pod, c, (i.etc_hosts, i.termination_log))?,

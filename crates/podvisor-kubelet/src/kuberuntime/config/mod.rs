@@ -65,6 +65,12 @@ pub enum ConfigError {
         container: String,
         error: QuantityError,
     },
+    /// The command and arguments, with the environment, more than a process can be given.
+    #[error("container {container:?}: the command and its arguments {error}")]
+    TooLong {
+        container: String,
+        error: podvisor_core::expand::TooLong,
+    },
 }
 
 #[cfg(test)]

@@ -26,10 +26,8 @@ fn config_of(
     backoff_base: u32,
     env: &[(&str, &str)],
 ) -> Result<podvisor_cri::proto::ContainerConfig, ConfigError> {
-    let env: Environment = env
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let env = Environment::of(env.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+        .expect("a small environment");
     let i = Instance {
         pod,
         container,
