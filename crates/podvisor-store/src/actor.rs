@@ -50,7 +50,7 @@ pub struct Replace {
 }
 
 /// Patches an object, or only its status; with `strict`, a patch that introduces fields
-/// the kind does not know is refused.
+/// the kind does not know is refused. Worked out off the store's thread (`patching.rs`).
 #[derive(Message)]
 #[rtype(result = "Result<Arc<StoredObject>, Error>")]
 pub struct PatchObject {
@@ -177,7 +177,7 @@ impl StoreActor {
         }
     }
 
-    fn store(&mut self) -> Result<&mut Store, Error> {
+    pub(crate) fn store(&mut self) -> Result<&mut Store, Error> {
         self.store
             .as_mut()
             .ok_or_else(|| Error::Unavailable("the store is not open".into()))
@@ -263,7 +263,7 @@ impl StoreActor {
     }
 }
 
-fn one(changes: Vec<Change>) -> Result<Arc<StoredObject>, Error> {
+pub(crate) fn one(changes: Vec<Change>) -> Result<Arc<StoredObject>, Error> {
     changes
         .into_iter()
         .next()
@@ -337,19 +337,6 @@ impl Handler<Replace> for StoreActor {
         let res = Resource::of(m.object.kind());
         one(self.write(m.opts.dry_run, |s| {
             s.as_writer(m.manager, |s| s.update(&res, m.object, m.sub, m.opts))
-        })?)
-    }
-}
-
-impl Handler<PatchObject> for StoreActor {
-    type Result = Result<Arc<StoredObject>, Error>;
-    fn handle(&mut self, m: PatchObject, _: &mut Context<Self>) -> Self::Result {
-        let res = Resource::of(m.kind);
-        let at = (m.namespace.as_str(), m.name.as_str());
-        one(self.write(m.opts.dry_run, |s| {
-            s.as_writer(m.manager, |s| {
-                s.patch(&res, at, &m.patch, m.sub, (m.strict, m.opts))
-            })
         })?)
     }
 }

@@ -35,6 +35,7 @@ mod meta;
 pub mod object;
 mod page;
 pub mod patch;
+mod patching;
 pub mod replicate;
 pub mod selector;
 mod store;

@@ -16,7 +16,7 @@ use crate::db::{Batch, Db};
 use crate::delete::{self, DeleteStep};
 use crate::object::{Change, ChangeType, Resource, StoredObject};
 use crate::selector::Selector;
-use crate::{decode, meta, patch};
+use crate::{meta, patch};
 
 mod dependents;
 mod expiry;
@@ -238,6 +238,8 @@ impl Store {
 
     /// Patches an object (or only its status), in the same write as it is read, so no
     /// other write comes between. A `resourceVersion` the patch sets is a precondition.
+    /// (The store's actor works patches out on another thread and writes them if the
+    /// object is still the one they were made from: `patching.rs`.)
     pub fn patch(
         &mut self,
         res: &Resource,
@@ -261,14 +263,7 @@ impl Store {
         }
         let ns = if res.namespaced() { ns } else { "" };
         let old = self.get(res.kind, ns, name)?;
-        let mut doc = old.value();
-        patch::apply(&mut doc, p, res.kind.as_str(), name)?;
-        let patched = decode::object(res, doc, strict)?;
-        if patched.name() != name || (res.namespaced() && patched.namespace() != ns) {
-            return Err(Error::BadRequest(
-                "a patch may not change the object's name or namespace".into(),
-            ));
-        }
+        let patched = patch::patched(res, &old, p, strict)?;
         self.update(res, patched, sub, opts)
     }
 

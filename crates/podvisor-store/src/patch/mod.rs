@@ -1,18 +1,39 @@
-//! Patches applied to the stored object inside the write, so a patch never races another
-//! write: JSON patch (checked as it grows), merge patch, strategic merge patch.
+//! Patches: JSON patch (each operation costed before it runs), merge patch, strategic
+//! merge patch (linear in its inputs). Pure functions of the object and the patch; the
+//! store's actor runs them off its thread (`patching.rs`).
 
 mod strategic;
 
 pub(crate) use strategic::{apply as strategic_merge, merge_key, merges_as_set};
 
-use podvisor_client::{Error, Patch};
+use podvisor_client::{AnyObject, Error, Patch};
 use podvisor_core::validation::{FieldError, FieldErrors, FieldPath};
 use serde_json::Value;
 
 use crate::meta::MAX_OBJECT_BYTES;
+use crate::object::{Resource, StoredObject};
 
 /// JSON patches longer than this are refused (kube-apiserver's limit).
 const MAX_JSON_PATCH_OPS: usize = 10_000;
+
+/// `base` with `patch` applied, decoded as its kind (`strict`: fields the kind does not
+/// know are refused). Pure: it reads nothing but its arguments, so it can run anywhere.
+pub fn patched(
+    res: &Resource,
+    base: &StoredObject,
+    patch: &Patch,
+    strict: bool,
+) -> Result<AnyObject, Error> {
+    let mut doc = base.value();
+    apply(&mut doc, patch, res.kind.as_str(), &base.name)?;
+    let patched = crate::decode::object(res, doc, strict)?;
+    if patched.name() != base.name || (res.namespaced() && patched.namespace() != base.namespace) {
+        return Err(Error::BadRequest(
+            "a patch may not change the object's name or namespace".into(),
+        ));
+    }
+    Ok(patched)
+}
 
 /// Applies `patch` to `target` (an object of `kind` named `name`, for errors).
 pub fn apply(target: &mut Value, patch: &Patch, kind: &str, name: &str) -> Result<(), Error> {
@@ -29,9 +50,19 @@ pub fn apply(target: &mut Value, patch: &Patch, kind: &str, name: &str) -> Resul
     }
 }
 
-/// A JSON patch, one operation at a time: `copy` can double the document at every step, so
-/// the size is checked after each one and a patch that grows it past twice the largest
-/// object is refused before it can exhaust memory.
+/// Bytes a JSON patch may copy (`copy` clones its value), all operations together: the
+/// document may grow by no more than that.
+const MAX_JSON_PATCH_COPIED: usize = 2 * MAX_OBJECT_BYTES;
+
+/// Array elements a JSON patch may shift (an `add` or `remove` inside an array moves the
+/// elements after it), all operations together.
+const MAX_JSON_PATCH_SHIFTED: usize = 1 << 24;
+
+/// A JSON patch, one operation at a time, each costed before it runs: what `copy` clones
+/// and what inserts and removals shift in arrays are counted against budgets, so no patch
+/// within the limits costs more than a few passes over the largest object (10,000 copies
+/// of a megabyte, or inserts at the head of a long array, were seconds of work each).
+/// Values from the body itself (`add`, `replace`, `test`) cost what the body holds.
 fn json_patch(
     target: &mut Value,
     ops: &json_patch::Patch,
@@ -44,9 +75,22 @@ fn json_patch(
             ops.0.len()
         )));
     }
-    let limit = 2 * MAX_OBJECT_BYTES;
+    let (mut copied, mut shifted) = (0usize, 0usize);
     for op in &ops.0 {
-        let copies = matches!(op, json_patch::PatchOperation::Copy(_));
+        let (c, s) = cost(target, op, MAX_JSON_PATCH_COPIED - copied);
+        copied += c;
+        shifted += s;
+        if copied > MAX_JSON_PATCH_COPIED {
+            return Err(Error::TooLarge {
+                size: copied,
+                limit: MAX_JSON_PATCH_COPIED,
+            });
+        }
+        if shifted > MAX_JSON_PATCH_SHIFTED {
+            return Err(Error::BadRequest(format!(
+                "the JSON patch shifts more than {MAX_JSON_PATCH_SHIFTED} array elements"
+            )));
+        }
         json_patch::patch(target, std::slice::from_ref(op)).map_err(|e| Error::Invalid {
             kind: kind.to_string(),
             name: name.to_string(),
@@ -56,16 +100,86 @@ fn json_patch(
                 &format!("the JSON patch failed: {e}"),
             )]),
         })?;
-        let size = if copies {
-            serde_json::to_vec(target).map_or(0, |b| b.len())
-        } else {
-            0
-        };
-        if size > limit {
-            return Err(Error::TooLarge { size, limit });
-        }
     }
     Ok(())
+}
+
+/// What `op` would cost on `doc`: bytes copied (counted up to `room` and a little past),
+/// and array elements shifted.
+fn cost(doc: &Value, op: &json_patch::PatchOperation, room: usize) -> (usize, usize) {
+    use json_patch::PatchOperation as Op;
+    match op {
+        Op::Copy(c) => (
+            doc.pointer(c.from.as_str()).map_or(0, |v| weight(v, room)),
+            shift(doc, c.path.as_str()),
+        ),
+        Op::Move(m) => (0, shift(doc, m.from.as_str()) + shift(doc, m.path.as_str())),
+        Op::Add(a) => (0, shift(doc, a.path.as_str())),
+        Op::Remove(r) => (0, shift(doc, r.path.as_str())),
+        Op::Replace(_) | Op::Test(_) => (0, 0),
+    }
+}
+
+/// How many elements an insert or removal at `path` may shift: the length of the array
+/// it is in (none outside an array).
+fn shift(doc: &Value, path: &str) -> usize {
+    let parent = path.rfind('/').map_or("", |i| &path[..i]);
+    match doc.pointer(parent) {
+        Some(Value::Array(a)) => a.len(),
+        _ => 0,
+    }
+}
+
+/// About the size of `patch` as JSON, counted no further than a little past `room`.
+pub(crate) fn weight_of(patch: &Patch, room: usize) -> usize {
+    use json_patch::PatchOperation as Op;
+    match patch {
+        Patch::Merge(v) | Patch::Strategic(v) => weight(v, room),
+        Patch::Apply { config, .. } => weight(config, room),
+        Patch::Json(ops) => {
+            let mut w = 0;
+            for op in &ops.0 {
+                w += 64
+                    + match op {
+                        Op::Add(a) => weight(&a.value, room),
+                        Op::Replace(r) => weight(&r.value, room),
+                        Op::Test(t) => weight(&t.value, room),
+                        Op::Remove(_) | Op::Move(_) | Op::Copy(_) => 0,
+                    };
+                if w > room {
+                    break;
+                }
+            }
+            w
+        }
+    }
+}
+
+/// About the size of `v` as JSON, counted no further than a little past `room`.
+fn weight(v: &Value, room: usize) -> usize {
+    let mut stack = vec![v];
+    let mut w = 0;
+    while let Some(v) = stack.pop() {
+        w += match v {
+            Value::String(s) => s.len() + 2,
+            Value::Array(a) => {
+                stack.extend(a);
+                2
+            }
+            Value::Object(m) => {
+                for (k, x) in m {
+                    w += k.len() + 4;
+                    stack.push(x);
+                }
+                2
+            }
+            _ => 8,
+        };
+        if w > room {
+            break;
+        }
+    }
+    w
 }
 
 #[cfg(test)]

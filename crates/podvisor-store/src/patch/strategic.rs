@@ -5,6 +5,8 @@
 //! directives `$patch` (replace, delete, merge), `$setElementOrder/<list>`,
 //! `$deleteFromPrimitiveList/<list>` and `$retainKeys` are honoured.
 
+use std::collections::{HashMap, HashSet};
+
 use serde_json::{Map, Value};
 
 use podvisor_client::Error;
@@ -68,6 +70,12 @@ fn strip(v: &Value) -> Value {
     }
 }
 
+/// A value's identity for set and key lookups: its JSON text (keys and set members are
+/// scalars, so this is short).
+fn ident(v: &Value) -> String {
+    v.to_string()
+}
+
 fn merge_map(t: &mut Map<String, Value>, p: &Map<String, Value>) -> Result<(), Error> {
     match directive(p) {
         Some("replace") => {
@@ -87,12 +95,9 @@ fn merge_map(t: &mut Map<String, Value>, p: &Map<String, Value>) -> Result<(), E
     }
     for (k, pv) in p {
         if let Some(field) = k.strip_prefix("$deleteFromPrimitiveList/") {
-            let gone: Vec<&Value> = pv
-                .as_array()
-                .map(|a| a.iter().collect())
-                .unwrap_or_default();
-            if let Some(Value::Array(list)) = t.get_mut(field) {
-                list.retain(|v| !gone.contains(&v));
+            if let (Some(Value::Array(list)), Some(gone)) = (t.get_mut(field), pv.as_array()) {
+                let gone: HashSet<String> = gone.iter().map(ident).collect();
+                list.retain(|v| !gone.contains(&ident(v)));
             }
         } else if k.starts_with('$') {
             continue;
@@ -110,7 +115,8 @@ fn merge_map(t: &mut Map<String, Value>, p: &Map<String, Value>) -> Result<(), E
         }
     }
     if let Some(Value::Array(keep)) = p.get("$retainKeys") {
-        t.retain(|k, _| keep.iter().any(|x| x.as_str() == Some(k)));
+        let keep: HashSet<&str> = keep.iter().filter_map(Value::as_str).collect();
+        t.retain(|k, _| keep.contains(k.as_str()));
     }
     Ok(())
 }
@@ -128,8 +134,9 @@ fn merge_field(t: &mut Map<String, Value>, k: &str, pv: &Value) -> Result<(), Er
             match merge_key(k) {
                 Some(key) if pl.iter().all(Value::is_object) => merge_list(tl, pl, key)?,
                 _ if merges_as_set(k) => {
+                    let mut have: HashSet<String> = tl.iter().map(ident).collect();
                     for v in pl {
-                        if !tl.contains(v) {
+                        if have.insert(ident(v)) {
                             tl.push(v.clone());
                         }
                     }
@@ -145,6 +152,8 @@ fn merge_field(t: &mut Map<String, Value>, k: &str, pv: &Value) -> Result<(), Er
     }
 }
 
+/// Merges patch elements into a list by their `key`: each found through an index of the
+/// list (one pass each, however long both are), deletions removed in one pass at the end.
 fn merge_list(t: &mut Vec<Value>, p: &[Value], key: &str) -> Result<(), Error> {
     if p.iter()
         .any(|e| e.get("$patch").and_then(Value::as_str) == Some("replace"))
@@ -156,13 +165,24 @@ fn merge_list(t: &mut Vec<Value>, p: &[Value], key: &str) -> Result<(), Error> {
             .collect();
         return Ok(());
     }
+    let mut at: HashMap<String, usize> = HashMap::with_capacity(t.len());
+    for (i, e) in t.iter().enumerate() {
+        if let Some(id) = e.get(key) {
+            at.entry(ident(id)).or_insert(i);
+        }
+    }
+    let mut deleted = HashSet::new();
     for pe in p {
         let Value::Object(pm) = pe else { continue };
-        let id = pm.get(key);
-        let at = t.iter().position(|e| id.is_some() && e.get(key) == id);
-        match (directive(pm), at) {
+        let id = pm.get(key).map(ident);
+        let found = id.as_ref().and_then(|id| at.get(id).copied());
+        match (directive(pm), found) {
             (Some("delete"), Some(i)) => {
-                t.remove(i);
+                deleted.insert(i);
+                // A later element with this key is a new one.
+                if let Some(id) = &id {
+                    at.remove(id);
+                }
             }
             (Some("delete"), None) => {}
             (_, Some(i)) => {
@@ -170,8 +190,20 @@ fn merge_list(t: &mut Vec<Value>, p: &[Value], key: &str) -> Result<(), Error> {
                     merge_map(tm, pm)?;
                 }
             }
-            (_, None) => t.push(Value::Object(without_directives(pm))),
+            (_, None) => {
+                if let Some(id) = id {
+                    at.insert(id, t.len());
+                }
+                t.push(Value::Object(without_directives(pm)));
+            }
         }
+    }
+    if !deleted.is_empty() {
+        let mut i = 0;
+        t.retain(|_| {
+            i += 1;
+            !deleted.contains(&(i - 1))
+        });
     }
     Ok(())
 }
@@ -179,19 +211,18 @@ fn merge_list(t: &mut Vec<Value>, p: &[Value], key: &str) -> Result<(), Error> {
 /// Puts the elements `order` names first, in its order; the others keep theirs after.
 fn reorder(list: &mut [Value], order: &[Value], key: Option<&str>) {
     let id = |v: &Value| match key {
-        Some(k) => v.get(k).cloned(),
-        None => Some(v.clone()),
+        Some(k) => v.get(k).map(ident),
+        None => Some(ident(v)),
     };
-    let wanted: Vec<Value> = order
-        .iter()
-        .filter_map(|o| match key {
-            Some(k) => o.get(k).cloned(),
-            None => Some(o.clone()),
-        })
-        .collect();
-    list.sort_by_key(|v| {
+    let mut wanted: HashMap<String, usize> = HashMap::with_capacity(order.len());
+    for (i, o) in order.iter().enumerate() {
+        if let Some(w) = id(o) {
+            wanted.entry(w).or_insert(i);
+        }
+    }
+    list.sort_by_cached_key(|v| {
         id(v)
-            .and_then(|i| wanted.iter().position(|w| *w == i))
+            .and_then(|i| wanted.get(&i).copied())
             .unwrap_or(usize::MAX)
     });
 }
