@@ -21,6 +21,8 @@ use tracing::{debug, warn};
 use crate::head::{RequestHead, Sniffed, read_request};
 use crate::reply::refuse;
 use crate::rewind::Rewind;
+pub use crate::slots::Limits;
+use crate::slots::{Admitted, Slots};
 
 /// A connection as the gate sees it (its peer's certificates are there).
 pub type TlsConn = TlsStream<TcpStream>;
@@ -41,13 +43,13 @@ pub trait Gate: 'static {
     ) -> impl std::future::Future<Output = ()>;
 }
 
-/// How long a client may take to finish its TLS handshake or its first request head.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a client may take to finish its TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Connections open at once (actix-web's HttpServer allowed 25,000 per worker); one more
-/// is closed at once. Each costs its TLS state and, until its first request, up to
-/// [`HANDSHAKE_TIMEOUT`].
-const MAX_CONNECTIONS: usize = 4096;
+/// How long a client may take, after its handshake, to send its first request: an
+/// HTTP/1.1 request head, or an HTTP/2 stream (a client that only answers pings holds
+/// nothing longer).
+const FIRST_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The ALPN protocols offered, preferred first.
 pub const ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
@@ -56,7 +58,7 @@ pub const ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
 /// runtime (the app is not `Send`).
 pub async fn serve<S, G>(
     listener: TcpListener,
-    tls: TlsAcceptor,
+    (tls, limits): (TlsAcceptor, Limits),
     app: Rc<S>,
     gate: Rc<G>,
     stop: watch::Receiver<bool>,
@@ -66,7 +68,7 @@ pub async fn serve<S, G>(
     G: Gate,
 {
     let mut stopping = stop.clone();
-    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let slots = Rc::new(Slots::new(limits));
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
@@ -80,15 +82,16 @@ pub async fn serve<S, G>(
                 continue;
             }
         };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            // Full: refused at once (closing it) rather than queued without bound.
-            debug!(%peer, "connection refused: {MAX_CONNECTIONS} open already");
+        let Some(admitted) = slots.admit(peer.ip()) else {
+            // Full, or this client holds its share: refused at once (closing it) rather
+            // than queued without bound.
+            debug!(%peer, "connection refused: no slot for this client");
             continue;
         };
-        let conn = connection(tcp, peer, tls.clone(), app.clone(), gate.clone());
+        let server = (tls.clone(), app.clone(), gate.clone(), slots.clone());
+        let conn = connection(tcp, peer, server, admitted);
         let mut stop = stop.clone();
         actix_rt::spawn(async move {
-            let _slot = slot;
             tokio::select! {
                 () = conn => {}
                 _ = stop.wait_for(|s| *s) => {}
@@ -97,12 +100,14 @@ pub async fn serve<S, G>(
     }
 }
 
+/// What a connection is served with.
+type Server<S, G> = (TlsAcceptor, Rc<S>, Rc<G>, Rc<Slots>);
+
 async fn connection<S, G>(
     tcp: TcpStream,
     peer: SocketAddr,
-    tls: TlsAcceptor,
-    app: Rc<S>,
-    gate: Rc<G>,
+    (tls, app, gate, slots): Server<S, G>,
+    admitted: Admitted,
 ) where
     S: Service<(Conn, Protocol, Option<SocketAddr>)>,
     S::Error: std::fmt::Debug,
@@ -113,16 +118,33 @@ async fn connection<S, G>(
         debug!(%peer, "TLS handshake failed or timed out");
         return;
     };
+    let _slot = match admitted {
+        Admitted::Slot(slot) => slot,
+        Admitted::Trial(trial) => {
+            let verified = io.get_ref().1.peer_certificates().is_some();
+            let Some(slot) = slots.confirm(trial, verified) else {
+                debug!(%peer, "connection refused: no slot, and no verified certificate");
+                return;
+            };
+            slot
+        }
+    };
     if io.get_ref().1.alpn_protocol() == Some(b"h2") {
-        let r = app.call((
-            Rewind::new(io, Default::default()),
-            Protocol::Http2,
-            Some(peer),
-        ));
-        log_end(peer, r.await);
-        return;
+        let (conn, seen) = Rewind::watched(io);
+        let served = app.call((conn, Protocol::Http2, Some(peer)));
+        tokio::pin!(served);
+        tokio::select! {
+            r = &mut served => return log_end(peer, r),
+            () = tokio::time::sleep(FIRST_REQUEST_TIMEOUT) => {}
+        }
+        if !seen.get() {
+            debug!(%peer, "HTTP/2 connection closed: no request within {FIRST_REQUEST_TIMEOUT:?}");
+            return;
+        }
+        return log_end(peer, served.await);
     }
-    let sniffed = match tokio::time::timeout(HANDSHAKE_TIMEOUT, read_request(&mut io)).await {
+    let first = tokio::time::timeout(FIRST_REQUEST_TIMEOUT, read_request(&mut io));
+    let sniffed = match first.await {
         Ok(Ok(Some(s))) => s,
         Ok(Ok(None)) | Err(_) => return,
         Ok(Err(e)) => {
@@ -167,11 +189,35 @@ impl Served {
 pub type OnConnect = fn(&Conn, &mut actix_http::Extensions);
 
 /// Serves `app` (made on the server's thread) and `gate` on `listener` with `tls`, on a
-/// thread named `name` with an actix runtime of its own (the agent's actors keep theirs).
+/// thread named `name` with an actix runtime of its own (the agent's actors keep theirs),
+/// holding connections within the default [`Limits`].
 pub fn spawn<F, A, SF, B, G>(
     name: &str,
     listener: std::net::TcpListener,
     tls: rustls::ServerConfig,
+    parts: (F, G, OnConnect),
+) -> std::io::Result<Served>
+where
+    F: FnOnce() -> A + Send + 'static,
+    A: actix_service::IntoServiceFactory<SF, actix_http::Request>,
+    SF: actix_service::ServiceFactory<
+            actix_http::Request,
+            Config = actix_web::dev::AppConfig,
+            Response = actix_web::dev::ServiceResponse<B>,
+            Error = actix_web::Error,
+            InitError = (),
+        > + 'static,
+    B: actix_web::body::MessageBody + 'static,
+    G: Gate + Send,
+{
+    spawn_within(name, listener, (tls, Limits::default()), parts)
+}
+
+/// As [`spawn`], within `limits`.
+pub fn spawn_within<F, A, SF, B, G>(
+    name: &str,
+    listener: std::net::TcpListener,
+    (tls, limits): (rustls::ServerConfig, Limits),
     (app, gate, on_connect): (F, G, OnConnect),
 ) -> std::io::Result<Served>
 where
@@ -213,7 +259,8 @@ where
                     }));
                 match actix_service::ServiceFactory::new_service(&factory, ()).await {
                     Ok(svc) => {
-                        serve(listener, acceptor, Rc::new(svc), Rc::new(gate), stopping).await
+                        let tls = (acceptor, limits);
+                        serve(listener, tls, Rc::new(svc), Rc::new(gate), stopping).await
                     }
                     Err(e) => warn!(server = label, error = ?e, "cannot build the app"),
                 }

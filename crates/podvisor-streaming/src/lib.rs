@@ -9,6 +9,7 @@
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 mod error;
+mod first_request;
 pub mod front;
 pub mod head;
 pub mod logs;
@@ -16,6 +17,7 @@ mod proxy;
 mod reply;
 mod rewind;
 mod session;
+mod slots;
 mod streams;
 mod watched;
 

@@ -8,15 +8,31 @@ use std::task::{Context, Poll};
 use bytes::{Buf, Bytes};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use crate::first_request::{FirstRequest, Seen};
+
 pub struct Rewind<T> {
     read: Bytes,
     inner: T,
+    /// Watching an HTTP/2 client for its first request, until it comes.
+    watch: Option<FirstRequest>,
 }
 
 impl<T> Rewind<T> {
     /// `inner`, whose reader sees `read` first.
     pub fn new(inner: T, read: Bytes) -> Self {
-        Rewind { read, inner }
+        Rewind {
+            read,
+            inner,
+            watch: None,
+        }
+    }
+
+    /// `inner`, an HTTP/2 connection, with its client's first request watched for.
+    pub fn watched(inner: T) -> (Self, Seen) {
+        let (watch, seen) = FirstRequest::new();
+        let mut r = Self::new(inner, Bytes::new());
+        r.watch = Some(watch);
+        (r, seen)
     }
 
     /// The connection underneath (a TLS stream's peer certificates, say).
@@ -37,7 +53,14 @@ impl<T: AsyncRead + Unpin> AsyncRead for Rewind<T> {
             self.read.advance(n);
             return Poll::Ready(Ok(()));
         }
-        Pin::new(&mut self.inner).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Some(w) = self.watch.as_mut()
+            && w.feed(&buf.filled()[before..])
+        {
+            self.watch = None;
+        }
+        r
     }
 }
 

@@ -9,6 +9,10 @@ use tokio::fs::File;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 
 pub(crate) const CHUNK: usize = 64 * 1024;
+/// The longest CRI line kept while waiting for its newline (containerd writes at most
+/// 16 KiB of text per line). A file with longer lines is not a CRI log; what has no
+/// newline by then is dropped up to the next one, so no file makes a reader hold more.
+const MAX_LINE: usize = 4 * CHUNK;
 /// Enough of a line's start for its time, stream and tag.
 const HEAD: u64 = 128;
 
@@ -167,6 +171,8 @@ pub(crate) struct LogReader {
     file: Option<File>,
     offset: u64,
     pending: Vec<u8>,
+    /// Dropping an overlong line up to its newline.
+    skipping: bool,
     left: Option<u64>,
 }
 
@@ -178,6 +184,7 @@ impl LogReader {
             file: None,
             offset,
             pending: Vec::new(),
+            skipping: false,
             left: limit,
         }
     }
@@ -191,6 +198,25 @@ impl LogReader {
             return false;
         };
         (open.dev(), open.ino()) != (now.dev(), now.ino())
+    }
+
+    /// The output of the whole lines `raw` completes; an overlong line is dropped.
+    fn decode_chunk(&mut self, mut raw: &[u8]) -> Vec<u8> {
+        if self.skipping {
+            let Some(end) = raw.iter().position(|b| *b == b'\n') else {
+                return Vec::new();
+            };
+            raw = &raw[end + 1..];
+            self.skipping = false;
+        }
+        self.pending.extend_from_slice(raw);
+        let (used, text) = self.decode.lines(&self.pending);
+        self.pending.drain(..used);
+        if self.pending.len() > MAX_LINE {
+            self.pending = Vec::new();
+            self.skipping = true;
+        }
+        text
     }
 
     /// Whether `limitBytes` has been given out.
@@ -222,9 +248,7 @@ impl LogReader {
             }
         }
         self.offset += raw.len() as u64;
-        self.pending.extend_from_slice(&raw);
-        let (used, mut text) = self.decode.lines(&self.pending);
-        self.pending.drain(..used);
+        let mut text = self.decode_chunk(&raw);
         if let Some(left) = self.left.as_mut() {
             text.truncate(usize::try_from(*left).unwrap_or(usize::MAX));
             *left -= text.len() as u64;
@@ -279,6 +303,22 @@ mod tests {
         }
         let _ = std::fs::remove_file(&path);
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_line_without_end_is_dropped_and_holds_no_more_than_the_bound() {
+        let mut r = LogReader::new(PathBuf::new(), 0, None, Decode::default());
+        for _ in 0..64 {
+            assert!(r.decode_chunk(&[b'x'; CHUNK]).is_empty());
+            assert!(
+                r.pending.capacity() <= MAX_LINE + 2 * CHUNK,
+                "{}",
+                r.pending.capacity()
+            );
+        }
+        let next = [b"xxx\n".as_slice(), line("F", "after").as_bytes()].concat();
+        assert_eq!(r.decode_chunk(&next), b"after\n");
+        assert!(r.pending.is_empty());
     }
 
     #[tokio::test]
