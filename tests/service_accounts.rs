@@ -168,7 +168,7 @@ async fn a_pod_reaches_the_node_s_api_with_its_token_and_its_account_s_rights() 
     assert!(!ok && out.to_lowercase().contains("forbidden"), "{out}");
 
     // `admin` in its namespace: it reads the namespace itself, and may not bind itself
-    // to more (`bind` on roles is what that takes).
+    // to more (`bind` on that ClusterRole, or its every right, is what that takes).
     k.ok(&[
         "create",
         "rolebinding",
@@ -188,7 +188,7 @@ async fn a_pod_reaches_the_node_s_api_with_its_token_and_its_account_s_rights() 
         "default",
     ]);
     assert!(
-        !ok && out.contains("cannot bind resource \"roles\""),
+        !ok && out.contains("cannot bind resource \"clusterroles\""),
         "{out}"
     );
 

@@ -56,6 +56,22 @@ async fn wait_for_signal() -> &'static str {
     }
 }
 
+/// The state directory (the store with every Secret, keys, tokens, kubeconfigs) is the
+/// owner's alone (0700), and so are the pods' directories below it (0750, as the
+/// kubelet's `pods/`), whatever an older podvisor or the umask made of them: a local
+/// user reads no Secret, token or volume of any pod. Containers reach their volumes
+/// through their mounts, not through these directories.
+fn private_dirs(state: &std::path::Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let pods = state.join("pods");
+    std::fs::create_dir_all(&pods).with_context(|| format!("cannot create {}", pods.display()))?;
+    for (dir, mode) in [(state, 0o700), (pods.as_path(), 0o750)] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))
+            .with_context(|| format!("cannot make {} private", dir.display()))?;
+    }
+    Ok(())
+}
+
 /// Threads for blocking file work at once, at most.
 const BLOCKING_THREADS: usize = 4;
 
@@ -64,6 +80,7 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
     for dir in [&cfg.state_dir, &cfg.pod_log_dir, &cfg.manifest_dir] {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
+    private_dirs(&cfg.state_dir)?;
     // Statuses live in the store alone; an older podvisor kept a second copy here.
     let _ = std::fs::remove_dir_all(cfg.state_dir.join("status"));
     let system = actix::System::with_tokio_rt(|| {

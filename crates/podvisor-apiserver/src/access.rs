@@ -13,6 +13,7 @@ use actix_web::body::EitherBody;
 use actix_web::dev::{Service, ServiceRequest, ServiceResponse, Transform, forward_ready};
 use actix_web::http::Method;
 use futures_util::future::LocalBoxFuture;
+use k8s_openapi::api::authentication::v1::UserInfo;
 use podvisor_auth::rbac::{self, Request};
 use podvisor_auth::{AuthError, Signer};
 use podvisor_client::Client;
@@ -105,10 +106,11 @@ struct WatchParam {
     watch: Option<String>,
 }
 
-/// What writing a role or a binding takes beyond the verb on it: Kubernetes lets an account
-/// grant only what it holds unless it may `escalate` (roles) or `bind` (bindings); podvisor
-/// does not compare rule sets, so it asks for those verbs on the roles outright (stricter:
-/// `admin` and `edit` may not write RBAC objects; `cluster-admin` may).
+/// What writing a role takes beyond the verb on it: Kubernetes lets an account grant only
+/// what it holds unless it may `escalate`; podvisor does not compare a role's rules with
+/// its writer's, so it asks for `escalate` outright (stricter: `admin` and `edit` may not
+/// write roles; `cluster-admin` may). A binding's writer is judged by the role it names,
+/// which is in its body: [`check_bind`], from the write handlers.
 fn escalation(req: &Request) -> Option<Request> {
     let Request::Resource {
         verb,
@@ -123,24 +125,20 @@ fn escalation(req: &Request) -> Option<Request> {
     if group != podvisor_store::RBAC || !matches!(verb.as_str(), "create" | "update" | "patch") {
         return None;
     }
-    let (needed, on) = match resource.as_str() {
-        "roles" => ("escalate", "roles"),
-        "clusterroles" => ("escalate", "clusterroles"),
-        "rolebindings" => ("bind", "roles"),
-        "clusterrolebindings" => ("bind", "clusterroles"),
-        _ => return None,
-    };
+    if !matches!(resource.as_str(), "roles" | "clusterroles") {
+        return None;
+    }
     Some(Request::Resource {
-        verb: needed.into(),
+        verb: "escalate".into(),
         group: group.clone(),
-        resource: on.into(),
+        resource: resource.clone(),
         subresource: None,
         namespace: namespace.clone(),
         name: None,
     })
 }
 
-fn forbidden(req: &Request, user: &k8s_openapi::api::authentication::v1::UserInfo) -> ApiError {
+fn forbidden(req: &Request, user: &UserInfo) -> ApiError {
     let why = req.refusal(user);
     match req {
         Request::Resource {
@@ -355,14 +353,24 @@ mod tests {
             .0,
             "watch"
         );
-        let bind = escalation(&attributes(
+        let role = escalation(&attributes(
             &Method::POST,
-            "/apis/rbac.authorization.k8s.io/v1/namespaces/ns/rolebindings",
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/ns/roles",
             "",
         ));
         assert!(
-            matches!(&bind, Some(Request::Resource { verb, resource, .. }) if verb == "bind" && resource == "roles"),
-            "{bind:?}"
+            matches!(&role, Some(Request::Resource { verb, resource, .. }) if verb == "escalate" && resource == "roles"),
+            "{role:?}"
+        );
+        let binding = attributes(
+            &Method::POST,
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/ns/rolebindings",
+            "",
+        );
+        assert_eq!(
+            escalation(&binding),
+            None,
+            "judged by its role, in the handler"
         );
         let delete = attributes(
             &Method::DELETE,

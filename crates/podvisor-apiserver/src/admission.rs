@@ -11,6 +11,7 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, PodSpec, Toleration};
+use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleBinding, RoleRef};
 use podvisor_client::{AnyObject, Error};
 use podvisor_core::Kind;
 use podvisor_core::pod::MIRROR_ANNOTATION;
@@ -151,6 +152,20 @@ fn admit_typed(
             crate::workloads::job(Arc::make_mut(j), old.as_deref())
                 .map_err(|e| invalid(res, &name, e))
         }
+        AnyObject::RoleBinding(b) => {
+            let was = old.and_then(|o| o.typed::<RoleBinding>().ok());
+            Ok(role_ref_changed(
+                was.map(|o| o.role_ref.clone()),
+                &b.role_ref,
+            ))
+        }
+        AnyObject::ClusterRoleBinding(b) => {
+            let was = old.and_then(|o| o.typed::<ClusterRoleBinding>().ok());
+            Ok(role_ref_changed(
+                was.map(|o| o.role_ref.clone()),
+                &b.role_ref,
+            ))
+        }
         _ => Ok(Vec::new()),
     }
 }
@@ -245,6 +260,22 @@ fn pod_update_errors(old: &Pod, new: &Pod) -> Vec<FieldError> {
         errors.push(FieldError::forbidden(&path, "field is immutable"));
     }
     errors
+}
+
+/// A binding's `roleRef` never changes (who may write a binding is judged by the role it
+/// names): refused as kube-apiserver refuses it.
+fn role_ref_changed(old: Option<RoleRef>, new: &RoleRef) -> Vec<FieldError> {
+    match old {
+        Some(o) if o != *new => {
+            let value = serde_json::to_string(new).unwrap_or_default();
+            vec![FieldError::invalid(
+                &FieldPath::new("roleRef"),
+                &value,
+                "cannot change roleRef",
+            )]
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// A ReplicaSet's `spec.selector` must not change.

@@ -91,6 +91,13 @@ fn subresources(r: &Resource) -> Vec<(&'static str, &'static str, Vec<&'static s
         "pods" => {
             out.push(("log", "Pod", vec!["get"]));
             out.push(("eviction", "Eviction", vec!["create"]));
+            out.push(("exec", "PodExecOptions", vec!["create", "get"]));
+            out.push(("attach", "PodAttachOptions", vec!["create", "get"]));
+            out.push((
+                "portforward",
+                "PodPortForwardOptions",
+                vec!["create", "get"],
+            ));
         }
         "replicasets" | "deployments" => {
             out.push(("scale", "Scale", vec!["get", "patch", "update"]))
@@ -99,6 +106,13 @@ fn subresources(r: &Resource) -> Vec<(&'static str, &'static str, Vec<&'static s
         _ => {}
     }
     out
+}
+
+/// Whether kube-apiserver serves subresource `sub` of `r`; a request for any other is a
+/// 404 whatever its verb (`namespaces/x/eviction` is no eviction, `secrets/x/status` no
+/// status).
+pub(crate) fn serves(r: &Resource, sub: &str) -> bool {
+    subresources(r).iter().any(|(name, ..)| *name == sub)
 }
 
 /// The resources of `group` ("" for core), with their subresources.

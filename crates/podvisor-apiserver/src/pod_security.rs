@@ -9,9 +9,11 @@
 //! runs API pods without it only).
 //!
 //! The checks are those of the standards' `latest` version that apply to what podvisor
-//! runs (SELinux, Windows and user-namespace fields are refused by validation anyway).
+//! runs (Windows and user-namespace fields are refused by validation anyway).
 
-use k8s_openapi::api::core::v1::{Container, Namespace, Pod, PodSpec, SecurityContext};
+use k8s_openapi::api::core::v1::{
+    Container, Namespace, Pod, PodSpec, SELinuxOptions, SecurityContext, Volume,
+};
 use podvisor_client::{AnyObject, Error};
 use podvisor_core::Kind;
 use podvisor_core::validation::security::{SAFE_SYSCTLS, dotted_sysctl};
@@ -121,9 +123,42 @@ fn baseline(spec: &PodSpec, out: &mut Vec<String>) {
             out.push(format!("forbidden sysctls ({})", s.name));
         }
     }
+    selinux(None, pod_sc.se_linux_options.as_ref(), out);
     for c in all_containers(spec) {
         baseline_container(c, out);
     }
+}
+
+/// SELinux types a baseline pod may ask for (the container runtimes' own), and no user
+/// or role.
+const SELINUX_TYPES: [&str; 5] = [
+    "",
+    "container_t",
+    "container_init_t",
+    "container_kvm_t",
+    "container_engine_t",
+];
+
+fn selinux(container: Option<&str>, o: Option<&SELinuxOptions>, out: &mut Vec<String>) {
+    let Some(o) = o else { return };
+    let mut wrong = Vec::new();
+    if let Some(t) = o.type_.as_deref().filter(|t| !SELINUX_TYPES.contains(t)) {
+        wrong.push(format!("type {t:?}"));
+    }
+    if o.user.as_deref().is_some_and(|u| !u.is_empty()) {
+        wrong.push("user may not be set".to_string());
+    }
+    if o.role.as_deref().is_some_and(|r| !r.is_empty()) {
+        wrong.push("role may not be set".to_string());
+    }
+    if wrong.is_empty() {
+        return;
+    }
+    let who = container.map_or("pod".to_string(), |c| format!("container {c:?}"));
+    out.push(format!(
+        "seLinuxOptions ({who} set forbidden securityContext.seLinuxOptions: {})",
+        wrong.join("; ")
+    ));
 }
 
 fn baseline_container(c: &Container, out: &mut Vec<String>) {
@@ -165,6 +200,7 @@ fn baseline_container(c: &Container, out: &mut Vec<String>) {
     {
         out.push(format!("appArmorProfile (container {name:?} must not set securityContext.appArmorProfile.type to \"Unconfined\")"));
     }
+    selinux(Some(name), s.se_linux_options.as_ref(), out);
     for host in handler_hosts(c) {
         out.push(format!(
             "probe or lifecycle host (container {name:?} uses probe or lifecycle host {host:?})"
@@ -173,7 +209,9 @@ fn baseline_container(c: &Container, out: &mut Vec<String>) {
 }
 
 /// The `host` of every probe and lifecycle handler: the node would connect there on the
-/// pod's behalf (to anything the node can reach).
+/// pod's behalf (to anything the node can reach, its own loopback included). Baseline
+/// allows none, as the standards have since Kubernetes 1.34 ("Host Probes / Lifecycle
+/// Hooks": only undefined or "").
 fn handler_hosts(c: &Container) -> Vec<String> {
     let v = serde_json::to_value(c).unwrap_or_default();
     let mut hosts = Vec::new();
@@ -190,7 +228,7 @@ fn handler_host(handler: &Value) -> Vec<String> {
     ["httpGet", "tcpSocket"]
         .iter()
         .filter_map(|k| handler[k]["host"].as_str())
-        .filter(|h| !h.is_empty() && *h != "127.0.0.1" && *h != "::1")
+        .filter(|h| !h.is_empty())
         .map(String::from)
         .collect()
 }
@@ -198,12 +236,19 @@ fn handler_host(handler: &Value) -> Vec<String> {
 /// What a restricted pod must also do.
 fn restricted(spec: &PodSpec, out: &mut Vec<String>) {
     let pod_sc = spec.security_context.clone().unwrap_or_default();
-    for v in spec
-        .volumes
-        .iter()
-        .flatten()
-        .filter(|v| v.empty_dir.is_none() && v.host_path.is_none())
-    {
+    // The standards' allowed volume types (hostPath is baseline's to refuse).
+    let allowed = |v: &&Volume| {
+        v.config_map.is_some()
+            || v.csi.is_some()
+            || v.downward_api.is_some()
+            || v.empty_dir.is_some()
+            || v.ephemeral.is_some()
+            || v.persistent_volume_claim.is_some()
+            || v.projected.is_some()
+            || v.secret.is_some()
+            || v.host_path.is_some()
+    };
+    for v in spec.volumes.iter().flatten().filter(|v| !allowed(v)) {
         out.push(format!("restricted volume types (volume {:?})", v.name));
     }
     if pod_sc.run_as_user == Some(0) {

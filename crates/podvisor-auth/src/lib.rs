@@ -5,8 +5,8 @@
 //! - `issue.rs`: TokenRequest (`serviceaccounts/token`), bound to a pod;
 //! - `authn.rs`: a bearer token back to its caller (the API's authentication and
 //!   TokenReview): signature, expiry, audience, and the account and pod still there;
-//! - `rbac.rs`: RBAC's decision over the store's Roles and bindings; `bootstrap.rs` the
-//!   default ClusterRoles and bindings;
+//! - `rbac.rs`: RBAC's decision over the store's Roles and bindings; `escalation.rs` who
+//!   may bind a role; `bootstrap.rs` the default ClusterRoles and bindings;
 //! - `local.rs`: the kubelet's token manager for projected tokens, over the same signer.
 
 // Functions stay short in production code (clippy.toml sets the limit); tests may run long.
@@ -16,6 +16,7 @@ mod authn;
 pub mod bootstrap;
 mod claims;
 mod error;
+pub mod escalation;
 mod issue;
 mod local;
 pub mod rbac;

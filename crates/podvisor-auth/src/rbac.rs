@@ -136,6 +136,49 @@ fn names(subjects: Option<&Vec<Subject>>, user: &UserInfo, ns: Option<&str>) -> 
     subjects.is_some_and(|list| list.iter().any(|s| subject_is(s, user, ns)))
 }
 
+/// The rules of the role `r` names, for a binding in `ns` (none when it does not exist).
+pub async fn role_rules(
+    client: &Client,
+    r: &RoleRef,
+    ns: Option<&str>,
+) -> Result<Vec<PolicyRule>, AuthError> {
+    rules(client, r, ns).await
+}
+
+/// Every rule the caller holds in `ns` (`None`: at the cluster scope), from its
+/// ClusterRoleBindings and the namespace's RoleBindings.
+pub async fn user_rules(
+    client: &Client,
+    user: &UserInfo,
+    ns: Option<&str>,
+) -> Result<Vec<PolicyRule>, AuthError> {
+    let all = ListParams::default();
+    let mut held = Vec::new();
+    let cluster = Api::<ClusterRoleBinding>::all(client.clone())
+        .list(&all)
+        .await?;
+    for b in cluster
+        .items
+        .iter()
+        .filter(|b| names(b.subjects.as_ref(), user, None))
+    {
+        held.extend(rules(client, &b.role_ref, None).await?);
+    }
+    if let Some(ns) = ns {
+        let local = Api::<RoleBinding>::namespaced(client.clone(), ns)
+            .list(&all)
+            .await?;
+        for b in local
+            .items
+            .iter()
+            .filter(|b| names(b.subjects.as_ref(), user, Some(ns)))
+        {
+            held.extend(rules(client, &b.role_ref, Some(ns)).await?);
+        }
+    }
+    Ok(held)
+}
+
 /// The rules of the role a binding refers to (none when it does not exist).
 async fn rules(
     client: &Client,

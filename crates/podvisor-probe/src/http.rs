@@ -198,13 +198,26 @@ async fn exchange(get: &HttpGet, first: Url) -> Result<Answer, HttpError> {
             .filter(|_| followable)
             .and_then(|l| url.follow(l));
         match next {
-            Some(n) if n.host == first.host => url = n,
+            Some(n) if followable_to(&first, &n) => url = n,
             _ => return Ok(answer),
         }
     }
     Err(HttpError::Redirects {
         url: url.to_string(),
     })
+}
+
+/// Whether a redirect from `first` leads on to `next`: the same host only, as the kubelet
+/// follows; and on a loopback host, the same port too: a probe's server may not send the
+/// node to its other loopback services (the debug endpoint, the runtime's streams), which
+/// trust loopback callers.
+fn followable_to(first: &Url, next: &Url) -> bool {
+    let loopback = |h: &str| {
+        h.eq_ignore_ascii_case("localhost")
+            || h.parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    };
+    next.host == first.host && (next.port == first.port || !loopback(&next.host))
 }
 
 fn build(get: &HttpGet, url: &Url) -> Result<Request<Empty<Bytes>>, Failure> {

@@ -108,6 +108,45 @@ async fn http_probes_judge_by_status_follow_only_local_redirects_and_send_kubele
     assert!(m.contains("stopped after 10 redirects"), "{m}");
 }
 
+/// A pod's server on the node's loopback (a host-network pod, a probe `host` a static pod
+/// may set) redirecting the probe to another loopback port: to the agent's debug endpoint,
+/// say, which trusts loopback callers. The node does not go there.
+#[tokio::test]
+async fn a_redirect_to_another_port_of_the_loopback_is_not_followed() {
+    let inner = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let inner_port = inner.local_addr().unwrap().port();
+    let (reached, mut reached_rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = inner.accept().await {
+            let _ = reached.send(());
+            let _ = s
+                .write_all(reply("200 OK", "", "{\"actors\": []}").as_bytes())
+                .await;
+        }
+    });
+    let outer = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let outer_port = outer.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = outer.accept().await {
+            let mut buf = vec![0; 4096];
+            let _ = s.read(&mut buf).await;
+            let to = format!("Location: http://127.0.0.1:{inner_port}/debug/actors\r\n");
+            let _ = s
+                .write_all(reply("302 Found", &to, "elsewhere").as_bytes())
+                .await;
+        }
+    });
+    let r = podvisor_probe::run::probe(get(outer_port, "/"), target(), SECOND).await;
+    assert_eq!(
+        r,
+        Outcome::Warning("Probe terminated redirects, Response body: elsewhere".into())
+    );
+    assert!(
+        reached_rx.try_recv().is_err(),
+        "the probe reached the other loopback port"
+    );
+}
+
 #[tokio::test]
 async fn a_slow_or_absent_server_fails_within_the_timeout_and_a_huge_body_is_not_read() {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();

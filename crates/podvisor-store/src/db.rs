@@ -43,11 +43,26 @@ pub(crate) struct Loaded {
 
 pub(crate) struct Db(Database);
 
+/// The database file, made readable by its owner alone before anything is written to it
+/// (it holds every Secret); one an older podvisor left readable is made so too.
+fn owner_only(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)?;
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))
+}
+
 impl Db {
     pub fn open(path: &Path) -> Result<(Db, Loaded), podvisor_client::Error> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(failed)?;
         }
+        owner_only(path).map_err(failed)?;
         let db = Database::builder()
             .set_cache_size(CACHE_BYTES)
             .create(path)

@@ -24,10 +24,12 @@ pub struct FileProjection {
 /// A volume's files by their path inside the volume.
 pub type Payload = BTreeMap<String, FileProjection>;
 
-/// A mode as the API gives it (`int32`), as a file mode: only the permission bits count.
+/// A mode as the API gives it (`int32`), as a file mode: only the permission bits count;
+/// setuid, setgid and sticky bits never reach a file (validation refuses them, and a pod
+/// stored before it did still gets none).
 pub(crate) fn mode(m: Option<i32>, default: u32) -> u32 {
     m.and_then(|m| u32::try_from(m).ok())
-        .map_or(default, |m| m & 0o7777)
+        .map_or(default, |m| m & 0o777)
 }
 
 /// The key-value pairs of a ConfigMap or a Secret, as bytes.

@@ -1,6 +1,7 @@
 //! One entry point for every resource path: parse the target, pick the verb.
 
 mod body;
+mod guards;
 mod logs;
 pub(crate) mod read;
 mod scale;
@@ -124,7 +125,10 @@ pub async fn dispatch(
     state: Data<ApiState>,
     params: Query<Params>,
 ) -> HttpResponse {
-    let Some(t) = target::parse(req.path()) else {
+    let served = |t: &Target| {
+        (t.subresource.as_deref()).is_none_or(|sub| crate::discovery::serves(&t.resource, sub))
+    };
+    let Some(t) = target::parse(req.path()).filter(served) else {
         return ApiError::not_found(&format!("the requested resource ({})", req.path())).respond();
     };
     match route(&req, body, &state, &params, t).await {

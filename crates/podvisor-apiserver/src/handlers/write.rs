@@ -9,7 +9,7 @@ use podvisor_store::actor::{Create, Delete, List, PatchObject, Replace};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-use super::{ApiState, Params, body, read};
+use super::{ApiState, Params, body, guards, read};
 use crate::status::ApiError;
 use crate::target::Target;
 
@@ -34,6 +34,8 @@ pub(super) async fn create(
     t: Target,
 ) -> Result<HttpResponse, ApiError> {
     let object = body::object_of(req, &raw, &t.resource, p.strict())?;
+    guards::refuse_mirror(&t, object.name(), guards::claims_mirror(&object))?;
+    guards::may_bind(req, state, &t, &object).await?;
     let msg = Create {
         namespace: t.namespace.clone(),
         object,
@@ -65,6 +67,7 @@ pub(super) async fn update(
     if let Some(ns) = &t.namespace {
         meta.namespace = Some(ns.clone());
     }
+    guards::may_bind(req, state, &t, &object).await?;
     let msg = Replace {
         object,
         sub,
@@ -102,8 +105,12 @@ pub(super) async fn patch(
     let content_type = body::content_type(req);
     let patch = if content_type.starts_with("application/apply-patch") {
         let manager = p.field_manager.clone().filter(|m| !m.is_empty());
+        let config = body::parse(&content_type, &raw)?;
+        let claims = !config["metadata"]["annotations"][MIRROR_ANNOTATION].is_null();
+        guards::refuse_mirror(&t, t.name.as_deref().unwrap_or_default(), claims)?;
+        guards::may_bind_patched(req, state, &t, Some(&config)).await?;
         Patch::Apply {
-            config: body::parse(&content_type, &raw)?,
+            config,
             manager: manager.ok_or_else(|| {
                 ApiError::bad_request(
                     "PATCH requests with application/apply-patch+yaml require fieldManager",
@@ -112,6 +119,7 @@ pub(super) async fn patch(
             force: p.force.unwrap_or(false),
         }
     } else {
+        guards::may_bind_patched(req, state, &t, None).await?;
         patch_of(&content_type, &raw)?
     };
     let msg = PatchObject {

@@ -62,6 +62,19 @@ fn check_field_path(path: &str, allowed: &[&str], at: &FieldPath, errs: &mut Fie
     }
 }
 
+/// Kubernetes' message for a file mode out of range.
+const FILE_MODE: &str = "must be a number between 0 and 0777 (octal), both inclusive";
+
+/// A file's mode, as `defaultMode` or an item's `mode`: 0 to 0777, as Kubernetes allows;
+/// setuid, setgid and sticky bits are refused.
+fn check_mode(mode: Option<i32>, at: &FieldPath, errs: &mut FieldErrors) {
+    if let Some(m) = mode
+        && !(0..=0o777).contains(&m)
+    {
+        errs.push(FieldError::invalid_number(at, i64::from(m), FILE_MODE));
+    }
+}
+
 /// A file path inside a volume: relative, no `..` element, not starting with `..`.
 fn check_item_path(p: &str, at: &FieldPath, errs: &mut FieldErrors) {
     if p.is_empty() {
@@ -80,6 +93,7 @@ fn check_items(items: Option<&[KeyToPath]>, at: &FieldPath, errs: &mut FieldErro
             errs.push(FieldError::required(&p.child("key"), ""));
         }
         check_item_path(&item.path, &p.child("path"), errs);
+        check_mode(item.mode, &p.child("mode"), errs);
     }
 }
 
@@ -87,6 +101,7 @@ fn check_downward(items: Option<&[DownwardAPIVolumeFile]>, at: &FieldPath, errs:
     for (i, item) in items.unwrap_or(&[]).iter().enumerate() {
         let p = at.index(i);
         check_item_path(&item.path, &p.child("path"), errs);
+        check_mode(item.mode, &p.child("mode"), errs);
         match (&item.field_ref, &item.resource_field_ref) {
             (Some(f), None) => {
                 check_field_path(
@@ -222,6 +237,11 @@ fn check_source(v: &Volume, at: &FieldPath, errs: &mut FieldErrors) {
     } else if let Some(e) = &v.empty_dir {
         check_empty_dir(e, &at.child("emptyDir"), errs);
     } else if let Some(cm) = &v.config_map {
+        check_mode(
+            cm.default_mode,
+            &at.child("configMap").child("defaultMode"),
+            errs,
+        );
         check_items(
             cm.items.as_deref(),
             &at.child("configMap").child("items"),
@@ -234,14 +254,29 @@ fn check_source(v: &Volume, at: &FieldPath, errs: &mut FieldErrors) {
                 "",
             ));
         }
+        check_mode(
+            s.default_mode,
+            &at.child("secret").child("defaultMode"),
+            errs,
+        );
         check_items(s.items.as_deref(), &at.child("secret").child("items"), errs);
     } else if let Some(d) = &v.downward_api {
+        check_mode(
+            d.default_mode,
+            &at.child("downwardAPI").child("defaultMode"),
+            errs,
+        );
         check_downward(
             d.items.as_deref(),
             &at.child("downwardAPI").child("items"),
             errs,
         );
     } else if let Some(p) = &v.projected {
+        check_mode(
+            p.default_mode,
+            &at.child("projected").child("defaultMode"),
+            errs,
+        );
         let sp = at.child("projected").child("sources");
         for (i, s) in p.sources.iter().flatten().enumerate() {
             check_projection(s, &sp.index(i), errs);

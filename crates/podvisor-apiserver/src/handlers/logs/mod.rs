@@ -41,6 +41,37 @@ fn choose(pod: &Pod, asked: Option<&str>) -> Result<String, ApiError> {
         .map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
+/// Whether `uid` can name a directory: a UID as the store and the manifest source make
+/// them (letters, digits and dashes), nothing that could climb out of the log directory.
+fn plain_uid(uid: &str) -> bool {
+    !uid.is_empty()
+        && uid.len() <= 64
+        && uid.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+/// The pod's log directory, `<ns>_<name>_<uid>`; a mirror pod's logs are its static pod's,
+/// kept under the static pod's UID (its annotation). Namespace and name were validated as
+/// DNS names when the pod was stored; the UID is checked here, so no annotation can point
+/// the reader at another pod's logs or anywhere else on the node.
+fn log_dir(pod: &Pod) -> Result<String, ApiError> {
+    let m = &pod.metadata;
+    let mirror_of = m
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(MIRROR_ANNOTATION));
+    let uid = mirror_of.or(m.uid.as_ref()).map_or("", String::as_str);
+    if !plain_uid(uid) {
+        return Err(ApiError::bad_request(format!(
+            "the pod's UID {uid:?} names no log directory"
+        )));
+    }
+    Ok(format!(
+        "{}_{}_{uid}",
+        m.namespace.as_deref().unwrap_or("default"),
+        m.name.as_deref().unwrap_or_default(),
+    ))
+}
+
 fn log_target(state: &ApiState, pod: &Pod, p: &Params) -> Result<LogTarget, ApiError> {
     let container = choose(pod, p.container.as_deref())?;
     let (count, _) = restarts(pod, &container).unwrap_or((0, false));
@@ -54,21 +85,9 @@ fn log_target(state: &ApiState, pod: &Pod, p: &Params) -> Result<LogTarget, ApiE
             "previous terminated container {container:?} not found"
         )));
     }
-    let m = &pod.metadata;
-    // A mirror pod's logs are its static pod's, kept under the static pod's UID.
-    let mirror_of = m
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(MIRROR_ANNOTATION));
-    let dir = format!(
-        "{}_{}_{}",
-        m.namespace.as_deref().unwrap_or("default"),
-        m.name.as_deref().unwrap_or_default(),
-        mirror_of.or(m.uid.as_ref()).map_or("", String::as_str)
-    );
     let path = state
         .pod_log_dir
-        .join(dir)
+        .join(log_dir(pod)?)
         .join(&container)
         .join(format!("{attempt}.log"));
     Ok(LogTarget {
@@ -126,4 +145,37 @@ async fn still_running(state: &ApiState, t: &Target, container: &str, attempt: i
         .and_then(|o| o.typed::<Pod>().ok());
     pod.and_then(|p| restarts(&p, container))
         .is_some_and(|(n, r)| n == attempt && r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(uid: &str, mirror: Option<&str>) -> Pod {
+        let mut p = Pod::default();
+        p.metadata.namespace = Some("attacker".into());
+        p.metadata.name = Some("evil".into());
+        p.metadata.uid = Some(uid.into());
+        p.metadata.annotations =
+            mirror.map(|m| [(MIRROR_ANNOTATION.to_string(), m.to_string())].into());
+        p
+    }
+
+    #[test]
+    fn a_log_directory_comes_from_a_plain_uid_only() {
+        let uid = "0b2f6d3c-8a1e-4c1d-9d7e-2f9a1b3c4d5e";
+        assert_eq!(
+            log_dir(&pod(uid, None)).unwrap(),
+            format!("attacker_evil_{uid}")
+        );
+        assert_eq!(
+            log_dir(&pod(uid, Some("3f1a2b"))).unwrap(),
+            "attacker_evil_3f1a2b",
+            "a mirror's logs are its static pod's"
+        );
+        for forged in ["x/../../victim_web_1234", "..", "a/b", "", "/etc"] {
+            let e = log_dir(&pod(uid, Some(forged))).unwrap_err();
+            assert_eq!(e.code, 400, "{forged:?}");
+        }
+    }
 }
