@@ -27,4 +27,4 @@ pub use claims::{Claims, Private, Ref, groups, username};
 pub use error::AuthError;
 pub use issue::{DEFAULT_EXPIRATION, MAX_EXPIRATION, MIN_EXPIRATION, issue};
 pub use local::LocalTokens;
-pub use signer::{ISSUER, Signer};
+pub use signer::{ISSUER, KeyError, Signer};

@@ -28,6 +28,15 @@ impl std::fmt::Debug for Signer {
     }
 }
 
+/// Why a PEM is no signing key.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error(transparent)]
+    Pem(#[from] rcgen::Error),
+    #[error(transparent)]
+    Jwt(#[from] jsonwebtoken::errors::Error),
+}
+
 fn key_error(path: &Path, reason: impl ToString) -> AuthError {
     AuthError::Key {
         path: path.display().to_string(),
@@ -55,11 +64,11 @@ impl Signer {
     }
 
     /// A signer of a PKCS#8 PEM EC P-256 private key.
-    pub fn from_pem(pem: &str) -> Result<Signer, String> {
-        let key = rcgen::KeyPair::from_pem(pem).map_err(|e| e.to_string())?;
+    pub fn from_pem(pem: &str) -> Result<Signer, KeyError> {
+        let key = rcgen::KeyPair::from_pem(pem)?;
         let public = key.public_key_pem();
-        let encoding = EncodingKey::from_ec_pem(pem.as_bytes()).map_err(|e| e.to_string())?;
-        let decoding = DecodingKey::from_ec_pem(public.as_bytes()).map_err(|e| e.to_string())?;
+        let encoding = EncodingKey::from_ec_pem(pem.as_bytes())?;
+        let decoding = DecodingKey::from_ec_pem(public.as_bytes())?;
         let digest = ring::digest::digest(&ring::digest::SHA256, key.public_key_raw());
         Ok(Signer {
             encoding,

@@ -3,9 +3,18 @@
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+/// Why an int-or-percent has no value against a total.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IntOrPercentError {
+    #[error("invalid value for IntOrString: invalid type: string is not a percentage: {0:?}")]
+    NotAPercentage(String),
+    #[error("{value} of {total} is out of range")]
+    OutOfRange { value: String, total: i32 },
+}
+
 /// `v` against `total`: an int as it is, `"N%"` as N % of `total`, rounded up or down.
 /// A string that is not a percentage is an error naming it.
-pub fn scaled(v: &IntOrString, total: i32, round_up: bool) -> Result<i32, String> {
+pub fn scaled(v: &IntOrString, total: i32, round_up: bool) -> Result<i32, IntOrPercentError> {
     match v {
         IntOrString::Int(n) => Ok(*n),
         IntOrString::String(s) => {
@@ -16,20 +25,19 @@ pub fn scaled(v: &IntOrString, total: i32, round_up: bool) -> Result<i32, String
             } else {
                 product.div_euclid(100)
             };
-            i32::try_from(value).map_err(|_| format!("{s} of {total} is out of range"))
+            i32::try_from(value).map_err(|_| IntOrPercentError::OutOfRange {
+                value: s.clone(),
+                total,
+            })
         }
     }
 }
 
 /// The N of `"N%"`.
-pub fn percent(s: &str) -> Result<i32, String> {
+pub fn percent(s: &str) -> Result<i32, IntOrPercentError> {
     s.strip_suffix('%')
         .and_then(|n| n.parse::<i32>().ok())
-        .ok_or_else(|| {
-            format!(
-                "invalid value for IntOrString: invalid type: string is not a percentage: {s:?}"
-            )
-        })
+        .ok_or_else(|| IntOrPercentError::NotAPercentage(s.to_string()))
 }
 
 #[cfg(test)]

@@ -67,7 +67,8 @@ impl Keyring {
         // No server address goes with a login, as from the kubelet: containerd drops a
         // login whose address does not parse as a URL with the image's host.
         for (registry, e) in entries {
-            self.creds.push((key_of(&registry), login(e).map_err(bad)?));
+            let auth = login(e).map_err(|e| bad(e.to_string()))?;
+            self.creds.push((key_of(&registry), auth));
         }
         Ok(())
     }
@@ -96,16 +97,27 @@ impl Keyring {
     }
 }
 
+/// Why an entry's `auth` gives no login.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum AuthField {
+    #[error("auth is not base64")]
+    NotBase64,
+    #[error("auth is not text")]
+    NotText,
+    #[error("auth is not user:password")]
+    NoColon,
+}
+
 /// An entry's user and password: from `auth` (base64 `user:password`) when set.
-fn login(e: Entry) -> Result<RegistryAuth, String> {
+fn login(e: Entry) -> Result<RegistryAuth, AuthField> {
     let (username, password) = if e.auth.is_empty() {
         (e.username, e.password)
     } else {
         let raw = base64::engine::general_purpose::STANDARD
             .decode(e.auth.trim())
-            .map_err(|_| "auth is not base64".to_string())?;
-        let text = String::from_utf8(raw).map_err(|_| "auth is not text".to_string())?;
-        let (u, p) = text.split_once(':').ok_or("auth is not user:password")?;
+            .map_err(|_| AuthField::NotBase64)?;
+        let text = String::from_utf8(raw).map_err(|_| AuthField::NotText)?;
+        let (u, p) = text.split_once(':').ok_or(AuthField::NoColon)?;
         (u.to_string(), p.to_string())
     };
     Ok(RegistryAuth {
