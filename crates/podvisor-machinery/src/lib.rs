@@ -17,6 +17,7 @@
 // Functions stay short in production code (clippy.toml sets the limit); tests may run long.
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
+pub mod backoff;
 pub mod cache;
 pub mod events;
 pub mod expectations;

@@ -4,8 +4,9 @@
 //! (`Update::Reset`) and then every change (`Update::Change`), in order. When the watch
 //! ends (the API restarted, or cut a slow watcher off) it resumes from the last version
 //! seen; when that version is too old (`Gone`) it lists again; when the API cannot answer
-//! it retries every second. Whichever backend the `Api` talks to, the reflector is the
-//! same.
+//! it tries again after a growing, jittered wait (`backoff.rs`), warning at the first
+//! failure of a streak and at every tenth. Whichever backend the `Api` talks to, the
+//! reflector is the same.
 //!
 //! An actor with reflectors handles [`Reflected<K>`] for each kind and passes each to its
 //! reflector ([`Reflector::accept`]); what comes back is what to apply. Every delivery goes
@@ -22,7 +23,9 @@ use actix::prelude::*;
 use futures_util::StreamExt;
 use podvisor_actors::Recipient;
 use podvisor_client::{Api, Error, ListParams, Object, ObjectList, WatchEvent, WatchStream};
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
+
+use crate::backoff::Backoff;
 
 /// Something for a reflector of `K`: deliver it to [`Reflector::accept`].
 pub struct Reflected<K: Object> {
@@ -41,7 +44,10 @@ enum Event<K> {
     Ended,
     /// The API refused the watch's version (`Gone`): list again.
     Relist,
-    /// The API could not answer; try again.
+    /// The API could not answer the list, or the watch: wait, then try again.
+    ListFailed(Error),
+    WatchFailed(Error),
+    /// The wait is over.
     RetryList,
     RetryWatch,
 }
@@ -58,7 +64,6 @@ pub enum Update<K> {
 /// Every run of every reflector gets its own generation.
 static GENERATIONS: AtomicU64 = AtomicU64::new(0);
 
-const RETRY: Duration = Duration::from_secs(1);
 const RESUME: Duration = Duration::from_millis(100);
 
 pub struct Reflector<K: Object> {
@@ -71,6 +76,7 @@ pub struct Reflector<K: Object> {
     pub version: String,
     /// Whether the first list has arrived.
     pub synced: bool,
+    backoff: Backoff,
 }
 
 impl<K: Object> Reflector<K> {
@@ -82,6 +88,7 @@ impl<K: Object> Reflector<K> {
             generation: 0,
             version: String::new(),
             synced: false,
+            backoff: Backoff::default(),
         }
     }
 
@@ -119,11 +126,7 @@ impl<K: Object> Reflector<K> {
         self.spawn(ctx, async move {
             match api.list(&params).await {
                 Ok(page) => Event::Listed(page),
-                Err(e) => {
-                    warn!(kind = %K::TYPE, error = %e, "cannot list; retrying");
-                    tokio::time::sleep(RETRY).await;
-                    Event::RetryList
-                }
+                Err(e) => Event::ListFailed(e),
             }
         });
     }
@@ -139,11 +142,7 @@ impl<K: Object> Reflector<K> {
             match api.watch(&params, &version).await {
                 Ok(events) => follow(events, &me, generation).await,
                 Err(Error::Gone(_)) => Event::Relist,
-                Err(e) => {
-                    warn!(kind = %K::TYPE, error = %e, "cannot watch; retrying");
-                    tokio::time::sleep(RETRY).await;
-                    Event::RetryWatch
-                }
+                Err(e) => Event::WatchFailed(e),
             }
         });
     }
@@ -158,16 +157,20 @@ impl<K: Object> Reflector<K> {
         }
         match msg.event {
             Event::Listed(page) => {
+                self.backoff.reset();
                 self.version = page.resource_version;
                 self.synced = true;
                 self.watch(ctx);
                 Some(Update::Reset(page.items))
             }
+            Event::ListFailed(e) => self.retry(ctx, "list", &e, Event::RetryList),
+            Event::WatchFailed(e) => self.retry(ctx, "watch", &e, Event::RetryWatch),
             Event::Watched(WatchEvent::Bookmark(v)) => {
                 self.version = v;
                 None
             }
             Event::Watched(e) => {
+                self.backoff.reset();
                 if let Some(v) = e
                     .object()
                     .and_then(|o| o.metadata().resource_version.clone())
@@ -194,6 +197,33 @@ impl<K: Object> Reflector<K> {
                 None
             }
         }
+    }
+}
+
+impl<K: Object> Reflector<K> {
+    /// A failed list or watch: `then` after the backoff's next wait.
+    fn retry<A>(
+        &mut self,
+        ctx: &mut Context<A>,
+        what: &str,
+        e: &Error,
+        then: Event<K>,
+    ) -> Option<Update<K>>
+    where
+        A: Actor<Context = Context<A>> + Handler<Reflected<K>>,
+    {
+        let wait = self.backoff.fail();
+        let failures = self.backoff.failures;
+        if self.backoff.loud() {
+            warn!(kind = %K::TYPE, error = %e, failures, ?wait, "cannot {what}; retrying");
+        } else {
+            debug!(kind = %K::TYPE, error = %e, failures, ?wait, "cannot {what}; retrying");
+        }
+        self.spawn(ctx, async move {
+            tokio::time::sleep(wait).await;
+            then
+        });
+        None
     }
 }
 

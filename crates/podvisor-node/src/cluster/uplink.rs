@@ -19,15 +19,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
 
 use actix::prelude::*;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
 use podvisor_client::{Api, Client, DeleteParams, Error, Patch, PostParams, WatchEvent};
+use podvisor_machinery::backoff::Backoff;
 use podvisor_machinery::reflector::{Reflected, Reflector, Update};
 use serde::Serialize;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::podset::is_mirror;
 use crate::source::bound_to;
@@ -43,8 +43,6 @@ type Key = (String, String);
 
 /// Writes to the cluster at once, at most.
 const IN_FLIGHT: usize = 8;
-/// How long failed work waits before it is tried again.
-const RETRY: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Deletion {
@@ -279,6 +277,7 @@ pub struct ClusterUplink {
     me: Option<Recipient<Done>>,
     retry_due: bool,
     written: usize,
+    backoff: Backoff,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -298,6 +297,9 @@ impl ClusterUplink {
             me: None,
             retry_due: false,
             written: 0,
+            // Failed work waits a growing, jittered while (0.8 s, doubling, to 30 s): many
+            // nodes do not retry in step against a recovering apiserver.
+            backoff: Backoff::default(),
         }
     }
 
@@ -350,20 +352,34 @@ impl Handler<Reflected<Pod>> for ClusterUplink {
 impl Handler<Done> for ClusterUplink {
     type Result = ();
     fn handle(&mut self, Done(job, r): Done, ctx: &mut Context<Self>) {
-        if let Err(e) = &r {
-            warn!(pod = %job.key.1, error = %e, "pod not written to the cluster; will retry");
-        } else {
-            self.written += 1;
-        }
+        let wait = match &r {
+            Err(e) => {
+                let wait = self.backoff.fail();
+                let failures = self.backoff.failures;
+                if self.backoff.loud() {
+                    warn!(pod = %job.key.1, error = %e, failures, ?wait, "pod not written to the cluster; will retry");
+                } else {
+                    debug!(pod = %job.key.1, error = %e, failures, ?wait, "pod not written to the cluster; will retry");
+                }
+                Some(wait)
+            }
+            Ok(()) => {
+                self.written += 1;
+                self.backoff.reset();
+                None
+            }
+        };
         self.state.done(&job, r.is_ok());
-        if r.is_ok() {
-            self.pump(ctx);
-        } else if !self.retry_due {
-            self.retry_due = true;
-            ctx.run_later(RETRY, |act, ctx| {
-                act.retry_due = false;
-                act.pump(ctx);
-            });
+        match wait {
+            None => self.pump(ctx),
+            Some(wait) if !self.retry_due => {
+                self.retry_due = true;
+                ctx.run_later(wait, |act, ctx| {
+                    act.retry_due = false;
+                    act.pump(ctx);
+                });
+            }
+            Some(_) => {}
         }
     }
 }
