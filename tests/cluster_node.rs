@@ -165,11 +165,17 @@ async fn pods_the_node_cannot_take_are_failed_with_the_kubelet_s_reasons() {
     // A field podvisor cannot honour is refused, never run without.
     let volume = "volumes: [{name: v, nfs: {server: nfs.invalid, path: /}}]";
     admin.apply(&bound_by_hand(&ns, "unsupported", &node, volume));
+    // What the kubelet's own admit handlers refuse, with their reasons.
+    let sysctl = "securityContext: {sysctls: [{name: kernel.msgmax, value: '10000000000'}]}";
+    admin.apply(&bound_by_hand(&ns, "sysctl", &node, sysctl));
+    admin.apply(&bound_by_hand(&ns, "windows", &node, "os: {name: windows}"));
     let path = "{.status.phase} {.status.reason}";
     for (pod, want) in [
         ("huge", "Failed OutOfcpu"),
         ("elsewhere", "Failed NodeAffinity"),
         ("unsupported", "Failed UnsupportedPodSpec"),
+        ("sysctl", "Failed SysctlForbidden"),
+        ("windows", "Failed PodOSNotSupported"),
     ] {
         let what = format!("{pod} Failed by the node");
         let got = eventually(&what, MINUTE, || async {

@@ -119,6 +119,7 @@ pub fn fits(wanted: Requests, active: &[Requests], node: &Allocatable) -> Result
 
 /// Whether `pod` fits beside the `active` pods.
 pub fn admit(pod: &Pod, active: &[&Pod], node: &Allocatable) -> Result<(), Rejection> {
+    crate::node_admit::intrinsic(pod)?;
     let used: Vec<Requests> = active.iter().map(|p| Requests::of(p)).collect();
     fits(Requests::of(pod), &used, node)
 }

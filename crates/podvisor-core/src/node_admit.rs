@@ -1,5 +1,7 @@
-//! The kubelet's admission of a pod bound to its node, beyond resources (`fit`): the
-//! checks of its `GeneralPredicates` that look at the Node and the other pods. A pod that
+//! The kubelet's admission of a pod bound to its node, beyond resources (`fit`): its
+//! sysctls against the allowlist and its OS (`intrinsic`, which `fit` runs for every pod,
+//! static ones included), then the checks of its `GeneralPredicates` that look at the
+//! Node and the other pods. A pod that
 //! fails one is never run: the kubelet sets it Failed with the predicate's name as the
 //! reason.
 //!
@@ -17,6 +19,7 @@ use k8s_openapi::api::core::v1::{Node, NodeSelectorRequirement, NodeSelectorTerm
 use crate::PodExt;
 use crate::fit::Rejection;
 use crate::taints::{self, NO_EXECUTE};
+use crate::validation::security::{SAFE_SYSCTLS, dotted_sysctl};
 
 fn rejected(reason: &'static str, why: String) -> Rejection {
     Rejection {
@@ -25,8 +28,39 @@ fn rejected(reason: &'static str, why: String) -> Rejection {
     }
 }
 
+/// What the node refuses of a pod whatever else runs: a sysctl not on its allowlist (the
+/// kubelet's safe ones; `SysctlForbidden`), then an OS other than Linux
+/// (`PodOSNotSupported`), in the kubelet's admit handlers' order.
+pub fn intrinsic(pod: &Pod) -> Result<(), Rejection> {
+    let spec = pod.spec.as_ref();
+    let sysctls = spec
+        .and_then(|s| s.security_context.as_ref())
+        .and_then(|sc| sc.sysctls.as_deref())
+        .unwrap_or_default();
+    if let Some(s) = sysctls
+        .iter()
+        .find(|s| !SAFE_SYSCTLS.contains(&dotted_sysctl(&s.name).as_str()))
+    {
+        return Err(Rejection {
+            reason: "SysctlForbidden",
+            message: format!("forbidden sysctl: {:?} not allowlisted", s.name),
+        });
+    }
+    if spec
+        .and_then(|s| s.os.as_ref())
+        .is_some_and(|os| os.name != "linux")
+    {
+        return Err(Rejection {
+            reason: "PodOSNotSupported",
+            message: "Failed to admit pod as the OS field doesn't match node OS".into(),
+        });
+    }
+    Ok(())
+}
+
 /// Every check, in the kubelet's order.
 pub fn admit(pod: &Pod, node: &Node, active: &[&Pod]) -> Result<(), Rejection> {
+    intrinsic(pod)?;
     if !matches_node(pod, node) {
         let why = "node(s) didn't match Pod's node affinity/selector".to_string();
         return Err(rejected("NodeAffinity", why));

@@ -115,3 +115,31 @@ fn only_untolerated_no_execute_taints_refuse_a_bound_pod() {
     let tolerant = pod(json!({"tolerations": [{"key": "k", "operator": "Exists"}]}));
     assert_eq!(reason(&tolerant, &n, &[]), None);
 }
+
+#[test]
+fn an_unsafe_sysctl_or_another_os_is_refused_by_the_node_with_the_kubelet_s_reason() {
+    let n = node(json!({}), json!([]));
+    let unsafe_sysctl = pod(json!({"securityContext": {"sysctls": [
+        {"name": "kernel.shm_rmid_forced", "value": "1"},
+        {"name": "kernel.msgmax", "value": "10000000000"}]}}));
+    let r = admit(&unsafe_sysctl, &n, &[]).unwrap_err();
+    assert_eq!(r.reason, "SysctlForbidden");
+    assert_eq!(
+        r.message,
+        "forbidden sysctl: \"kernel.msgmax\" not allowlisted"
+    );
+    let slashes = pod(
+        json!({"securityContext": {"sysctls": [{"name": "kernel/shm_rmid_forced", "value": "1"}]}}),
+    );
+    assert_eq!(reason(&slashes, &n, &[]), None);
+    let windows = pod(json!({"os": {"name": "windows"}}));
+    assert_eq!(reason(&windows, &n, &[]), Some("PodOSNotSupported"));
+    // The same for every pod of the node, static ones included.
+    let room = crate::fit::Allocatable {
+        pods: 10,
+        cpu_milli: 1000,
+        memory_bytes: 1 << 30,
+    };
+    let r = crate::fit::admit(&windows, &[], &room);
+    assert_eq!(r.unwrap_err().reason, "PodOSNotSupported");
+}

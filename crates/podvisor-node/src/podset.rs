@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use podvisor_client::WatchEvent;
 use podvisor_core::pod::CONFIG_SOURCE_ANNOTATION;
@@ -66,15 +66,39 @@ fn same_meta(a: &ObjectMeta, b: &ObjectMeta) -> bool {
     )
 }
 
-/// Whether `b` asks the kubelet for nothing `a` did not (the status aside).
+/// Whether `b` asks the kubelet for nothing `a` did not (the status aside, but for the
+/// conditions its readiness gates name, which others set and the pod's readiness follows).
 fn same_desire(a: &Pod, b: &Pod) -> bool {
-    std::ptr::eq(a, b) || (a.spec == b.spec && same_meta(&a.metadata, &b.metadata))
+    std::ptr::eq(a, b)
+        || (a.spec == b.spec
+            && same_meta(&a.metadata, &b.metadata)
+            && gate_conditions(a) == gate_conditions(b))
+}
+
+/// The conditions the pod's readiness gates name, as the API has them.
+fn gate_conditions(p: &Pod) -> Vec<PodCondition> {
+    let gates = p.spec.as_ref().and_then(|s| s.readiness_gates.as_deref());
+    let Some(gates) = gates.filter(|g| !g.is_empty()) else {
+        return Vec::new();
+    };
+    let conditions = p.status.as_ref().and_then(|s| s.conditions.as_deref());
+    conditions
+        .unwrap_or(&[])
+        .iter()
+        .filter(|c| gates.iter().any(|g| g.condition_type == c.type_))
+        .map(|c| PodCondition {
+            type_: c.type_.clone(),
+            status: c.status.clone(),
+            ..Default::default()
+        })
+        .collect()
 }
 
 /// The pod as the kubelet takes it, or `None` for what it must not run (a mirror pod, an
 /// object it cannot take). Without the status, which is the agent's own, but for a
-/// terminal phase: a pod the API says has finished is not run again (the kubelet's rule),
-/// and after an agent restart that phase is how it knows.
+/// terminal phase (a pod the API says has finished is not run again, the kubelet's rule,
+/// and after an agent restart that phase is how it knows) and the conditions its
+/// readiness gates name.
 fn desired(from: &Pod) -> Option<SharedPod> {
     if is_mirror(from) {
         return None;
@@ -82,8 +106,10 @@ fn desired(from: &Pod) -> Option<SharedPod> {
     let mut pod = from.clone();
     let phase = pod.status.as_ref().and_then(|s| s.phase.clone());
     let terminal = phase.filter(|p| p.parse::<Phase>().is_ok_and(Phase::is_terminal));
-    pod.status = terminal.map(|phase| PodStatus {
-        phase: Some(phase),
+    let gates = gate_conditions(from);
+    pod.status = (terminal.is_some() || !gates.is_empty()).then(|| PodStatus {
+        phase: terminal,
+        conditions: (!gates.is_empty()).then_some(gates),
         ..PodStatus::default()
     });
     pod.metadata.resource_version = None;
@@ -226,6 +252,33 @@ mod tests {
             set.snapshot()[0].status.is_none(),
             "only a terminal phase is kept"
         );
+    }
+
+    #[test]
+    fn a_readiness_gate_s_condition_is_a_change_and_reaches_the_kubelet() {
+        use k8s_openapi::api::core::v1::PodReadinessGate;
+        let mut set = PodSet::default();
+        let mut gated = (*pod("u1", false)).clone();
+        gated.spec.as_mut().unwrap().readiness_gates = Some(vec![PodReadinessGate {
+            condition_type: "example.com/lb".into(),
+        }]);
+        assert!(set.apply(&WatchEvent::Added(Arc::new(gated.clone()))));
+        let condition = |t: &str, v: &str| PodCondition {
+            type_: t.into(),
+            status: v.into(),
+            ..Default::default()
+        };
+        // The node's own conditions are no change; the gate's is.
+        gated.status = Some(PodStatus {
+            conditions: Some(vec![condition("Ready", "False")]),
+            ..PodStatus::default()
+        });
+        assert!(!set.apply(&modified(gated.clone())));
+        let conditions = gated.status.as_mut().unwrap().conditions.as_mut().unwrap();
+        conditions.push(condition("example.com/lb", "True"));
+        assert!(set.apply(&modified(gated)));
+        let given = set.snapshot()[0].status.clone().and_then(|s| s.conditions);
+        assert_eq!(given, Some(vec![condition("example.com/lb", "True")]));
     }
 
     #[test]

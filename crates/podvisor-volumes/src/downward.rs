@@ -109,7 +109,14 @@ pub(crate) fn resource_value(
             .map(|q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity| q.0.clone())
     };
     let bad = |e: quantity::QuantityError| VolumeError::Quantity(e.to_string());
-    let divisor = sel.divisor.as_ref().map(|d| d.0.as_str()).unwrap_or("1");
+    // A divisor of zero is none: kube-apiserver serves an unset one as "0" (the Go type's
+    // zero quantity), and the kubelet takes it as 1.
+    let divisor = sel
+        .divisor
+        .as_ref()
+        .map(|d| d.0.as_str())
+        .filter(|d| quantity::parse_milli(d).is_ok_and(|m| m != 0))
+        .unwrap_or("1");
     let (cpu, value) = match sel.resource.as_str() {
         "limits.cpu" => (true, get(&res.limits, "cpu")),
         "requests.cpu" => (true, get(&res.requests, "cpu")),

@@ -120,6 +120,12 @@ fn resources_round_up_by_the_divisor() {
     assert_eq!(v(sel("limits.cpu", Some("1m"), None)), "250");
     assert_eq!(v(sel("limits.memory", Some("1Mi"), None)), "64");
     assert_eq!(v(sel("requests.cpu", None, None)), "0");
+    // As kube-apiserver serves an unset divisor: "0", taken as 1.
+    assert_eq!(v(sel("limits.cpu", Some("0"), None)), "1");
+    assert_eq!(
+        v(sel("limits.memory", Some("0"), None)),
+        (64 << 20).to_string()
+    );
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! `dnsPolicy`, `dnsConfig` and `hostAliases`, checked as the API server checks them.
+//! `dnsPolicy`, `dnsConfig`, `hostAliases` and `hostnameOverride`, checked as the API
+//! server checks them.
 
 use k8s_openapi::api::core::v1::PodSpec;
 
@@ -14,7 +15,33 @@ fn check_ip(ip: &str, at: &FieldPath, errs: &mut FieldErrors) {
     }
 }
 
+/// `hostnameOverride`: a DNS subdomain of at most 64 characters, not beside
+/// `setHostnameAsFQDN` or `hostNetwork` (kube-apiserver's `validateHostnameOverride`).
+fn hostname_override(spec: &PodSpec, path: &FieldPath, errs: &mut FieldErrors) {
+    let Some(h) = spec.hostname_override.as_deref() else {
+        return;
+    };
+    let at = path.child("hostnameOverride");
+    if spec.set_hostname_as_fqdn == Some(true) {
+        errs.push(FieldError::forbidden(
+            &at,
+            "may not be specified when setHostnameAsFQDN is true",
+        ));
+    }
+    if spec.host_network == Some(true) {
+        errs.push(FieldError::forbidden(
+            &at,
+            "may not be specified when hostNetwork is true",
+        ));
+    }
+    if h.len() > 64 {
+        errs.push(FieldError::invalid(&at, h, "must have at most 64 bytes"));
+    }
+    errs.0.extend(super::names::subdomain(&at, h));
+}
+
 pub(super) fn validate(spec: &PodSpec, path: &FieldPath, errs: &mut FieldErrors) {
+    hostname_override(spec, path, errs);
     let policy = spec.dns_policy.as_deref().unwrap_or("ClusterFirst");
     if !POLICIES.contains(&policy) {
         errs.push(FieldError::not_supported(

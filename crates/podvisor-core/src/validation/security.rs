@@ -50,7 +50,6 @@ pub(super) fn validate_pod(spec: &PodSpec, path: &FieldPath, errs: &mut FieldErr
     let path = path.child("securityContext");
     shared(
         Shared {
-            selinux: sc.se_linux_options.is_some(),
             windows: sc.windows_options.is_some(),
             seccomp: sc.seccomp_profile.as_ref(),
             apparmor: sc.app_armor_profile.as_ref(),
@@ -98,7 +97,6 @@ pub(super) fn validate_container(
     let path = path.child("securityContext");
     shared(
         Shared {
-            selinux: sc.se_linux_options.is_some(),
             windows: sc.windows_options.is_some(),
             seccomp: sc.seccomp_profile.as_ref(),
             apparmor: sc.app_armor_profile.as_ref(),
@@ -159,25 +157,20 @@ fn ids<'a>(
 
 /// What pod and container security contexts have alike.
 struct Shared<'a> {
-    selinux: bool,
     windows: bool,
     seccomp: Option<&'a SeccompProfile>,
     apparmor: Option<&'a AppArmorProfile>,
 }
 
 fn shared(s: Shared<'_>, path: &FieldPath, errs: &mut FieldErrors) {
-    refuse_platform_options(s.selinux, s.windows, path, errs);
+    refuse_windows(s.windows, path, errs);
     seccomp(s.seccomp, path, errs);
     apparmor(s.apparmor, path, errs);
 }
 
-fn refuse_platform_options(selinux: bool, windows: bool, path: &FieldPath, errs: &mut FieldErrors) {
-    if selinux {
-        errs.push(FieldError::forbidden(
-            &path.child("seLinuxOptions"),
-            "podvisor does not label containers for SELinux",
-        ));
-    }
+/// SELinux options are the runtime's to apply (where SELinux is enabled), as the kubelet
+/// hands them over; Windows options have no Linux meaning.
+fn refuse_windows(windows: bool, path: &FieldPath, errs: &mut FieldErrors) {
     if windows {
         errs.push(FieldError::forbidden(
             &path.child("windowsOptions"),
@@ -257,26 +250,49 @@ fn apparmor(profile: Option<&AppArmorProfile>, path: &FieldPath, errs: &mut Fiel
     }
 }
 
+/// `[a-z0-9]([-_a-z0-9]*[a-z0-9])?` segments joined by `.` or `/`, 253 characters at most
+/// (kube-apiserver's `IsValidSysctlName`); which of them the node sets is its admission's
+/// business (`node_admit::intrinsic`, `SysctlForbidden`), as with the kubelet.
+fn valid_sysctl_name(name: &str) -> bool {
+    let segment = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+            && s.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && s.ends_with(|c: char| c.is_ascii_alphanumeric())
+    };
+    name.len() <= 253 && name.split(['.', '/']).all(segment)
+}
+
 fn sysctls(spec: &PodSpec, sc: &PodSecurityContext, path: &FieldPath, errs: &mut FieldErrors) {
+    let mut seen = std::collections::HashSet::new();
     for (i, s) in sc.sysctls.iter().flatten().enumerate() {
         let name = dotted_sysctl(&s.name);
         let at = path.child("sysctls").index(i).child("name");
-        if !SAFE_SYSCTLS.contains(&name.as_str()) {
-            errs.push(FieldError::forbidden(
+        if !valid_sysctl_name(&s.name) {
+            errs.push(FieldError::invalid(
                 &at,
-                &format!(
-                    "{name} is not one of the kubelet's safe sysctls, the only ones podvisor sets"
-                ),
+                &s.name,
+                "must have at most 253 characters and match regex ([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?",
             ));
+        } else if !seen.insert(name.clone()) {
+            errs.push(FieldError::duplicate(&at, &s.name));
         } else if name.starts_with("net.") && spec.host_network == Some(true) {
-            errs.push(FieldError::forbidden(
+            errs.push(FieldError::invalid(
                 &at,
-                &format!("{name} would change the node's network namespace (hostNetwork)"),
+                &s.name,
+                "may not be specified when 'hostNetwork' is true",
             ));
-        } else if name.starts_with("kernel.shm") && spec.host_ipc == Some(true) {
-            errs.push(FieldError::forbidden(
+        } else if (name.starts_with("kernel.shm")
+            || name.starts_with("kernel.msg")
+            || name.starts_with("kernel.sem")
+            || name.starts_with("fs.mqueue."))
+            && spec.host_ipc == Some(true)
+        {
+            errs.push(FieldError::invalid(
                 &at,
-                &format!("{name} would change the node's IPC namespace (hostIPC)"),
+                &s.name,
+                "may not be specified when 'hostIPC' is true",
             ));
         }
     }

@@ -88,6 +88,31 @@ fn containers_ready(
     condition("ContainersReady", false, "ContainersNotReady", message)
 }
 
+/// Why the pod's readiness gates hold it back, if they do: a condition each names that
+/// others set (on the pod's status, as the API has it) and that is missing or not True,
+/// in the kubelet's words (`GeneratePodReadyCondition`).
+fn gates_unready(pod: &Pod) -> Option<String> {
+    let gates = pod.spec.as_ref()?.readiness_gates.as_deref()?;
+    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_deref());
+    let unready: Vec<String> = gates
+        .iter()
+        .filter_map(|g| {
+            let t = &g.condition_type;
+            match conditions.unwrap_or(&[]).iter().find(|c| c.type_ == *t) {
+                None => Some(format!(
+                    "corresponding condition of pod readiness gate {t:?} does not exist."
+                )),
+                Some(c) if c.status != "True" => Some(format!(
+                    "the status of pod readiness gate {t:?} is not \"True\", but {}",
+                    c.status
+                )),
+                Some(_) => None,
+            }
+        })
+        .collect();
+    (!unready.is_empty()).then(|| unready.join(", "))
+}
+
 /// Every condition the kubelet owns, in its order.
 pub(crate) fn conditions(
     pod: &Pod,
@@ -109,6 +134,11 @@ pub(crate) fn conditions(
         type_: "Ready".into(),
         ..containers.clone()
     };
+    if ready.status == "True"
+        && let Some(unready) = gates_unready(pod)
+    {
+        ready = condition("Ready", false, "ReadinessGatesNotReady", unready);
+    }
     // Stopped for good (its termination completed): whatever the runtime still shows.
     if terminated && ready.status == "True" {
         ready = condition("Ready", false, "ContainersNotReady", String::new());

@@ -98,12 +98,13 @@ fn has_initialized(pod: &Pod, rt: &PodStatus) -> bool {
     })
 }
 
-/// The kubelet's phase rules.
+/// The kubelet's phase rules; `terminal`: the pod's termination completed (it was
+/// deleted, or must not run), so nothing of it starts again whatever its restart policy.
 pub(crate) fn phase(
     pod: &Pod,
     rt: &PodStatus,
-    apps: &[ApiContainerStatus],
-    inits: &[ApiContainerStatus],
+    (apps, inits): (&[ApiContainerStatus], &[ApiContainerStatus]),
+    terminal: bool,
 ) -> Phase {
     let mut n = Counts::default();
     count_inits(pod, inits, &mut n);
@@ -118,7 +119,9 @@ pub(crate) fn phase(
         return Phase::Running;
     }
     if n.running == 0 && n.stopped > 0 && n.unknown == 0 {
-        if n.stopped != n.stopped_for_good {
+        // Static pods keep their phase (the kubelet's TODO #116484).
+        let will_restart = (pod.is_static() || !terminal) && n.stopped != n.stopped_for_good;
+        if will_restart {
             return Phase::Running; // something will start again
         }
         return if n.stopped == n.succeeded {

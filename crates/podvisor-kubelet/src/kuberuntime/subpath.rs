@@ -77,7 +77,9 @@ pub(crate) fn bind(s: &SubPath) -> Result<(), SubPathError> {
 const BENEATH: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_MAGICLINKS);
 
 /// Opens `sub` beneath `root` (`O_PATH`, so a FIFO or a device is never opened for real);
-/// missing directories are made one at a time, each beneath the last.
+/// missing directories are made one at a time, each beneath the last, with the volume
+/// root's mode (setgid and sticky bits included, whatever the umask), as the kubelet's
+/// `SafeMakeDir` makes them: a subPath of an fsGroup emptyDir is as writable as the volume.
 fn resolve(root: &Path, sub: &str) -> rustix::io::Result<OwnedFd> {
     let path = OFlags::PATH | OFlags::CLOEXEC;
     let root = rustix::fs::open(root, path | OFlags::DIRECTORY, Mode::empty())?;
@@ -85,13 +87,20 @@ fn resolve(root: &Path, sub: &str) -> rustix::io::Result<OwnedFd> {
         Err(rustix::io::Errno::NOENT) => {}
         other => return other,
     }
+    let mode = Mode::from_raw_mode(rustix::fs::fstat(&root)?.st_mode & 0o7777);
     let mut dir = root;
     for part in Path::new(sub).iter() {
-        match rustix::fs::mkdirat(&dir, part, Mode::from_raw_mode(0o750)) {
-            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+        let made = match rustix::fs::mkdirat(&dir, part, mode) {
+            Ok(()) => true,
+            Err(rustix::io::Errno::EXIST) => false,
             Err(e) => return Err(e),
-        }
+        };
         dir = rustix::fs::openat2(&dir, part, path | OFlags::DIRECTORY, Mode::empty(), BENEATH)?;
+        if made {
+            // An O_PATH descriptor takes no fchmod: through its /proc link.
+            let link = format!("/proc/self/fd/{}", dir.as_fd().as_raw_fd());
+            rustix::fs::chmod(link.as_str(), mode)?;
+        }
     }
     Ok(dir)
 }

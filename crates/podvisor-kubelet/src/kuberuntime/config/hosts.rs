@@ -28,9 +28,14 @@ fn truncate(mut name: String) -> String {
     name
 }
 
-/// The pod's hostname and, with a subdomain, its domain.
+/// The pod's hostname and, with a subdomain, its domain; `hostnameOverride` is the
+/// hostname whatever else the pod says, and has no domain (the kubelet's
+/// `GeneratePodHostNameAndDomain`).
 pub(crate) fn host_and_domain(node: &NodeConfig, pod: &Pod) -> (String, Option<String>) {
     let spec = pod.spec.as_ref();
+    if let Some(h) = spec.and_then(|s| s.hostname_override.clone()) {
+        return (truncate(h), None);
+    }
     // Validation keeps `hostname` short; cut anyway, never inside a character.
     let host = truncate(
         spec.and_then(|s| s.hostname.clone())
@@ -171,5 +176,18 @@ mod tests {
             sandbox_hostname(&node(), &fqdn),
             "web-0.sts.shop.svc.cluster.local"
         );
+    }
+
+    #[test]
+    fn a_hostname_override_is_the_hostname_whatever_else_the_pod_says() {
+        let p = pod(
+            serde_json::json!({"containers": [], "hostname": "custom", "subdomain": "sts",
+            "hostnameOverride": "override.example.host"}),
+        );
+        assert_eq!(
+            host_and_domain(&node(), &p),
+            ("override.example.host".to_string(), None)
+        );
+        assert_eq!(sandbox_hostname(&node(), &p), "override.example.host");
     }
 }

@@ -78,6 +78,7 @@ fn security(pod: &Pod, spec: &PodSpec) -> LinuxSandboxSecurityContext {
             ..Default::default()
         }),
         privileged,
+        selinux_options: super::security::selinux(sc.se_linux_options.as_ref()),
         ..Default::default()
     }
 }

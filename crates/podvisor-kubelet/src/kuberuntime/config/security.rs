@@ -145,6 +145,19 @@ pub(crate) fn supplemental_groups(pod_sc: &PodSecurityContext) -> Vec<i64> {
         .collect()
 }
 
+/// SELinux options as CRI carries them: the runtime applies them where SELinux is enabled
+/// and ignores them elsewhere, as with the kubelet.
+pub(super) fn selinux(
+    o: Option<&k8s_openapi::api::core::v1::SELinuxOptions>,
+) -> Option<podvisor_cri::proto::SeLinuxOption> {
+    o.map(|o| podvisor_cri::proto::SeLinuxOption {
+        user: o.user.clone().unwrap_or_default(),
+        role: o.role.clone().unwrap_or_default(),
+        r#type: o.type_.clone().unwrap_or_default(),
+        level: o.level.clone().unwrap_or_default(),
+    })
+}
+
 pub(super) fn container_security(
     pod: &Pod,
     c: &Container,
@@ -199,6 +212,12 @@ pub(super) fn container_security(
             .spec
             .as_ref()
             .map(|spec| namespaces(spec, pod.host_network())),
+        // The container's own, else the pod's (`determineEffectiveSecurityContext`).
+        selinux_options: selinux(
+            sc.se_linux_options
+                .as_ref()
+                .or(pod_sc.se_linux_options.as_ref()),
+        ),
         ..Default::default()
     })
 }

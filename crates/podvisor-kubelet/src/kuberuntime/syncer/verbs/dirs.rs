@@ -19,10 +19,11 @@ fn io(action: &'static str, path: &Path, source: std::io::Error) -> CriSyncError
     }
 }
 
-/// An emptyDir as the kubelet makes it: writable by every user (`0777`), and with an
-/// `fsGroup` owned by that group, which new files inherit (setgid). Done once, when it is
-/// made (marked by a file beside it), so what a container later does to it stands.
-fn share_empty_dir(dir: &Path, fs_group: Option<i64>) -> std::io::Result<()> {
+/// An emptyDir as the kubelet makes it: writable by every user (`0777`; a tmpfs keeps its
+/// sticky bit, `1777`, as the kubelet mounts it), and with an `fsGroup` owned by that
+/// group, which new files inherit (setgid). Done once, when it is made (marked by a file
+/// beside it), so what a container later does to it stands.
+fn share_empty_dir(dir: &Path, fs_group: Option<i64>, sticky: bool) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let name = dir.file_name().unwrap_or_default().to_string_lossy();
     let marker = dir.with_file_name(format!(".{name}.ready"));
@@ -36,7 +37,7 @@ fn share_empty_dir(dir: &Path, fs_group: Option<i64>) -> std::io::Result<()> {
             0o2777
         }
         None => 0o777,
-    };
+    } | if sticky { 0o1000 } else { 0 };
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))?;
     std::fs::write(marker, b"")
 }
@@ -97,9 +98,10 @@ impl CriSyncer {
             }
             for (d, memory) in &empty_dirs {
                 if let Some(Memory(size)) = memory {
-                    podvisor_volumes::prepare_dir(d, Some(0o777), *size)?;
+                    podvisor_volumes::prepare_dir(d, Some(0o1777), *size)?;
                 }
-                share_empty_dir(d, fs_group).map_err(|e| io("set the owner and mode of", d, e))?;
+                share_empty_dir(d, fs_group, memory.is_some())
+                    .map_err(|e| io("set the owner and mode of", d, e))?;
             }
             cleanup::mark_log_dir(&node, &dirs[0]).map_err(|e| io("create", &dirs[0], e))
         })
