@@ -218,3 +218,59 @@ async fn the_kubelet_server_serves_the_certificate_the_cluster_issues_once_appro
         "last\n"
     );
 }
+
+/// What the node conformance suite found missing, through the cluster: `kubectl debug` adds
+/// a debugger to the talker that shares its processes and is attached at once, and a
+/// pod's readiness gates hold it unready until the condition they name is set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn debuggers_and_readiness_gates_work_through_the_cluster() {
+    let agent = join("cs-debug", None).await;
+    let (admin, cleanup) = setup(&agent);
+    let (ns, node) = (cleanup.namespace.clone(), agent.node.clone());
+    node_ready(&admin, &node).await;
+    talker_ready(&admin, &ns, &node).await;
+    let debug = [
+        "debug",
+        "-i",
+        "talker",
+        "--image=localhost/podvisor/busybox:test",
+        "--image-pull-policy=Never",
+        "--target=main",
+        "-c",
+        "dbg",
+        "--",
+        "sh",
+    ];
+    let r = admin.run_with(&in_ns(&ns, &debug), "ps; exit\n");
+    assert!(
+        r.stdout.contains("sleep 86400"),
+        "{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    let state = admin.jsonpath(
+        &["pod", "talker", "-n", &ns],
+        "{.status.ephemeralContainerStatuses[0].name}",
+    );
+    assert_eq!(state, "dbg");
+
+    let gated = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: gated, namespace: {ns}}}\nspec:\n  nodeSelector: {{kubernetes.io/hostname: {node}}}\n  readinessGates: [{{conditionType: example.com/lb}}]\n  containers:\n  - {{name: c, image: localhost/podvisor/busybox:test, imagePullPolicy: Never, command: [sleep, '3600']}}\n"
+    );
+    admin.apply(&gated);
+    let ready = r#"{.status.conditions[?(@.type=="Ready")].reason}"#;
+    wait_for("gated held back by its gate", 2 * MINUTE, || {
+        admin.jsonpath(&["pod", "gated", "-n", &ns], ready) == "ReadinessGatesNotReady"
+    })
+    .await;
+    let set = r#"{"status": {"conditions": [{"type": "example.com/lb", "status": "True"}]}}"#;
+    admin.ok(&in_ns(
+        &ns,
+        &["patch", "pod", "gated", "--subresource=status", "-p", set],
+    ));
+    let status = r#"{.status.conditions[?(@.type=="Ready")].status}"#;
+    wait_for("gated Ready", MINUTE, || {
+        admin.jsonpath(&["pod", "gated", "-n", &ns], status) == "True"
+    })
+    .await;
+}

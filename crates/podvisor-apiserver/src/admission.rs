@@ -12,7 +12,7 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, PodSpec, Toleration};
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleBinding, RoleRef};
-use podvisor_client::{AnyObject, Error};
+use podvisor_client::{AnyObject, Error, Subresource};
 use podvisor_core::Kind;
 use podvisor_core::pod::MIRROR_ANNOTATION;
 use podvisor_core::validation::{FieldError, FieldErrors, FieldPath, names, validate_pod};
@@ -122,7 +122,7 @@ fn admit_typed(
     res: &Resource,
     o: &mut AnyObject,
     node: &str,
-    old: Option<&StoredObject>,
+    (old, sub): (Option<&StoredObject>, Subresource),
 ) -> Result<Vec<FieldError>, Error> {
     let name = name_of(o);
     match o {
@@ -130,7 +130,13 @@ fn admit_typed(
             let old = pod_of(old);
             let pod = Arc::make_mut(p);
             check_pod(res, pod, &name, node, old.as_deref())?;
-            Ok(old.map_or_else(Vec::new, |o| pod_update_errors(&defaulted(&o), pod)))
+            Ok(match (old, sub) {
+                (None, _) => crate::ephemeral::on_create(pod),
+                (Some(o), Subresource::EphemeralContainers) => {
+                    crate::ephemeral::update_errors(&o, pod)
+                }
+                (Some(o), _) => pod_update_errors(&defaulted(&o), pod),
+            })
         }
         AnyObject::Secret(s) => {
             defaults::secret(Arc::make_mut(s));
@@ -188,9 +194,10 @@ impl Admission for ObjectAdmission {
         res: &Resource,
         object: &mut AnyObject,
         old: Option<&StoredObject>,
+        sub: Subresource,
     ) -> Result<(), Error> {
         check_name(res, object)?;
-        let errors = admit_typed(res, object, &self.node.node_name, old)?;
+        let errors = admit_typed(res, object, &self.node.node_name, (old, sub))?;
         if errors.is_empty() {
             return Ok(());
         }

@@ -5,7 +5,7 @@
 //! them, the node's are off. Status writes (the node's own) are not admitted, so they pass; a delete is the
 //! node's to make (as `crictl` could stop a pod), and goes up to the cluster.
 
-use podvisor_client::{AnyObject, Error};
+use podvisor_client::{AnyObject, Error, Subresource};
 use podvisor_core::Kind;
 use podvisor_store::{Admission, Objects, Resource, StoredObject};
 
@@ -21,6 +21,7 @@ impl Admission for ClusterOwned {
         res: &Resource,
         object: &mut AnyObject,
         _: Option<&StoredObject>,
+        _: Subresource,
     ) -> Result<(), Error> {
         let owned = [
             Kind::Pod,
@@ -66,7 +67,13 @@ mod tests {
         };
         let mut pod = AnyObject::new(Pod::default());
         let e = owned
-            .admit(&Nothing, &Resource::of(Kind::Pod), &mut pod, None)
+            .admit(
+                &Nothing,
+                &Resource::of(Kind::Pod),
+                &mut pod,
+                None,
+                Subresource::Main,
+            )
             .unwrap_err();
         assert!(
             e.to_string()
@@ -75,7 +82,13 @@ mod tests {
         );
         for kind in [Kind::Deployment, Kind::Job] {
             let mut o = AnyObject::decode(kind, serde_json::json!({})).unwrap();
-            let e = owned.admit(&Nothing, &Resource::of(kind), &mut o, None);
+            let e = owned.admit(
+                &Nothing,
+                &Resource::of(kind),
+                &mut o,
+                None,
+                Subresource::Main,
+            );
             assert!(
                 e.is_err(),
                 "{kind}: the control plane's controllers run these"
@@ -84,7 +97,13 @@ mod tests {
         let mut cm = AnyObject::new(ConfigMap::default());
         assert!(
             owned
-                .admit(&Nothing, &Resource::of(Kind::ConfigMap), &mut cm, None)
+                .admit(
+                    &Nothing,
+                    &Resource::of(Kind::ConfigMap),
+                    &mut cm,
+                    None,
+                    Subresource::Main
+                )
                 .is_ok()
         );
     }

@@ -18,6 +18,7 @@ pub mod admission;
 pub mod cluster_owned;
 pub mod defaults;
 mod discovery;
+mod ephemeral;
 mod handlers;
 pub mod nodefit;
 mod openapi;

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
-use podvisor_client::{AnyObject, Error, FieldSelector};
+use podvisor_client::{AnyObject, Error, FieldSelector, Subresource};
 use podvisor_core::fit::{self, Allocatable, Requests};
 use podvisor_core::node_admit;
 use podvisor_core::taints::{self, NO_EXECUTE, NO_SCHEDULE, UNSCHEDULABLE_KEY};
@@ -173,6 +173,7 @@ impl Admission for NodeFit {
         _: &Resource,
         object: &mut AnyObject,
         old: Option<&StoredObject>,
+        _: Subresource,
     ) -> Result<(), Error> {
         let AnyObject::Pod(pod) = object else {
             return Ok(());

@@ -11,10 +11,12 @@
 //! The checks are those of the standards' `latest` version that apply to what podvisor
 //! runs (Windows and user-namespace fields are refused by validation anyway).
 
+use std::borrow::Cow;
+
 use k8s_openapi::api::core::v1::{
     Container, Namespace, Pod, PodSpec, SELinuxOptions, SecurityContext, Volume,
 };
-use podvisor_client::{AnyObject, Error};
+use podvisor_client::{AnyObject, Error, Subresource};
 use podvisor_core::Kind;
 use podvisor_core::validation::security::{SAFE_SYSCTLS, dotted_sysctl};
 use podvisor_store::{Admission, Objects, Resource, StoredObject};
@@ -69,11 +71,15 @@ const BASELINE_CAPS: [&str; 13] = [
     "SYS_CHROOT",
 ];
 
-fn all_containers(spec: &PodSpec) -> impl Iterator<Item = &Container> {
+/// Every container of the pod, ephemeral ones as the containers they run as.
+fn all_containers(spec: &PodSpec) -> impl Iterator<Item = Cow<'_, Container>> {
+    let ephemeral = spec.ephemeral_containers.iter().flatten();
     spec.init_containers
         .iter()
         .flatten()
         .chain(&spec.containers)
+        .map(Cow::Borrowed)
+        .chain(ephemeral.map(|ec| Cow::Owned(podvisor_core::pod::ephemeral_as_container(ec))))
 }
 
 fn sc(c: &Container) -> SecurityContext {
@@ -125,7 +131,7 @@ fn baseline(spec: &PodSpec, out: &mut Vec<String>) {
     }
     selinux(None, pod_sc.se_linux_options.as_ref(), out);
     for c in all_containers(spec) {
-        baseline_container(c, out);
+        baseline_container(&c, out);
     }
 }
 
@@ -255,7 +261,7 @@ fn restricted(spec: &PodSpec, out: &mut Vec<String>) {
         out.push("runAsUser=0 (pod must not set runAsUser=0)".into());
     }
     for c in all_containers(spec) {
-        let s = sc(c);
+        let s = sc(&c);
         let name = &c.name;
         if s.allow_privilege_escalation != Some(false) {
             out.push(format!("allowPrivilegeEscalation != false (container {name:?} must set securityContext.allowPrivilegeEscalation=false)"));
@@ -330,15 +336,16 @@ impl Admission for PodSecurity {
         _: &Resource,
         object: &mut AnyObject,
         old: Option<&StoredObject>,
+        sub: Subresource,
     ) -> Result<(), Error> {
         let AnyObject::Pod(pod) = object else {
             return Ok(());
         };
-        // Updates change only images, tolerations, deadlines and the grace period: none
-        // of it is policed.
+        // Updates change only images, tolerations, deadlines and the grace period, none of
+        // it policed; but ephemeral containers added through their subresource are.
         let meta = &pod.metadata;
         let mirror = crate::admission::is_mirror(pod);
-        if old.is_some() || mirror {
+        if (old.is_some() && sub != Subresource::EphemeralContainers) || mirror {
             return Ok(());
         }
         let level = self.level(store, meta.namespace.as_deref().unwrap_or("default"));

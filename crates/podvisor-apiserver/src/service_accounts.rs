@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{
     ObjectFieldSelector, Pod, PodSpec, ProjectedVolumeSource, ServiceAccount,
     ServiceAccountTokenProjection, Volume, VolumeMount, VolumeProjection,
 };
-use podvisor_client::{AnyObject, Error};
+use podvisor_client::{AnyObject, Error, Subresource};
 use podvisor_core::Kind;
 use podvisor_store::{Admission, Objects, Resource, StoredObject};
 
@@ -167,6 +167,7 @@ impl Admission for ServiceAccounts {
         _: &Resource,
         object: &mut AnyObject,
         old: Option<&StoredObject>,
+        _: Subresource,
     ) -> Result<(), Error> {
         let AnyObject::Pod(pod) = object else {
             return Ok(());

@@ -49,6 +49,20 @@ pub enum Subresource {
     Main,
     /// Only the status.
     Status,
+    /// Only a pod's `spec.ephemeralContainers` (`pods/ephemeralcontainers`: debuggers
+    /// added to a running pod).
+    EphemeralContainers,
+}
+
+impl Subresource {
+    /// Its name in a request path (`None` for the main resource).
+    pub fn path(self) -> Option<&'static str> {
+        match self {
+            Subresource::Main => None,
+            Subresource::Status => Some("status"),
+            Subresource::EphemeralContainers => Some("ephemeralcontainers"),
+        }
+    }
 }
 
 /// What happens to objects that name the deleted one in their `ownerReferences`.

@@ -287,7 +287,7 @@ impl Backend for RemoteClient {
         let (pp, body) = (post_params(pp), encode(&object)?);
         let req = match sub {
             Subresource::Main => req.replace(name, &pp, body),
-            Subresource::Status => req.replace_subresource("status", name, &pp, body),
+            other => req.replace_subresource(other.path().unwrap_or_default(), name, &pp, body),
         };
         self.object(req, kind, name).await
     }
@@ -317,7 +317,7 @@ impl Backend for RemoteClient {
         let req = Request::new(collection(t.kind, t.namespace));
         let req = match sub {
             Subresource::Main => req.patch(t.name, &pp, &patch),
-            Subresource::Status => req.patch_subresource("status", t.name, &pp, &patch),
+            other => req.patch_subresource(other.path().unwrap_or_default(), t.name, &pp, &patch),
         };
         self.object(req, t.kind, t.name).await
     }

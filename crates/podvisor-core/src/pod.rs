@@ -6,7 +6,7 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Container, Pod, Volume};
+use k8s_openapi::api::core::v1::{Container, EphemeralContainer, Pod, Volume};
 use serde::Serialize;
 
 use crate::grace::GracePeriod;
@@ -36,6 +36,38 @@ pub fn service_account(spec: Option<&k8s_openapi::api::core::v1::PodSpec>) -> &s
 pub(crate) const DEFAULT_NAMESPACE: &str = "default";
 
 /// The pod accessors of the node agent (and, next, the store and the controllers).
+/// An ephemeral container as the container it runs as (the kubelet's
+/// `(*v1.Container)(&ec.EphemeralContainerCommon)`): every field but the target.
+pub fn ephemeral_as_container(ec: &EphemeralContainer) -> Container {
+    Container {
+        name: ec.name.clone(),
+        image: ec.image.clone(),
+        command: ec.command.clone(),
+        args: ec.args.clone(),
+        working_dir: ec.working_dir.clone(),
+        ports: ec.ports.clone(),
+        env_from: ec.env_from.clone(),
+        env: ec.env.clone(),
+        resources: ec.resources.clone(),
+        resize_policy: ec.resize_policy.clone(),
+        restart_policy: ec.restart_policy.clone(),
+        restart_policy_rules: ec.restart_policy_rules.clone(),
+        volume_mounts: ec.volume_mounts.clone(),
+        volume_devices: ec.volume_devices.clone(),
+        liveness_probe: ec.liveness_probe.clone(),
+        readiness_probe: ec.readiness_probe.clone(),
+        startup_probe: ec.startup_probe.clone(),
+        lifecycle: ec.lifecycle.clone(),
+        termination_message_path: ec.termination_message_path.clone(),
+        termination_message_policy: ec.termination_message_policy.clone(),
+        image_pull_policy: ec.image_pull_policy.clone(),
+        security_context: ec.security_context.clone(),
+        stdin: ec.stdin,
+        stdin_once: ec.stdin_once,
+        tty: ec.tty,
+    }
+}
+
 pub trait PodExt {
     fn pod(&self) -> &Pod;
 
@@ -126,6 +158,14 @@ pub trait PodExt {
             .spec
             .as_ref()
             .and_then(|s| s.init_containers.as_deref())
+            .unwrap_or(&[])
+    }
+
+    fn ephemeral_containers(&self) -> &[EphemeralContainer] {
+        self.pod()
+            .spec
+            .as_ref()
+            .and_then(|s| s.ephemeral_containers.as_deref())
             .unwrap_or(&[])
     }
 

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use podvisor_client::{AnyObject, Error};
+use podvisor_client::{AnyObject, Error, Subresource};
 use podvisor_core::Kind;
 
 use crate::object::{Resource, StoredObject};
@@ -24,13 +24,15 @@ pub trait Objects {
 }
 
 pub trait Admission: Send + Sync {
-    /// Admits `object`, about to be created (`old` is `None`) or to replace `old`: changes
-    /// it, or refuses it with the reason.
+    /// Admits `object`, about to be created (`old` is `None`) or to replace `old` (through
+    /// `sub`, the main resource or a pod's ephemeral containers): changes it, or refuses
+    /// it with the reason.
     fn admit(
         &self,
         store: &dyn Objects,
         res: &Resource,
         object: &mut AnyObject,
         old: Option<&StoredObject>,
+        sub: Subresource,
     ) -> Result<(), Error>;
 }

@@ -8,7 +8,7 @@ use k8s_openapi::api::apps::v1::{DeploymentStatus, ReplicaSetStatus};
 use k8s_openapi::api::batch::v1::JobStatus;
 use k8s_openapi::api::core::v1::{NamespaceStatus, PodStatus, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use podvisor_client::AnyObject;
+use podvisor_client::{AnyObject, Error};
 
 /// Status is the server's to set: what a create asks for is replaced by the kind's first.
 pub(crate) fn reset_status(o: &mut AnyObject) {
@@ -83,6 +83,27 @@ pub(crate) fn copy_status(to: &mut AnyObject, from: &AnyObject) {
         (AnyObject::Job(t), AnyObject::Job(f)) => Arc::make_mut(t).status = f.status.clone(),
         _ => {}
     }
+}
+
+/// A pod's `pods/ephemeralcontainers` update: the stored pod with only its ephemeral
+/// containers (and its resourceVersion, a precondition) taken from `new`, as
+/// kube-apiserver's `dropNonEphemeralContainerUpdates`.
+pub(crate) fn with_ephemeral_containers(
+    old: &AnyObject,
+    new: &AnyObject,
+) -> Result<AnyObject, Error> {
+    let (AnyObject::Pod(o), AnyObject::Pod(n)) = (old, new) else {
+        return Err(Error::BadRequest(
+            "only pods have ephemeral containers".into(),
+        ));
+    };
+    let mut pod = (**o).clone();
+    let wanted = n.spec.as_ref().and_then(|s| s.ephemeral_containers.clone());
+    if let Some(spec) = pod.spec.as_mut() {
+        spec.ephemeral_containers = wanted;
+    }
+    pod.metadata.resource_version = n.metadata.resource_version.clone();
+    Ok(AnyObject::new(pod))
 }
 
 /// Whether the spec changed (what bumps `metadata.generation`).

@@ -16,7 +16,7 @@ use crate::db::{Batch, Db};
 use crate::delete::{self, DeleteStep};
 use crate::object::{Change, ChangeType, Resource, StoredObject};
 use crate::selector::Selector;
-use crate::{meta, patch};
+use crate::{kinds, meta, patch};
 
 mod dependents;
 mod expiry;
@@ -166,7 +166,7 @@ impl Store {
     ) -> Result<Vec<Change>, Error> {
         meta::check_namespace(res, &mut object, ns)?;
         for check in &self.admission {
-            check.admit(self, res, &mut object, None)?;
+            check.admit(self, res, &mut object, None, Subresource::Main)?;
         }
         meta::prepare_create(res, &mut object, ns)?;
         let (ns, name) = (object.namespace().to_string(), object.name().to_string());
@@ -218,9 +218,12 @@ impl Store {
         let old = self.current(res, &new)?;
         let old_object = old.object()?;
         let status_only = sub == Subresource::Status;
+        if sub == Subresource::EphemeralContainers {
+            new = kinds::with_ephemeral_containers(&old_object, &new)?;
+        }
         if !status_only {
             for check in &self.admission {
-                check.admit(self, res, &mut new, Some(&old))?;
+                check.admit(self, res, &mut new, Some(&old), sub)?;
             }
         }
         let mut new = meta::prepare_update(res, &old_object, new, status_only);

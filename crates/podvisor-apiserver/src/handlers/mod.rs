@@ -152,7 +152,9 @@ async fn route(
     match (m, t.name.is_some(), sub.as_deref()) {
         (Method::GET, false, None) if p.is_watch() => watch::serve(req, state, p, t).await,
         (Method::GET, false, None) => read::list(req, state, p, t).await,
-        (Method::GET, true, None | Some("status")) => read::get(req, state, p, t).await,
+        (Method::GET, true, None | Some("status" | "ephemeralcontainers")) => {
+            read::get(req, state, p, t).await
+        }
         (Method::GET, true, Some("log")) => logs::serve(state, p, t).await,
         (Method::GET, true, Some("scale")) => scale::get(state, t).await,
         (Method::POST, false, None) => write::create(req, body, state, p, t).await,
@@ -160,8 +162,12 @@ async fn route(
         (Method::POST, true, Some("token")) if t.resource.plural == "serviceaccounts" => {
             tokens::request(req, body, state, t).await
         }
-        (Method::PUT, true, None | Some("status")) => write::update(req, body, state, p, t).await,
-        (Method::PATCH, true, None | Some("status")) => write::patch(req, body, state, p, t).await,
+        (Method::PUT, true, None | Some("status" | "ephemeralcontainers")) => {
+            write::update(req, body, state, p, t).await
+        }
+        (Method::PATCH, true, None | Some("status" | "ephemeralcontainers")) => {
+            write::patch(req, body, state, p, t).await
+        }
         (Method::PUT | Method::PATCH, true, Some("scale")) => {
             scale::set(req, body, state, p, t).await
         }

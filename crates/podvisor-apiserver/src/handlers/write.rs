@@ -22,6 +22,7 @@ pub(super) fn opts(p: &Params) -> PostParams {
 fn subresource(t: &Target) -> Subresource {
     match t.subresource.as_deref() {
         Some("status") => Subresource::Status,
+        Some("ephemeralcontainers") => Subresource::EphemeralContainers,
         _ => Subresource::Main,
     }
 }

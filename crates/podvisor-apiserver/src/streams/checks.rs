@@ -60,8 +60,10 @@ pub(crate) fn container_for(pod: &Pod, asked: Option<&str>) -> Result<String, No
         .and_then(|s| s.init_containers.as_ref())
         .map(|cs| cs.iter().map(|c| c.name.clone()).collect())
         .unwrap_or_default();
+    let ephemeral = spec.and_then(|s| s.ephemeral_containers.as_ref());
+    let is_ephemeral = |c: &str| ephemeral.is_some_and(|e| e.iter().any(|ec| ec.name == c));
     match asked {
-        Some(c) if main.iter().chain(&init).any(|n| n == c) => Ok(c.to_string()),
+        Some(c) if main.iter().chain(&init).any(|n| n == c) || is_ephemeral(c) => Ok(c.to_string()),
         Some(c) => Err(NoContainer::NotInPod {
             container: c.to_string(),
             pod: name,

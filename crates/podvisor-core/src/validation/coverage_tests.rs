@@ -53,7 +53,8 @@ fn base() -> Value {
                 "env": [{"name": "E", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
                 "livenessProbe": {"exec": {"command": ["true"]}},
                 "lifecycle": {"preStop": {"exec": {"command": ["true"]}}}
-            }]
+            }],
+            "ephemeralContainers": [{"name": "dbg", "image": "i", "securityContext": {}}]
         }
     })
 }
@@ -73,27 +74,24 @@ fn pod_spec() -> Table {
             h("dnsConfig"),
             h("dnsPolicy"),
             h("enableServiceLinks"),
-            (
-                "ephemeralContainers",
-                Refused(json!([{"name": "dbg", "image": "i"}])),
-            ),
+            h("ephemeralContainers"),
             h("hostAliases"),
             h("hostIPC"),
             h("hostNetwork"),
             h("hostPID"),
             ("hostUsers", Refused(json!(false))),
             h("hostname"),
-            ("hostnameOverride", Refused(json!("other"))),
+            h("hostnameOverride"),
             h("imagePullSecrets"),
             h("initContainers"),
             h("nodeName"),
             h("nodeSelector"),
-            ("os", Refused(json!({"name": "windows"}))),
+            ("os", Partly(json!({"name": "plan9"}))),
             ("overhead", Refused(json!({"cpu": "100m"}))),
             c("preemptionPolicy"),
             c("priority"),
             c("priorityClassName"),
-            ("readinessGates", Refused(json!([{"conditionType": "x"}]))),
+            h("readinessGates"),
             ("resourceClaims", Refused(json!([{"name": "gpu"}]))),
             ("resources", Refused(json!({"limits": {"cpu": "1"}}))),
             h("restartPolicy"),
@@ -159,6 +157,57 @@ fn container() -> Table {
     }
 }
 
+fn ephemeral_container() -> Table {
+    let h = |f| (f, Honoured);
+    let honoured = [
+        "args",
+        "command",
+        "env",
+        "envFrom",
+        "image",
+        "imagePullPolicy",
+        "name",
+        "securityContext",
+        "stdin",
+        "stdinOnce",
+        "targetContainerName",
+        "terminationMessagePath",
+        "terminationMessagePolicy",
+        "tty",
+        "volumeMounts",
+        "workingDir",
+    ];
+    let mut classes: Vec<(&str, Class)> = honoured.into_iter().map(h).collect();
+    let exec = json!({"exec": {"command": ["true"]}});
+    classes.extend([
+        ("ports", Refused(json!([{"containerPort": 80}]))),
+        ("resources", Refused(json!({"limits": {"cpu": "1"}}))),
+        (
+            "resizePolicy",
+            Refused(json!([{"resourceName": "cpu", "restartPolicy": "NotRequired"}])),
+        ),
+        ("livenessProbe", Refused(exec.clone())),
+        ("readinessProbe", Refused(exec.clone())),
+        ("startupProbe", Refused(exec.clone())),
+        ("lifecycle", Refused(json!({"preStop": exec}))),
+        ("restartPolicy", Refused(json!("Always"))),
+        (
+            "restartPolicyRules",
+            Refused(json!([{"action": "Restart", "exitCodes": {"operator": "In", "values": [1]}}])),
+        ),
+        (
+            "volumeDevices",
+            Refused(json!([{"name": "v", "devicePath": "/dev/x"}])),
+        ),
+    ]);
+    Table {
+        name: "EphemeralContainer",
+        fields: fields::<EphemeralContainer>(),
+        at: "/spec/ephemeralContainers/0",
+        classes,
+    }
+}
+
 fn pod_security_context() -> Table {
     let h = |f| (f, Honoured);
     Table {
@@ -179,9 +228,9 @@ fn pod_security_context() -> Table {
             h("runAsUser"),
             (
                 "seLinuxChangePolicy",
-                NoEffect("podvisor's nodes do not run SELinux: seLinuxOptions are refused"),
+                NoEffect("volumes are not relabelled: the runtime labels what it mounts"),
             ),
-            ("seLinuxOptions", Refused(json!({"level": "s0:c1"}))),
+            h("seLinuxOptions"),
             (
                 "seccompProfile",
                 Partly(json!({"type": "Localhost", "localhostProfile": "p"})),
@@ -190,7 +239,7 @@ fn pod_security_context() -> Table {
             ("supplementalGroupsPolicy", Refused(json!("Strict"))),
             (
                 "sysctls",
-                Partly(json!([{"name": "kernel.msgmax", "value": "1"}])),
+                Partly(json!([{"name": "Kernel..msgmax", "value": "1"}])),
             ),
             ("windowsOptions", Refused(json!({"runAsUserName": "x"}))),
         ],
@@ -213,7 +262,7 @@ fn security_context() -> Table {
             h("runAsGroup"),
             h("runAsNonRoot"),
             h("runAsUser"),
-            ("seLinuxOptions", Refused(json!({"level": "s0:c1"}))),
+            h("seLinuxOptions"),
             (
                 "seccompProfile",
                 Partly(json!({"type": "Localhost", "localhostProfile": "p"})),
@@ -378,6 +427,7 @@ pub(super) fn tables() -> Vec<Table> {
     let mut t = vec![
         pod_spec(),
         container(),
+        ephemeral_container(),
         pod_security_context(),
         security_context(),
         volume(),

@@ -11,6 +11,7 @@ mod coverage_tests;
 #[cfg(test)]
 mod coverage_walk;
 mod dns;
+mod ephemeral;
 pub mod field;
 mod lifecycle;
 pub mod names;

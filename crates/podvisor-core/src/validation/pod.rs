@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, VolumeMount};
 
 use super::field::{FieldError, FieldErrors, FieldPath};
 use super::lifecycle::{self, Role};
-use super::{dns, names, restart, security, unsupported, volumes};
+use super::{dns, ephemeral, names, restart, security, unsupported, volumes};
 use crate::grace::GracePeriod;
 use crate::phase::RestartPolicy;
 use crate::quantity;
@@ -78,12 +78,6 @@ fn validate_spec(spec: &PodSpec, path: &FieldPath, errs: &mut FieldErrors) {
         &path.child("volumes"),
         errs,
     );
-    if spec.readiness_gates.as_ref().is_some_and(|g| !g.is_empty()) {
-        errs.push(FieldError::forbidden(
-            &path.child("readinessGates"),
-            "podvisor does not evaluate readiness gates",
-        ));
-    }
     security::validate_pod(spec, path, errs);
     dns::validate(spec, path, errs);
     unsupported::validate_spec(spec, path, errs);
@@ -119,14 +113,15 @@ fn validate_containers(
                 (true, false) => Role::Init,
             };
             lifecycle::validate(c, &c_path, role, grace, errs);
-            if !names.insert(c.name.as_str()) {
+            if !names.insert(c.name.clone()) {
                 errs.push(FieldError::duplicate(&c_path.child("name"), &c.name));
             }
         }
     }
+    ephemeral::validate(spec, path, (volumes, &mut names), errs);
 }
 
-fn validate_container(
+pub(super) fn validate_container(
     c: &Container,
     path: &FieldPath,
     volumes: &HashSet<&str>,

@@ -17,17 +17,7 @@ fn non_empty<T>(v: Option<&Vec<T>>) -> bool {
 }
 
 pub(super) fn validate_spec(spec: &PodSpec, path: &FieldPath, errs: &mut FieldErrors) {
-    let fields: [(bool, &str, &str); 6] = [
-        (
-            non_empty(spec.ephemeral_containers.as_ref()),
-            "ephemeralContainers",
-            "podvisor does not run ephemeral containers",
-        ),
-        (
-            spec.hostname_override.is_some(),
-            "hostnameOverride",
-            "podvisor does not override a pod's hostname",
-        ),
+    let fields: [(bool, &str, &str); 4] = [
         (
             spec.overhead.as_ref().is_some_and(|o| !o.is_empty()),
             "overhead",
@@ -54,11 +44,17 @@ pub(super) fn validate_spec(spec: &PodSpec, path: &FieldPath, errs: &mut FieldEr
     for (set, field, why) in fields {
         refuse(set, path.child(field), why, errs);
     }
-    if let Some(os) = spec.os.as_ref().filter(|os| os.name != "linux") {
+    // A valid OS other than the node's is the node's to refuse (`PodOSNotSupported`,
+    // `node_admit`), as the kubelet does; anything else is no OS Kubernetes knows.
+    if let Some(os) = spec
+        .os
+        .as_ref()
+        .filter(|os| !["linux", "windows"].contains(&os.name.as_str()))
+    {
         errs.push(FieldError::not_supported(
             &path.child("os").child("name"),
             &os.name,
-            &["linux"],
+            &["linux", "windows"],
         ));
     }
 }

@@ -119,7 +119,7 @@ fn container_status(p: &Parts<'_>) -> ApiContainerStatus {
                 ..Default::default()
             });
             out.started = Some(p.view.started(c, &n.id));
-            out.ready = p.role != Role::Init && p.view.ready(c, &n.id);
+            out.ready = !matches!(p.role, Role::Init | Role::Ephemeral) && p.view.ready(c, &n.id);
             out.last_state = previous.map(terminated);
         }
         Some(n) if n.state == ContainerState::Exited => {
@@ -178,10 +178,20 @@ pub(crate) fn api_status(
         .iter()
         .map(|c| container_status(&parts(c, Role::App, app_default)))
         .collect();
+    // Ephemeral containers count for neither the phase nor the conditions.
+    let ephemeral_specs: Vec<Container> = pod
+        .ephemeral_containers()
+        .iter()
+        .map(podvisor_core::pod::ephemeral_as_container)
+        .collect();
+    let ephemeral: Vec<ApiContainerStatus> = ephemeral_specs
+        .iter()
+        .map(|c| container_status(&parts(c, Role::Ephemeral, WaitingReason::ContainerCreating)))
+        .collect();
     let deadline = deadline::exceeded(pod, rt, podvisor_core::time::now_nanos());
     let phase = match deadline {
         true => podvisor_core::Phase::Failed,
-        false => phase(pod, rt, &statuses, &inits),
+        false => phase(pod, rt, (&statuses, &inits), terminated),
     };
     let ips: Vec<String> = if pod.host_network() {
         Vec::new()
@@ -195,6 +205,7 @@ pub(crate) fn api_status(
         pod_ips: (!ips.is_empty()).then(|| ips.iter().map(|ip| PodIP { ip: ip.clone() }).collect()),
         init_container_statuses: (!inits.is_empty()).then_some(inits),
         container_statuses: Some(statuses),
+        ephemeral_container_statuses: (!ephemeral.is_empty()).then_some(ephemeral),
         reason: deadline.then(|| deadline::REASON.to_string()),
         message: deadline.then(|| deadline::MESSAGE.to_string()),
         qos_class: Some(podvisor_core::qos::qos_class(pod).as_str().to_string()),

@@ -12,6 +12,8 @@ pub(crate) enum Role {
     /// An init container with `restartPolicy: Always`.
     Sidecar,
     App,
+    /// A debugging container added to a running pod: never ready, never restarted.
+    Ephemeral,
 }
 
 impl Role {

@@ -535,3 +535,86 @@ fn the_node_s_address_qos_class_and_generation_are_reported() {
         "a host-network pod has the node's"
     );
 }
+
+#[test]
+fn readiness_gates_hold_ready_until_their_conditions_are_true() {
+    use k8s_openapi::api::core::v1::{PodCondition, PodReadinessGate};
+    let mut p = pod("Always", &[], &["app"]);
+    p.spec.as_mut().unwrap().readiness_gates = Some(vec![PodReadinessGate {
+        condition_type: "example.com/lb".into(),
+    }]);
+    let running = rt(vec![cs("app", 0, 2, None)]);
+    let status = |p: &Pod| api_status(p, &running, &HashMap::new(), false, ProbeView::default());
+    let s = status(&p);
+    assert_eq!(cond(&s, "ContainersReady"), "True");
+    let ready = s
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "Ready")
+        .unwrap();
+    assert_eq!(ready.status, "False");
+    assert_eq!(ready.reason.as_deref(), Some("ReadinessGatesNotReady"));
+    assert_eq!(
+        ready.message.as_deref(),
+        Some("corresponding condition of pod readiness gate \"example.com/lb\" does not exist.")
+    );
+    let set = |value: &str| {
+        let mut q = p.clone();
+        q.status = Some(ApiPodStatus {
+            conditions: Some(vec![PodCondition {
+                type_: "example.com/lb".into(),
+                status: value.into(),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        });
+        q
+    };
+    assert_eq!(cond(&status(&set("False")), "Ready"), "False");
+    assert_eq!(cond(&status(&set("True")), "Ready"), "True");
+}
+
+#[test]
+fn an_ephemeral_container_has_a_status_of_its_own_never_ready() {
+    use k8s_openapi::api::core::v1::EphemeralContainer;
+    let mut p = pod("Always", &[], &["app"]);
+    p.spec.as_mut().unwrap().ephemeral_containers = Some(vec![EphemeralContainer {
+        name: "dbg".into(),
+        image: Some("busybox".into()),
+        ..Default::default()
+    }]);
+    let s = api_status(
+        &p,
+        &rt(vec![cs("app", 0, 2, None), cs("dbg", 0, 3, None)]),
+        &HashMap::new(),
+        false,
+        ProbeView::default(),
+    );
+    let dbg = &s.ephemeral_container_statuses.as_ref().unwrap()[0];
+    assert_eq!(dbg.name, "dbg");
+    assert!(dbg.state.as_ref().unwrap().running.is_some());
+    assert!(!dbg.ready);
+    assert_eq!(cond(&s, "Ready"), "True", "the app alone decides");
+}
+
+#[test]
+fn a_terminated_pod_is_finished_whatever_its_restart_policy() {
+    let p = pod("Always", &[], &["app"]);
+    let status = |exit, terminated| {
+        api_status(
+            &p,
+            &rt(vec![cs("app", 0, 2, Some(exit))]),
+            &HashMap::new(),
+            terminated,
+            ProbeView::default(),
+        )
+    };
+    assert_eq!(
+        status(0, false).phase.as_deref(),
+        Some("Running"),
+        "it restarts"
+    );
+    assert_eq!(status(0, true).phase.as_deref(), Some("Succeeded"));
+    assert_eq!(status(137, true).phase.as_deref(), Some("Failed"));
+}

@@ -27,6 +27,7 @@ fn restarts(pod: &Pod, container: &str) -> Option<(i32, bool)> {
         .iter()
         .flatten()
         .chain(st.init_container_statuses.iter().flatten())
+        .chain(st.ephemeral_container_statuses.iter().flatten())
         .find(|s| s.name == container)
         .map(|s| {
             (

@@ -47,6 +47,8 @@ pub(crate) struct PodActions {
     pub init_to_start: Vec<usize>,
     /// Indices into `spec.containers` to (re)start.
     pub containers_to_start: Vec<usize>,
+    /// Indices into `spec.ephemeralContainers` never started yet (they never restart).
+    pub ephemeral_to_start: Vec<usize>,
     /// Running containers to stop, and why.
     pub containers_to_kill: Vec<ContainerKill>,
 }
@@ -57,6 +59,7 @@ impl PodActions {
             && !self.create_sandbox
             && self.init_to_start.is_empty()
             && self.containers_to_start.is_empty()
+            && self.ephemeral_to_start.is_empty()
             && self.containers_to_kill.is_empty()
     }
 }
@@ -134,6 +137,8 @@ pub(crate) enum Step {
     StartInit(usize),
     /// Start the app container at this index of `spec.containers`.
     StartContainer(usize),
+    /// Start the ephemeral container at this index of `spec.ephemeralContainers`.
+    StartEphemeral(usize),
 }
 
 impl PodActions {
@@ -155,6 +160,12 @@ impl PodActions {
                 attempt: self.attempt,
             });
         }
+        // As the kubelet's SyncPod: ephemeral containers before init and app containers.
+        steps.extend(
+            self.ephemeral_to_start
+                .iter()
+                .map(|&i| Step::StartEphemeral(i)),
+        );
         steps.extend(self.init_to_start.iter().map(|&i| Step::StartInit(i)));
         steps.extend(
             self.containers_to_start
@@ -280,6 +291,15 @@ pub(crate) fn compute_pod_actions(
     if create_sandbox {
         return new_sandbox_actions(pod, status, actions);
     }
+    // Ephemeral containers start even before the pod is initialized, once each: one the
+    // runtime has seen, running or not, is never started again.
+    actions.ephemeral_to_start = pod
+        .ephemeral_containers()
+        .iter()
+        .enumerate()
+        .filter(|(_, ec)| status.container(&ec.name).is_none())
+        .map(|(i, _)| i)
+        .collect();
     let initialized = init_container_actions(pod, status, verdicts, &mut actions);
     if actions.kill_pod || !initialized {
         return actions;

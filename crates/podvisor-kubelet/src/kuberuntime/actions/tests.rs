@@ -47,10 +47,16 @@ fn sandbox(attempt: u32, ready: bool) -> SandboxStatus {
 
 /// A container status; `exit: None` means running.
 fn c(pod: &Pod, name: &str, created: i64, exit: Option<i32>) -> ContainerStatus {
+    let ephemeral: Vec<Container> = pod
+        .ephemeral_containers()
+        .iter()
+        .map(podvisor_core::pod::ephemeral_as_container)
+        .collect();
     let spec = pod
         .init_containers()
         .iter()
         .chain(pod.containers())
+        .chain(&ephemeral)
         .find(|c| c.name == name)
         .unwrap();
     ContainerStatus {
@@ -488,4 +494,35 @@ fn restart_rules_restart_on_the_listed_exit_codes_only() {
         let a = compute_pod_actions(&p, &s, &Verdicts::default());
         assert_eq!(a.containers_to_start == [0], restart, "exit {code}: {a:?}");
     }
+}
+
+#[test]
+fn an_ephemeral_container_starts_once_even_before_the_pod_is_initialized() {
+    use k8s_openapi::api::core::v1::EphemeralContainer;
+    let mut p = pod("Always", &["init"], &["app"]);
+    p.spec.as_mut().unwrap().ephemeral_containers = Some(vec![EphemeralContainer {
+        name: "dbg".into(),
+        image: Some("i".into()),
+        ..Default::default()
+    }]);
+    // Still initializing: the debugger starts anyway, before the init container.
+    let s = status(vec![sandbox(0, true)], vec![]);
+    let a = compute_pod_actions(&p, &s, &Verdicts::default());
+    assert_eq!(a.ephemeral_to_start, [0]);
+    assert_eq!(a.steps(), [Step::StartEphemeral(0), Step::StartInit(0)]);
+    // Seen by the runtime once, running or exited: never started again.
+    let exited = status(
+        vec![sandbox(0, true)],
+        vec![
+            c(&p, "init", 1, Some(0)),
+            c(&p, "app", 2, None),
+            c(&p, "dbg", 3, Some(1)),
+        ],
+    );
+    let a = compute_pod_actions(&p, &exited, &Verdicts::default());
+    assert!(a.ephemeral_to_start.is_empty());
+    assert!(a.is_noop(), "{a:?}");
+    // A sandbox made anew starts none: debuggers belong to the sandbox they were added to.
+    let fresh = compute_pod_actions(&p, &PodStatus::default(), &Verdicts::default());
+    assert!(fresh.ephemeral_to_start.is_empty());
 }

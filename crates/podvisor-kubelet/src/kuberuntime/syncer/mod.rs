@@ -265,14 +265,10 @@ impl CriSyncer {
                 Step::CreateSandbox { attempt } => {
                     sandbox = Some(self.create_sandbox(pod, attempt).await?)
                 }
-                Step::StartInit(i) | Step::StartContainer(i) => {
+                Step::StartInit(_) | Step::StartContainer(_) | Step::StartEphemeral(_) => {
                     let init = matches!(step, Step::StartInit(_));
-                    let list = if init {
-                        pod.init_containers()
-                    } else {
-                        pod.containers()
-                    };
-                    let (Some(c), Some(sb)) = (list.get(i), sandbox.as_ref()) else {
+                    let c = verbs::container_of(pod, &step);
+                    let (Some(c), Some(sb)) = (c.as_ref(), sandbox.as_ref()) else {
                         continue;
                     };
                     let target = Target {

@@ -19,7 +19,7 @@ use podvisor_cri::proto::PodSandboxConfig;
 
 pub(crate) use kill::{Stop, pod_ip, running_of, running_of_listing};
 pub use objects::PodObjects;
-pub(crate) use start::{Target, Waits, backoff_ends_in};
+pub(crate) use start::{Target, Waits, backoff_ends_in, container_of};
 
 /// The sandbox a sync starts containers in.
 pub(crate) struct SandboxInfo {

@@ -7,12 +7,13 @@ use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::Container;
 use podvisor_core::{PodExt, SharedPod};
+use podvisor_cri::proto::{ContainerConfig, NamespaceMode};
 use podvisor_cri::{ContainerState, ContainerStatus, ImageUser, PodStatus};
 use tracing::{debug, info};
 
 use super::super::{CriSyncError, CriSyncer};
 use super::SandboxInfo;
-use crate::kuberuntime::actions::{CONTAINER_HASH, container_hash};
+use crate::kuberuntime::actions::{CONTAINER_HASH, Step, container_hash};
 use crate::kuberuntime::cleanup;
 use crate::kuberuntime::config::{
     Instance, backoff_left, check_image_user, container_config, crash_backoff, etc_hosts_path,
@@ -50,6 +51,44 @@ pub(crate) fn backoff_ends_in(status: &PodStatus, waits: &Waits) -> Option<std::
         .min()
 }
 
+/// The container a start step names (an ephemeral one as the container it runs as).
+pub(crate) fn container_of(pod: &SharedPod, step: &Step) -> Option<Container> {
+    match *step {
+        Step::StartInit(i) => pod.init_containers().get(i).cloned(),
+        Step::StartContainer(i) => pod.containers().get(i).cloned(),
+        Step::StartEphemeral(i) => pod
+            .ephemeral_containers()
+            .get(i)
+            .map(podvisor_core::pod::ephemeral_as_container),
+        _ => None,
+    }
+}
+
+/// An ephemeral container with a `targetContainerName` joins that container's process
+/// namespace (unless the pod shares one, or the host's), as the kubelet starts it: a
+/// debugger sees the processes it came to debug.
+fn share_target_pids(cfg: &mut ContainerConfig, t: &Target<'_>, c: &Container) {
+    let target = t
+        .pod
+        .ephemeral_containers()
+        .iter()
+        .find(|ec| ec.name == c.name)
+        .and_then(|ec| ec.target_container_name.as_deref())
+        .and_then(|name| t.status.container(name))
+        .filter(|s| s.state == ContainerState::Running);
+    let ns = cfg
+        .linux
+        .as_mut()
+        .and_then(|l| l.security_context.as_mut())
+        .and_then(|s| s.namespace_options.as_mut());
+    if let (Some(target), Some(ns)) = (target, ns)
+        && ns.pid == NamespaceMode::Container as i32
+    {
+        ns.pid = NamespaceMode::Target as i32;
+        ns.target_id = target.id.clone();
+    }
+}
+
 fn wait(waits: &mut Waits, c: &Container, reason: WaitingReason, message: String) {
     waits.insert(c.name.clone(), Waiting::new(reason, message));
 }
@@ -82,7 +121,10 @@ impl CriSyncer {
                 (first, first)
             }
         };
+        // Every reason a container's config cannot be made is a `Failed` event too, as the
+        // kubelet records `FailedToCreateContainer`.
         let config_error = |waits: &mut Waits, e: String| {
+            self.event(t.pod, EventType::Warning, "Failed", format!("Error: {e}"));
             wait(waits, c, WaitingReason::CreateContainerConfigError, e);
         };
         self.verify_non_root(t.pod, c, &image)
@@ -90,7 +132,6 @@ impl CriSyncer {
             .inspect_err(|e| config_error(waits, e.to_string()))?;
         let env = self.environment(t, c).await.map_err(|e| {
             config_error(waits, e.to_string());
-            self.event(t.pod, EventType::Warning, "Failed", format!("Error: {e}"));
             CriSyncError::Volume(e)
         })?;
         let etc_hosts = self.write_etc_hosts(t).await?;
@@ -105,10 +146,11 @@ impl CriSyncer {
             etc_hosts: Some(&etc_hosts),
             termination_log: Some(&termination_log),
         };
-        let cfg = container_config(&self.node, &instance).map_err(|e| {
+        let mut cfg = container_config(&self.node, &instance).map_err(|e| {
             config_error(waits, e.to_string());
             CriSyncError::Config(e)
         })?;
+        share_target_pids(&mut cfg, t, c);
         self.bind_sub_paths(t.pod, c)
             .await
             .inspect_err(|e| config_error(waits, e.to_string()))?;
