@@ -229,9 +229,12 @@ async fn debuggers_and_readiness_gates_work_through_the_cluster() {
     let (ns, node) = (cleanup.namespace.clone(), agent.node.clone());
     node_ready(&admin, &node).await;
     talker_ready(&admin, &ns, &node).await;
+    // Attached to its output (stdin is not: containerd detaches an attach whose stdin
+    // closes, the kubelet's too, so piped input would race the output); one that ended
+    // before kubectl attached is read from its log, which goes through :10250 as well.
     let debug = [
         "debug",
-        "-i",
+        "--attach",
         "talker",
         "--image=localhost/podvisor/busybox:test",
         "--image-pull-policy=Never",
@@ -240,8 +243,10 @@ async fn debuggers_and_readiness_gates_work_through_the_cluster() {
         "dbg",
         "--",
         "sh",
+        "-c",
+        "sleep 1; ps",
     ];
-    let r = admin.run_with(&in_ns(&ns, &debug), "ps; exit\n");
+    let r = admin.run(&in_ns(&ns, &debug));
     assert!(
         r.stdout.contains("sleep 86400"),
         "{}\n{}",

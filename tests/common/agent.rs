@@ -277,6 +277,24 @@ impl Agent {
         mirror.metadata.annotations?.get(MIRROR_ANNOTATION).cloned()
     }
 
+    /// Waits up to `limit` for pod `name` to satisfy `check`: the pod, or `None` if it
+    /// never did (the caller says what it knows of why).
+    pub async fn wait_pod_or(
+        &self,
+        name: &str,
+        limit: Duration,
+        check: impl Fn(&Pod) -> bool,
+    ) -> Option<Pod> {
+        let t0 = Instant::now();
+        while t0.elapsed() <= limit {
+            if let Some(p) = self.pod(name).await.filter(|p| check(p)) {
+                return Some(p);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        None
+    }
+
     /// Waits until pod `name` satisfies `check`, returning it.
     pub async fn wait_pod(
         &self,

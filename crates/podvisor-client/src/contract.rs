@@ -309,9 +309,41 @@ async fn status_patches(api: &Api<Pod>, name: &str, pod: &Pod) {
     assert_eq!(types, ["B"]);
     assert_eq!(status.message, None);
     assert_eq!(status.phase.as_deref(), Some("Running"), "the rest is kept");
+    ip_change(api, name, &uid).await;
     let other = json!({"metadata": {"uid": "another"}, "status": {"message": "x"}});
     let r = api.patch_status(name, &pp, &Patch::Strategic(other)).await;
     assert!(matches!(r, Err(Error::Invalid { .. })), "{r:?}");
+}
+
+/// A pod whose IP changes, as the node's status writer says it: podIPs merge by `ip`, so
+/// the old address goes with its `$patch: delete` and only the new one is kept.
+async fn ip_change(api: &Api<Pod>, name: &str, uid: &str) {
+    let pp = PostParams::default();
+    let ip = |a: &str| json!({"ip": a});
+    let first = json!({"metadata": {"uid": uid}, "status": {
+        "podIP": "10.0.0.1", "podIPs": [ip("10.0.0.1")]}});
+    api.patch_status(name, &pp, &Patch::Strategic(first))
+        .await
+        .unwrap();
+    let moved = json!({"metadata": {"uid": uid}, "status": {
+        "podIP": "10.0.0.2",
+        "$setElementOrder/podIPs": [ip("10.0.0.2")],
+        "podIPs": [ip("10.0.0.2"), {"ip": "10.0.0.1", "$patch": "delete"}]}});
+    let o = api
+        .patch_status(name, &pp, &Patch::Strategic(moved))
+        .await
+        .unwrap();
+    let ips: Vec<_> = o
+        .status
+        .iter()
+        .flat_map(|s| s.pod_ips.iter().flatten())
+        .map(|p| p.ip.as_str())
+        .collect();
+    assert_eq!(
+        ips,
+        ["10.0.0.2"],
+        "the old address is gone, no directive kept"
+    );
 }
 
 async fn patches(client: &Client) {

@@ -18,6 +18,7 @@ mod backend;
 #[cfg(feature = "contract")]
 pub mod contract;
 mod error;
+pub mod merge_keys;
 mod object;
 mod params;
 pub mod selector;

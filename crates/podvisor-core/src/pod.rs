@@ -20,6 +20,22 @@ pub const CONFIG_SOURCE_ANNOTATION: &str = "kubernetes.io/config.source";
 /// value is the static pod's UID.
 pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 
+/// The pod conditions the kubelet computes; the others (`DisruptionTarget` from taint
+/// eviction, a readiness gate's, a controller's own) belong to whoever set them, and the
+/// kubelet's status manager keeps them as they are.
+pub const KUBELET_CONDITIONS: [&str; 5] = [
+    "PodScheduled",
+    "Ready",
+    "Initialized",
+    "ContainersReady",
+    "PodReadyToStartContainers",
+];
+
+/// Whether the kubelet computes pod condition `type_` (see [`KUBELET_CONDITIONS`]).
+pub fn kubelet_owns_condition(type_: &str) -> bool {
+    KUBELET_CONDITIONS.contains(&type_)
+}
+
 /// The service account a pod runs as: `serviceAccountName`, else the deprecated
 /// `serviceAccount`, else `default`.
 pub fn service_account(spec: Option<&k8s_openapi::api::core::v1::PodSpec>) -> &str {

@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{DeploymentStatus, ReplicaSetStatus};
 use k8s_openapi::api::batch::v1::JobStatus;
-use k8s_openapi::api::core::v1::{NamespaceStatus, PodStatus, Taint};
+use k8s_openapi::api::core::v1::{NamespaceStatus, PodCondition, PodStatus, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use podvisor_client::{AnyObject, Error};
+use podvisor_core::pod::kubelet_owns_condition;
 
 /// Status is the server's to set: what a create asks for is replaced by the kind's first.
 pub(crate) fn reset_status(o: &mut AnyObject) {
@@ -83,6 +84,34 @@ pub(crate) fn copy_status(to: &mut AnyObject, from: &AnyObject) {
         (AnyObject::Job(t), AnyObject::Job(f)) => Arc::make_mut(t).status = f.status.clone(),
         _ => {}
     }
+}
+
+/// A pod's conditions that the kubelet does not compute (others set them).
+pub(crate) fn foreign_conditions(o: &AnyObject) -> Vec<PodCondition> {
+    let AnyObject::Pod(p) = o else {
+        return Vec::new();
+    };
+    let all = p.status.as_ref().and_then(|s| s.conditions.as_deref());
+    all.unwrap_or_default()
+        .iter()
+        .filter(|c| !kubelet_owns_condition(&c.type_))
+        .cloned()
+        .collect()
+}
+
+/// Replaces pod `o`'s conditions that the kubelet does not compute with `foreign`.
+pub(crate) fn set_foreign_conditions(o: &mut AnyObject, foreign: Vec<PodCondition>) {
+    let AnyObject::Pod(p) = o else {
+        return;
+    };
+    if p.status.is_none() && foreign.is_empty() {
+        return;
+    }
+    let status = Arc::make_mut(p).status.get_or_insert_with(Default::default);
+    let mut conditions: Vec<PodCondition> = status.conditions.take().unwrap_or_default();
+    conditions.retain(|c| kubelet_owns_condition(&c.type_));
+    conditions.extend(foreign);
+    status.conditions = (!conditions.is_empty()).then_some(conditions);
 }
 
 /// A pod's `pods/ephemeralcontainers` update: the stored pod with only its ephemeral

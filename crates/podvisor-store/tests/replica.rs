@@ -104,6 +104,54 @@ fn the_node_s_status_wins_and_the_same_copy_writes_nothing() {
 }
 
 #[test]
+fn conditions_others_set_in_the_cluster_are_taken_the_node_s_kept() {
+    let (mut s, d) = open("conditions");
+    s.replicate(&res(), cluster_pod("u1", "busybox", "Pending"))
+        .unwrap();
+    let mut ours = (*pod(&s)).clone();
+    ours.status = Some(
+        serde_json::from_value(json!({"phase": "Running", "conditions": [
+            {"type": "Ready", "status": "False", "reason": "ReadinessGatesNotReady"}]}))
+        .unwrap(),
+    );
+    s.update(
+        &res(),
+        AnyObject::new(ours),
+        Subresource::Status,
+        PostParams::default(),
+    )
+    .unwrap();
+    // A load balancer sets the pod's readiness gate in the cluster.
+    let mut gated = cluster_pod("u1", "busybox", "Pending");
+    if let AnyObject::Pod(p) = &mut gated {
+        std::sync::Arc::make_mut(p).status = Some(
+            serde_json::from_value(json!({"phase": "Pending", "conditions": [
+                {"type": "Ready", "status": "True"},
+                {"type": "example.com/lb", "status": "True"}]}))
+            .unwrap(),
+        );
+    }
+    assert_eq!(s.replicate(&res(), gated).unwrap().len(), 1);
+    let status = pod(&s).status.clone().unwrap();
+    assert_eq!(status.phase.as_deref(), Some("Running"), "the node's phase");
+    let conditions: Vec<_> = status
+        .conditions
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.type_, c.status))
+        .collect();
+    assert_eq!(
+        conditions,
+        [
+            ("Ready".to_string(), "False".to_string()),
+            ("example.com/lb".to_string(), "True".to_string())
+        ],
+        "the node's Ready, the cluster's gate"
+    );
+    let _ = std::fs::remove_dir_all(d);
+}
+
+#[test]
 fn a_deletion_the_node_started_is_not_taken_back() {
     let (mut s, d) = open("deletion");
     s.replicate(&res(), cluster_pod("u1", "busybox", "Pending"))

@@ -7,16 +7,8 @@
 //! (a controller's condition) is merged, not a conflict.
 
 use k8s_openapi::api::core::v1::PodStatus;
+use podvisor_client::merge_keys::merge_key;
 use serde_json::{Map, Value, json};
-
-/// The merge key of a status list that merges, by its field name.
-fn merge_key(field: &str) -> Option<&'static str> {
-    match field {
-        "conditions" => Some("type"),
-        "podIPs" | "hostIPs" => Some("ip"),
-        _ => None,
-    }
-}
 
 /// The patch that turns `stored` into `ours` on the pod `uid`.
 pub(crate) fn status_patch(uid: &str, stored: Option<&PodStatus>, ours: &PodStatus) -> Value {

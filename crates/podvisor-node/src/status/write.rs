@@ -5,6 +5,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, Pod, PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use podvisor_client::{Api, Client, DeleteParams, Error, Patch, PostParams};
+use podvisor_core::pod::kubelet_owns_condition;
 use podvisor_core::{PodExt, Uid};
 use tracing::{debug, info, warn};
 
@@ -58,17 +59,6 @@ async fn incarnation(api: &Api<Pod>, name: &str, uid: &str) -> Result<Option<Arc
     Ok(current.filter(|c| c.metadata.uid.as_deref() == Some(uid)))
 }
 
-/// The conditions the kubelet computes; the others (`DisruptionTarget` from the taint
-/// eviction scheduler, a controller's own) are kept from the stored status, as the
-/// kubelet's status manager keeps them.
-const KUBELET_CONDITIONS: [&str; 5] = [
-    "PodScheduled",
-    "Ready",
-    "Initialized",
-    "ContainersReady",
-    "PodReadyToStartContainers",
-];
-
 /// The node's status for the pod, with the stored conditions it does not own.
 fn merged(ours: Option<&PodStatus>, stored: Option<&PodStatus>) -> PodStatus {
     let mut status = ours.cloned().unwrap_or_default();
@@ -76,7 +66,7 @@ fn merged(ours: Option<&PodStatus>, stored: Option<&PodStatus>) -> PodStatus {
         .and_then(|s| s.conditions.as_ref())
         .into_iter()
         .flatten()
-        .filter(|c| !KUBELET_CONDITIONS.contains(&c.type_.as_str()))
+        .filter(|c| !kubelet_owns_condition(&c.type_))
         .cloned()
         .collect();
     if !theirs.is_empty() {

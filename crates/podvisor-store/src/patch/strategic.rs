@@ -11,30 +11,7 @@ use serde_json::{Map, Value};
 
 use podvisor_client::Error;
 
-/// The merge key of a list field, by its name, as the served kinds' Go types declare it.
-pub(crate) fn merge_key(field: &str) -> Option<&'static str> {
-    Some(match field {
-        "containers"
-        | "initContainers"
-        | "ephemeralContainers"
-        | "env"
-        | "volumes"
-        | "imagePullSecrets"
-        | "resourceClaims" => "name",
-        "ports" => "containerPort",
-        "volumeMounts" => "mountPath",
-        "volumeDevices" => "devicePath",
-        "hostAliases" => "ip",
-        "conditions" | "addresses" => "type",
-        "ownerReferences" => "uid",
-        _ => return None,
-    })
-}
-
-/// Lists of scalars merged as sets.
-pub(crate) fn merges_as_set(field: &str) -> bool {
-    field == "finalizers"
-}
+pub(crate) use podvisor_client::merge_keys::{merge_key, merges_as_set};
 
 /// Applies `patch` to `target`.
 pub(crate) fn apply(target: &mut Value, patch: &Value) -> Result<(), Error> {

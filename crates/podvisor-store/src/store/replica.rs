@@ -4,8 +4,9 @@
 //!
 //! A copy takes the metadata and spec as the other API has them (admitted there, so not
 //! again here) and, for a pod, keeps the status this node wrote: the node owns a pod's
-//! status, and its own copy is the newer (a Node's status the node writes to the cluster
-//! itself, so the cluster's is taken). A copy never takes back a deletion this node has started
+//! status, and its own copy is the newer, except for the conditions others set there (a
+//! readiness gate's, which the pod's readiness follows), which are taken from the copy (a
+//! Node's status the node writes to the cluster itself, so the cluster's is taken). A copy never takes back a deletion this node has started
 //! (its taint eviction), and a copy that says nothing new writes nothing.
 
 use k8s_openapi::api::core::v1::Namespace;
@@ -60,7 +61,9 @@ impl Store {
 /// What the node owns in its copy: a pod's status, and a deletion it started.
 fn keep_ours(res: &Resource, copy: &mut AnyObject, ours: &AnyObject) {
     if res.kind == Kind::Pod {
+        let foreign = kinds::foreign_conditions(copy);
         kinds::copy_status(copy, ours);
+        kinds::set_foreign_conditions(copy, foreign);
     }
     let (mine, theirs) = (ours.meta(), copy.meta_mut());
     if mine.deletion_timestamp.is_some() && theirs.deletion_timestamp.is_none() {
