@@ -83,19 +83,18 @@ async fn kubectl_debug_adds_a_debugger_that_runs_once_beside_its_target() {
     );
     assert_eq!(restarts, "0");
 
-    // Interactive, as `kubectl debug -i`: attached to its stdin.
-    let r = k.run_with(
+    // Interactive, as `kubectl debug -i`: attached to its stdin, which stays open until
+    // the answer came (containerd detaches an attach whose stdin closes, as it does for
+    // the kubelet, so piping the input and closing at once would race the output).
+    let said = interactive(
+        &k,
         &[
             "debug", "-i", "target", "--image", IMAGE, "-c", "shell", "--", "sh",
         ],
-        "echo from-stdin\nexit\n",
+        "echo from-$((6 * 7))\n",
+        "from-42",
     );
-    assert!(
-        r.stdout.contains("from-stdin"),
-        "{}\n{}",
-        r.stdout,
-        r.stderr
-    );
+    assert!(said.contains("from-42"), "{said}");
 
     // Through the main resource an ephemeral container can be neither added nor removed,
     // and through the subresource none already there can go.
@@ -135,4 +134,46 @@ async fn kubectl_debug_adds_a_debugger_that_runs_once_beside_its_target() {
         "{}",
         r.stderr
     );
+}
+
+/// Runs kubectl `args` with `input` on its stdin, kept open until its output contains
+/// `expect` (or 60 s passed); then says `exit` and closes it. What kubectl printed.
+fn interactive(k: &Kubectl, args: &[&str], input: &str, expect: &str) -> String {
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+    let mut child = k
+        .command(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kubectl runs");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = stdout.read(&mut buf) {
+            if tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < Duration::from_secs(60) && !contains(&seen, expect) {
+        if let Ok(chunk) = rx.recv_timeout(Duration::from_millis(200)) {
+            seen.extend(chunk);
+        }
+    }
+    let _ = stdin.write_all(b"exit\n");
+    drop(stdin);
+    let _ = child.wait();
+    seen.extend(rx.try_iter().flatten());
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
+fn contains(seen: &[u8], text: &str) -> bool {
+    String::from_utf8_lossy(seen).contains(text)
 }

@@ -214,6 +214,31 @@ fn resources_become_shares_quota_and_memory_limit() {
     );
 }
 
+/// The values floating point got wrong: 102m was 10300 µs and 105 shares.
+#[test]
+fn millicores_become_the_kubelet_s_exact_shares_and_quota() {
+    for (cpu, shares, quota) in [
+        ("102m", 104, 10_200),
+        ("9m", 9, 1000),
+        ("2.007", 2055, 200_700),
+    ] {
+        let mut c = app();
+        c.resources = Some(ResourceRequirements {
+            requests: Some(BTreeMap::from([("cpu".into(), Quantity(cpu.into()))])),
+            limits: Some(BTreeMap::from([("cpu".into(), Quantity(cpu.into()))])),
+            ..Default::default()
+        });
+        let p = pod_with(c.clone(), vec![]);
+        let r = config_of(&p, &c, "b", 0, 0, &[])
+            .unwrap()
+            .linux
+            .unwrap()
+            .resources
+            .unwrap();
+        assert_eq!((r.cpu_shares, r.cpu_quota), (shares, quota), "{cpu}");
+    }
+}
+
 #[test]
 fn sandbox_config_follows_the_pod_network_and_ports() {
     let mut c = app();
