@@ -325,7 +325,10 @@ async fn bridge_pods_get_an_ip_and_host_network_pods_the_node_s() {
         &pod_yaml(
             "host",
             "  hostNetwork: true\n",
-            &container_yaml("c", "sleep 3600"),
+            &format!(
+                "{}    env:\n    - name: POD_IP\n      valueFrom: {{fieldRef: {{fieldPath: status.podIP}}}}\n",
+                container_yaml("c", "echo ip=$POD_IP; sleep 3600")
+            ),
         ),
     );
     let bridge = agent
@@ -344,6 +347,17 @@ async fn bridge_pods_get_an_ip_and_host_network_pods_the_node_s() {
     // As the kubelet reports it: a host-network pod's IP is the node's address.
     let status = host.status.unwrap();
     assert_eq!(status.pod_ip, status.host_ip);
+    // And so is its environment's (the upstream Downward API spec for host-network pods).
+    let said = format!("ip={}\n", status.host_ip.clone().unwrap_or_default());
+    let mut logged = String::new();
+    for _ in 0..50 {
+        logged = agent.logs("host", "c").await;
+        if logged.ends_with('\n') {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(logged, said);
     let internal = r#"{.status.addresses[?(@.type=="InternalIP")].address}"#;
     let k = common::kubectl::Kubectl::for_agent(&agent);
     let address = k.jsonpath(&["node", &agent.node], internal);

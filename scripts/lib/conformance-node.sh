@@ -80,6 +80,11 @@ node_up() { # KIND
   local kind=$1 name dir
   name=$(node_name "$kind")
   dir=$report/$kind-node
+  # An interrupted run leaves its pods' volume mounts (tmpfs, binds) under the directory.
+  if [ -d "$dir" ]; then
+    awk -v d="$(realpath "$dir")/" 'index($2, d) == 1 {print $2}' /proc/mounts |
+      sort -r | xargs -r -n1 umount -l
+  fi
   rm -rf "$dir" "${report:?}/$kind"
   # The node under test is the cluster's only one; the Leases of nodes gone (a node
   # stopped after its Node was deleted leaves one no Node owns) go too: the suite checks

@@ -71,6 +71,11 @@ pub(crate) fn plan(
     let grace = pod_grace(&v, opts.grace_seconds);
     if v.meta().deletion_timestamp.is_some() {
         let current = v.meta().deletion_grace_period_seconds.unwrap_or(0);
+        // Marked with no grace left (a removal that did not finish, or a copy of
+        // kube-apiserver's first write of one): it goes now, as `BeforeDelete` has it.
+        if current == 0 && !has_finalizers(&v) {
+            return Ok(DeleteStep::Remove(v));
+        }
         if grace >= current {
             return Ok(DeleteStep::Unchanged);
         }

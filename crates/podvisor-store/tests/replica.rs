@@ -151,6 +151,32 @@ fn conditions_others_set_in_the_cluster_are_taken_the_node_s_kept() {
     let _ = std::fs::remove_dir_all(d);
 }
 
+/// kube-apiserver removes a pod in two writes: deletionTimestamp with a grace of 0, then
+/// the removal. A copy of the first (taken after the node had removed its own copy) must
+/// go when the second is forgotten: a delete with grace 0 removes a pod already marked
+/// with 0, as kube-apiserver's `BeforeDelete` does. It stayed for ever, Terminating.
+#[test]
+fn a_copy_marked_with_no_grace_left_goes_when_forgotten() {
+    let (mut s, d) = open("no-grace");
+    let mut marked = cluster_pod("u1", "busybox", "Failed");
+    if let AnyObject::Pod(p) = &mut marked {
+        let m = &mut std::sync::Arc::make_mut(p).metadata;
+        m.deletion_timestamp = Some(podvisor_core::time::now());
+        m.deletion_grace_period_seconds = Some(0);
+    }
+    s.replicate(&res(), marked).unwrap();
+    let now = podvisor_client::DeleteParams {
+        grace_seconds: Some(0),
+        ..Default::default()
+    };
+    let (kept, changes) = s.delete(&res(), "team", "web", &now).unwrap();
+    assert!(kept.is_none(), "removed");
+    assert_eq!(changes.len(), 1);
+    assert_eq!(changes[0].kind, ChangeType::Deleted);
+    assert!(s.get(Kind::Pod, "team", "web").is_err());
+    let _ = std::fs::remove_dir_all(d);
+}
+
 #[test]
 fn a_deletion_the_node_started_is_not_taken_back() {
     let (mut s, d) = open("deletion");

@@ -54,7 +54,7 @@ pub(super) fn validate(
         let at = path.child("ephemeralContainers").index(i);
         let c = ephemeral_as_container(ec);
         super::pod::validate_container(&c, &at, volumes, errs);
-        security::validate_container(&c, spec.security_context.as_ref(), &at, errs);
+        security::validate_container(&c, &at, errs);
         if !names.insert(ec.name.clone()) {
             errs.push(FieldError::duplicate(&at.child("name"), &ec.name));
         }

@@ -105,7 +105,7 @@ fn validate_containers(
         for (i, c) in list.iter().enumerate() {
             let c_path = list_path.index(i);
             validate_container(c, &c_path, volumes, errs);
-            security::validate_container(c, spec.security_context.as_ref(), &c_path, errs);
+            security::validate_container(c, &c_path, errs);
             restart::validate(c, &c_path, *init, errs);
             let role = match (init, restart_rules::is_sidecar(c)) {
                 (false, _) => Role::App,

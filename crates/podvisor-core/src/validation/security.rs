@@ -76,21 +76,10 @@ pub(super) fn validate_pod(spec: &PodSpec, path: &FieldPath, errs: &mut FieldErr
         &path,
         errs,
     );
-    if sc.run_as_non_root == Some(true) && sc.run_as_user == Some(0) {
-        errs.push(FieldError::forbidden(
-            &path.child("runAsUser"),
-            "runAsUser 0 breaks the pod's runAsNonRoot policy",
-        ));
-    }
 }
 
-/// A container's security context, with the pod's for what it inherits.
-pub(super) fn validate_container(
-    c: &Container,
-    pod: Option<&PodSecurityContext>,
-    path: &FieldPath,
-    errs: &mut FieldErrors,
-) {
+/// A container's security context.
+pub(super) fn validate_container(c: &Container, path: &FieldPath, errs: &mut FieldErrors) {
     let Some(sc) = &c.security_context else {
         return;
     };
@@ -126,14 +115,6 @@ pub(super) fn validate_container(
                 &PROC_MOUNTS,
             )),
         }
-    }
-    let non_root = sc.run_as_non_root.or(pod.and_then(|p| p.run_as_non_root));
-    let user = sc.run_as_user.or(pod.and_then(|p| p.run_as_user));
-    if non_root == Some(true) && user == Some(0) {
-        errs.push(FieldError::forbidden(
-            &path.child("runAsUser"),
-            "runAsUser 0 breaks the runAsNonRoot policy",
-        ));
     }
 }
 

@@ -1,5 +1,9 @@
+use std::sync::Arc;
+
 use super::*;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use podvisor_client::WatchEvent;
+use podvisor_machinery::reflector::Update;
 
 fn pod(uid: &str, phase: &str) -> Arc<Pod> {
     let mut p = Pod::default();
@@ -47,6 +51,8 @@ fn failed_work_is_due_again_and_only_the_latest_status_goes() {
     let jobs = u.next(8);
     u.observe(modified(&pod("u1", "Running")));
     u.done(&jobs[0], false);
+    assert!(u.next(8).is_empty(), "parked until the backoff runs out");
+    u.unpark();
     let again = u.next(8);
     assert_eq!(again.len(), 1);
     let phase = again[0].pod.status.as_ref().unwrap().phase.as_deref();
@@ -104,4 +110,36 @@ fn at_most_room_jobs_start() {
     assert_eq!(u.next(2).len(), 2);
     assert_eq!(u.next(8).len(), 3);
     assert_eq!(u.due(), 5);
+}
+
+/// Pods the cluster keeps refusing (a copy it no longer has, Forbidden) wait out the
+/// backoff aside: a fresh pod's status still starts at once. They took every slot before,
+/// in key order, and the statuses of pods in later namespaces never went up.
+#[test]
+fn refused_work_does_not_starve_fresh_statuses() {
+    let mut u = Uplink::default();
+    let named = |ns: &str, i: usize| {
+        let mut p = (*pod(&format!("{ns}{i}"), "Running")).clone();
+        p.metadata.namespace = Some(ns.into());
+        p.metadata.name = Some(format!("p{i}"));
+        Arc::new(p)
+    };
+    let stuck: Vec<_> = (0..8).map(|i| named("a", i)).collect();
+    u.observe(Update::Reset(stuck));
+    let jobs = u.next(8);
+    assert_eq!(jobs.len(), 8);
+    for j in &jobs {
+        u.done(j, false);
+    }
+    u.observe(modified(&named("z", 0)));
+    let fresh = u.next(8);
+    assert_eq!(fresh.len(), 1, "only the fresh pod starts");
+    assert_eq!(fresh[0].key.0, "z");
+    assert_eq!(u.due(), 9);
+    u.unpark();
+    assert_eq!(
+        u.next(8).len(),
+        8,
+        "the refused ones, once the backoff ran out"
+    );
 }

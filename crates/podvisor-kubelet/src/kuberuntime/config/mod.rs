@@ -25,7 +25,7 @@ pub(crate) use hosts::{etc_hosts_path, hosts_file};
 pub(crate) use paths::{empty_dir_path, pod_state_dir, termination_log_path};
 pub use paths::{pod_log_directory, read_dns};
 pub use sandbox::sandbox_config;
-pub(crate) use security::{check_image_user, must_check_image_user};
+pub(crate) use security::{check_explicit_user, check_image_user, must_check_image_user};
 
 /// Node facts the configs need.
 #[derive(Debug, Clone)]

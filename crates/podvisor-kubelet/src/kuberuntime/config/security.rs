@@ -222,10 +222,8 @@ pub(super) fn container_security(
     })
 }
 
-/// Whether the container must not run as root (`runAsNonRoot`, its own or the pod's)
-/// while no `runAsUser` says who it runs as: then the image's user decides, checked
-/// before the container is created.
-pub(crate) fn must_check_image_user(pod: &Pod, c: &Container) -> bool {
+/// The container's effective `runAsNonRoot` and `runAsUser` (its own, else the pod's).
+fn non_root_and_user(pod: &Pod, c: &Container) -> (bool, Option<i64>) {
     let sc = c.security_context.as_ref();
     let pod_sc = pod.spec.as_ref().and_then(|s| s.security_context.as_ref());
     let non_root = sc
@@ -234,7 +232,31 @@ pub(crate) fn must_check_image_user(pod: &Pod, c: &Container) -> bool {
     let user = sc
         .and_then(|s| s.run_as_user)
         .or(pod_sc.and_then(|s| s.run_as_user));
-    non_root == Some(true) && user.is_none()
+    (non_root == Some(true), user)
+}
+
+/// Whether the container must not run as root (`runAsNonRoot`, its own or the pod's)
+/// while no `runAsUser` says who it runs as: then the image's user decides, checked
+/// before the container is created.
+pub(crate) fn must_check_image_user(pod: &Pod, c: &Container) -> bool {
+    non_root_and_user(pod, c) == (true, None)
+}
+
+/// The kubelet's `verifyRunAsNonRoot` for an explicit `runAsUser: 0` under
+/// `runAsNonRoot`: the API admits the pod, the node refuses the container (a
+/// CreateContainerConfigError with a Failed event, retried at every back-off).
+pub(crate) fn check_explicit_user(pod: &Pod, c: &Container) -> Result<(), ConfigError> {
+    if non_root_and_user(pod, c) != (true, Some(0)) {
+        return Ok(());
+    }
+    let m = &pod.metadata;
+    Err(ConfigError::Unenforceable(format!(
+        "container's runAsUser breaks non-root policy (pod: \"{}_{}({})\", container: {})",
+        m.name.as_deref().unwrap_or_default(),
+        m.namespace.as_deref().unwrap_or("default"),
+        m.uid.as_deref().unwrap_or_default(),
+        c.name
+    )))
 }
 
 /// The kubelet's `verifyRunAsNonRoot` against the image's user.

@@ -531,3 +531,43 @@ fn run_as_non_root_without_a_user_is_checked_against_the_image() {
         "a runAsUser says who it runs as"
     );
 }
+
+/// runAsNonRoot with runAsUser 0, the pod's or the container's: the node refuses the
+/// container with the kubelet's message; another user, or no policy, passes.
+#[test]
+fn an_explicit_root_user_breaks_the_non_root_policy() {
+    use k8s_openapi::api::core::v1::{PodSecurityContext, SecurityContext};
+    let mut c = app();
+    c.security_context = Some(SecurityContext {
+        run_as_non_root: Some(true),
+        run_as_user: Some(0),
+        ..Default::default()
+    });
+    let p = pod_with(c.clone(), vec![]);
+    let e = super::check_explicit_user(&p, &c).unwrap_err().to_string();
+    assert!(
+        e.contains("container's runAsUser breaks non-root policy"),
+        "{e}"
+    );
+    assert!(e.contains(&format!("container: {}", c.name)), "{e}");
+    // The pod's policy with the container's user.
+    let mut c = app();
+    c.security_context = Some(SecurityContext {
+        run_as_user: Some(0),
+        ..Default::default()
+    });
+    let mut p = pod_with(c.clone(), vec![]);
+    p.spec.as_mut().unwrap().security_context = Some(PodSecurityContext {
+        run_as_non_root: Some(true),
+        ..Default::default()
+    });
+    assert!(super::check_explicit_user(&p, &c).is_err());
+    c.security_context.as_mut().unwrap().run_as_user = Some(1000);
+    assert!(super::check_explicit_user(&p, &c).is_ok());
+    p.spec.as_mut().unwrap().security_context = None;
+    c.security_context.as_mut().unwrap().run_as_user = Some(0);
+    assert!(
+        super::check_explicit_user(&p, &c).is_ok(),
+        "root without the policy"
+    );
+}

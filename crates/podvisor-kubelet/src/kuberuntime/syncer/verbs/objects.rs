@@ -42,11 +42,14 @@ impl Default for PodObjects {
 
 impl CriSyncer {
     fn facts<'a>(&'a self, pod: &'a SharedPod, pod_ip: Option<&'a str>) -> PodFacts<'a> {
+        // A host-network pod's IP is the node's, as its status says.
+        let host_ip = self.objects.host_ip.as_deref();
+        let pod_ip = if pod.host_network() { host_ip } else { pod_ip };
         PodFacts {
             pod,
             node_name: &self.node.node_name,
             pod_ip,
-            host_ip: self.objects.host_ip.as_deref(),
+            host_ip,
             allocatable: self.objects.allocatable,
         }
     }

@@ -16,8 +16,9 @@ use super::SandboxInfo;
 use crate::kuberuntime::actions::{CONTAINER_HASH, Step, container_hash};
 use crate::kuberuntime::cleanup;
 use crate::kuberuntime::config::{
-    Instance, backoff_left, check_image_user, container_config, crash_backoff, etc_hosts_path,
-    hosts_file, must_check_image_user, next_attempt, pod_log_directory, termination_log_path,
+    Instance, backoff_left, check_explicit_user, check_image_user, container_config, crash_backoff,
+    etc_hosts_path, hosts_file, must_check_image_user, next_attempt, pod_log_directory,
+    termination_log_path,
 };
 use crate::protocol::images::{EnsureImage, PullPolicy};
 use crate::protocol::status::{EventType, Waiting, WaitingReason};
@@ -211,14 +212,15 @@ impl CriSyncer {
         Ok(path)
     }
 
-    /// `runAsNonRoot` with no `runAsUser`: the image's user must not be root (the
-    /// kubelet's `verifyRunAsNonRoot`).
+    /// `runAsNonRoot`: an explicit `runAsUser` must not be 0, and with none the image's
+    /// user must not be root (the kubelet's `verifyRunAsNonRoot`).
     async fn verify_non_root(
         &self,
         pod: &SharedPod,
         c: &Container,
         image: &str,
     ) -> Result<(), CriSyncError> {
+        check_explicit_user(pod, c).map_err(CriSyncError::Config)?;
         if !must_check_image_user(pod, c) {
             return Ok(());
         }

@@ -1,0 +1,192 @@
+//! The uplink's bookkeeping as plain data: what each pod owes the cluster, what is in
+//! flight, and what waits out a backoff.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use podvisor_client::WatchEvent;
+use podvisor_machinery::reflector::Update;
+
+use crate::podset::is_mirror;
+
+pub(crate) type Key = (String, String);
+
+/// Writes to the cluster at once, at most.
+pub(crate) const IN_FLIGHT: usize = 8;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Deletion {
+    /// The node started deleting the pod: delete it in the cluster with this grace.
+    Graceful(i64),
+    /// The node has finished the pod and removed it: remove it from the cluster.
+    Finished,
+}
+
+/// One pod's due work.
+#[derive(Debug, Clone)]
+pub(crate) struct Job {
+    pub key: Key,
+    pub pod: Arc<Pod>,
+    pub status: bool,
+    /// The status this node last wrote for this incarnation: the cluster's, as far as the
+    /// node knows, so the next write is a patch from it without a read first.
+    pub base: Option<PodStatus>,
+    pub deletion: Option<Deletion>,
+}
+
+struct Entry {
+    pod: Arc<Pod>,
+    pushed: Option<PodStatus>,
+    deletion_sent: bool,
+    gone: bool,
+}
+
+/// What is due, as a plain struct.
+#[derive(Default)]
+pub(crate) struct Uplink {
+    entries: BTreeMap<Key, Entry>,
+    dirty: BTreeSet<Key>,
+    pub(super) in_flight: BTreeSet<Key>,
+    /// Failed work waiting out the backoff: not started again until `unpark`, so pods
+    /// the cluster keeps refusing cannot take every slot from fresh statuses.
+    parked: BTreeSet<Key>,
+}
+
+fn key(p: &Pod) -> Key {
+    let m = &p.metadata;
+    (
+        m.namespace.clone().unwrap_or_default(),
+        m.name.clone().unwrap_or_default(),
+    )
+}
+
+impl Uplink {
+    pub(crate) fn observe(&mut self, update: Update<Pod>) {
+        match update {
+            Update::Reset(items) => {
+                self.entries.retain(|_, e| e.gone);
+                for p in items {
+                    self.seen(p);
+                }
+            }
+            Update::Change(WatchEvent::Added(p) | WatchEvent::Modified(p)) => self.seen(p),
+            Update::Change(WatchEvent::Deleted(p)) => self.removed(&p),
+            Update::Change(WatchEvent::Bookmark(_)) => {}
+        }
+    }
+
+    fn seen(&mut self, p: Arc<Pod>) {
+        if is_mirror(&p) {
+            return;
+        }
+        let k = key(&p);
+        match self.entries.get_mut(&k) {
+            Some(e) if e.pod.metadata.uid == p.metadata.uid => e.pod = p,
+            _ => {
+                let e = Entry {
+                    pod: p,
+                    pushed: None,
+                    deletion_sent: false,
+                    gone: false,
+                };
+                self.entries.insert(k.clone(), e);
+            }
+        }
+        self.dirty.insert(k);
+    }
+
+    /// Removed from the store: finished by the node when it was being deleted, else
+    /// forgotten because the cluster no longer has it (nothing to write then).
+    fn removed(&mut self, p: &Arc<Pod>) {
+        let k = key(p);
+        if p.metadata.deletion_timestamp.is_none() || is_mirror(p) {
+            self.entries.remove(&k);
+            return;
+        }
+        let e = self.entries.entry(k.clone()).or_insert_with(|| Entry {
+            pod: p.clone(),
+            pushed: None,
+            deletion_sent: false,
+            gone: true,
+        });
+        e.pod = p.clone();
+        e.gone = true;
+        self.dirty.insert(k);
+    }
+
+    /// Work to start now: at most `room` pods, none already in flight.
+    pub(crate) fn next(&mut self, room: usize) -> Vec<Job> {
+        let mut jobs = Vec::new();
+        let keys: Vec<Key> = self
+            .dirty
+            .iter()
+            .filter(|k| !self.in_flight.contains(*k) && !self.parked.contains(*k))
+            .cloned()
+            .collect();
+        for k in keys {
+            if jobs.len() >= room {
+                break;
+            }
+            self.dirty.remove(&k);
+            let Some(e) = self.entries.get(&k) else {
+                continue;
+            };
+            let status = e.pushed.as_ref() != e.pod.status.as_ref();
+            let deletion = if e.gone {
+                Some(Deletion::Finished)
+            } else if e.pod.metadata.deletion_timestamp.is_some() && !e.deletion_sent {
+                let grace = e.pod.metadata.deletion_grace_period_seconds.unwrap_or(0);
+                Some(Deletion::Graceful(grace))
+            } else {
+                None
+            };
+            if status || deletion.is_some() {
+                self.in_flight.insert(k.clone());
+                jobs.push(Job {
+                    key: k,
+                    pod: e.pod.clone(),
+                    status,
+                    base: e.pushed.clone(),
+                    deletion,
+                });
+            }
+        }
+        jobs
+    }
+
+    /// A job's outcome: done work is remembered, failed work is due again.
+    pub(crate) fn done(&mut self, job: &Job, ok: bool) {
+        self.in_flight.remove(&job.key);
+        let Some(e) = self.entries.get_mut(&job.key) else {
+            return;
+        };
+        if e.pod.metadata.uid != job.pod.metadata.uid {
+            self.dirty.insert(job.key.clone());
+            return;
+        }
+        if !ok {
+            self.dirty.insert(job.key.clone());
+            self.parked.insert(job.key.clone());
+            return;
+        }
+        if job.deletion == Some(Deletion::Finished) {
+            self.entries.remove(&job.key);
+            return;
+        }
+        e.pushed = job.pod.status.clone();
+        e.deletion_sent |= job.deletion.is_some();
+        if !Arc::ptr_eq(&e.pod, &job.pod) {
+            self.dirty.insert(job.key.clone());
+        }
+    }
+
+    /// The backoff ran out: failed work may start again.
+    pub(crate) fn unpark(&mut self) {
+        self.parked.clear();
+    }
+
+    pub(crate) fn due(&self) -> usize {
+        self.dirty.len() + self.in_flight.len()
+    }
+}
