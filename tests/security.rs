@@ -132,6 +132,11 @@ async fn what_cannot_be_honoured_keeps_the_container_from_starting_with_the_reas
         "root.yaml",
         &pod("root", &out, "{runAsNonRoot: true}", "{}"),
     );
+    // An explicit root user under the same policy: admitted, refused by the node.
+    agent.write(
+        "uid0.yaml",
+        &pod("uid0", &out, "{runAsNonRoot: true}", "{runAsUser: 0}"),
+    );
     let apparmor_on_node = std::fs::read_to_string("/sys/module/apparmor/parameters/enabled")
         .is_ok_and(|v| v.trim() == "Y");
     agent.write(
@@ -153,6 +158,16 @@ async fn what_cannot_be_honoured_keeps_the_container_from_starting_with_the_reas
         message.contains("runAsNonRoot and image will run as root"),
         "{message}"
     );
+    let p = agent
+        .wait_pod("uid0", "refused", Duration::from_secs(60), |p| {
+            waiting(p).is_some_and(|(r, _)| r == "CreateContainerConfigError")
+        })
+        .await;
+    let (_, message) = waiting(&p).unwrap();
+    assert!(
+        message.contains("container's runAsUser breaks non-root policy"),
+        "{message}"
+    );
     if apparmor_on_node {
         report(&agent, "armor").await;
     } else {
@@ -168,4 +183,5 @@ async fn what_cannot_be_honoured_keeps_the_container_from_starting_with_the_reas
         );
     }
     assert!(!out.join("root").exists(), "the root container never ran");
+    assert!(!out.join("uid0").exists(), "nor the uid 0 one");
 }
