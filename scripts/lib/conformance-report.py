@@ -17,7 +17,10 @@ AREAS = [
     "Downward API volume", "Downward API", "EmptyDir wrapper volumes", "EmptyDir volumes",
     "ConfigMap", "Secrets", "Pods Extended", "PodTemplates", "Pods", "Probing container",
     "Container Lifecycle Hook", "Security Context", "Sysctls", "InitContainer",
-    "Restartable Init Container", "Ephemeral Containers", "Pod InPlace Resize",
+    "Restartable Init Container", "Probing restartable init container",
+    "Ephemeral Containers", "Pod InPlace Resize", "Lifecycle Sleep Hook",
+    "Lifecycle sleep action", "HostPath", "Override hostname", "PodOSRejection",
+    "Pod Extended",
     "Pod Level Resources", "Container Runtime", "Kubelet", "Variable Expansion",
     "Containers", "RuntimeClass", "PrivilegedPod", "NodeLease", "Lease", "Networking",
     "Job", "Hostname", "Pod OS", "Sleep Action", "ImageVolume", "Container Restart",
@@ -57,15 +60,17 @@ def message(case):
     return first[:300]
 
 
+SUITE_NODE = re.compile(r"^\[(Synchronized|Report)(Before|After)Suite\]")
+
+
 def read(report, kind):
     results = {}
     for path in sorted(glob.glob(os.path.join(report, kind, "junit*.xml"))):
         for case in ET.parse(path).getroot().iter("testcase"):
             state = outcome(case)
             name = spec_name(case)
-            if state and name and not name.startswith("[SynchronizedBeforeSuite]") \
-                    and not name.startswith("[ReportAfterSuite]") \
-                    and not name.startswith("[SynchronizedAfterSuite]"):
+            # The suite's own setup and teardown nodes are no specs.
+            if state and name and not SUITE_NODE.match(name):
                 results[name] = (state, message(case))
     return results
 
