@@ -99,7 +99,9 @@ pub(crate) fn foreign_conditions(o: &AnyObject) -> Vec<PodCondition> {
         .collect()
 }
 
-/// Replaces pod `o`'s conditions that the kubelet does not compute with `foreign`.
+/// Sets `foreign` (conditions others set, as the cluster has them) on pod `o`, over its
+/// own of the same types; one of its own the cluster does not have yet (the node's taint
+/// eviction's `DisruptionTarget`, not yet written up) is kept.
 pub(crate) fn set_foreign_conditions(o: &mut AnyObject, foreign: Vec<PodCondition>) {
     let AnyObject::Pod(p) = o else {
         return;
@@ -109,7 +111,7 @@ pub(crate) fn set_foreign_conditions(o: &mut AnyObject, foreign: Vec<PodConditio
     }
     let status = Arc::make_mut(p).status.get_or_insert_with(Default::default);
     let mut conditions: Vec<PodCondition> = status.conditions.take().unwrap_or_default();
-    conditions.retain(|c| kubelet_owns_condition(&c.type_));
+    conditions.retain(|c| !foreign.iter().any(|f| f.type_ == c.type_));
     conditions.extend(foreign);
     status.conditions = (!conditions.is_empty()).then_some(conditions);
 }

@@ -111,7 +111,8 @@ fn conditions_others_set_in_the_cluster_are_taken_the_node_s_kept() {
     let mut ours = (*pod(&s)).clone();
     ours.status = Some(
         serde_json::from_value(json!({"phase": "Running", "conditions": [
-            {"type": "Ready", "status": "False", "reason": "ReadinessGatesNotReady"}]}))
+            {"type": "Ready", "status": "False", "reason": "ReadinessGatesNotReady"},
+            {"type": "DisruptionTarget", "status": "True"}]}))
         .unwrap(),
     );
     s.update(
@@ -144,9 +145,10 @@ fn conditions_others_set_in_the_cluster_are_taken_the_node_s_kept() {
         conditions,
         [
             ("Ready".to_string(), "False".to_string()),
+            ("DisruptionTarget".to_string(), "True".to_string()),
             ("example.com/lb".to_string(), "True".to_string())
         ],
-        "the node's Ready, the cluster's gate"
+        "the node's Ready, its DisruptionTarget not yet written up, the cluster's gate"
     );
     let _ = std::fs::remove_dir_all(d);
 }

@@ -4,10 +4,11 @@
 //!
 //! A copy takes the metadata and spec as the other API has them (admitted there, so not
 //! again here) and, for a pod, keeps the status this node wrote: the node owns a pod's
-//! status, and its own copy is the newer, except for the conditions others set there (a
-//! readiness gate's, which the pod's readiness follows), which are taken from the copy (a
-//! Node's status the node writes to the cluster itself, so the cluster's is taken). A copy never takes back a deletion this node has started
-//! (its taint eviction), and a copy that says nothing new writes nothing.
+//! status, and its own copy is the newer. The conditions others set there (a readiness
+//! gate's, which the pod's readiness follows) are the copy's, over the node's of the same
+//! type. A Node's status the node writes to the cluster itself, so the cluster's is taken.
+//! A copy never takes back a deletion this node has started (its taint eviction), and a
+//! copy that says nothing new writes nothing.
 
 use k8s_openapi::api::core::v1::Namespace;
 use podvisor_client::{AnyObject, Error, PostParams};
