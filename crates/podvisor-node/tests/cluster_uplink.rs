@@ -17,6 +17,7 @@ use k8s_openapi::api::core::v1::Pod;
 use podvisor_actors::ChildSpec;
 use podvisor_actors::testing::paused_system;
 use podvisor_client::{Api, Client, DeleteParams, Error, Patch, PostParams, Target};
+use podvisor_machinery::backoff;
 use podvisor_node::cluster::ClusterUplink;
 use serde_json::json;
 use support::{Call, Faulty, store};
@@ -126,10 +127,12 @@ fn a_finished_pod_the_cluster_no_longer_has_is_not_retried() {
             .delete("p", &DeleteParams::now_if_uid(&uid))
             .await
             .unwrap();
-        tokio::time::sleep(Duration::from_secs(5)).await;
+        // The live copy's refusals left a backoff running (up to 30 s, jittered): the
+        // final status waits it out, then is tried once.
+        tokio::time::sleep(backoff::MAX + Duration::from_secs(5)).await;
         let settled = gets.load(Ordering::SeqCst);
         assert!(settled > 0, "the final status was tried");
-        tokio::time::sleep(Duration::from_secs(30)).await;
+        tokio::time::sleep(backoff::MAX * 3).await;
         assert_eq!(
             gets.load(Ordering::SeqCst),
             settled,
