@@ -127,6 +127,49 @@ async fn termination_messages_come_from_the_file_or_the_log_of_a_failure() {
     k.ok(&["delete", "pod", "endings", "--wait=true"]);
 }
 
+/// Upstream's "termination message from log output if TerminationMessagePolicy
+/// FallbackToLogsOnError is set": `echo -n DONE` is logged as a partial line, which is the
+/// whole message (it was dropped, for an empty one), from the first Failed status on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failures_unterminated_last_line_is_its_message_from_the_first_report() {
+    let agent = Agent::start("pod-fields-done").await;
+    let k = Kubectl::for_agent(&agent);
+    let names: Vec<String> = (0..6).map(|i| format!("done-{i}")).collect();
+    for name in &names {
+        k.apply(&format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: localhost/podvisor/busybox:test
+    terminationMessagePolicy: FallbackToLogsOnError
+    command: ["/bin/sh", "-c", "echo -n DONE; /bin/false"]
+"#
+        ));
+    }
+    let path = "{.status.phase}|{.status.containerStatuses[0].state.terminated.message}";
+    let mut first = std::collections::BTreeMap::new();
+    wait_for("every pod Failed", Duration::from_secs(60), || {
+        for name in &names {
+            if !first.contains_key(name) {
+                let seen = k.jsonpath(&["pod", name], path);
+                if seen.starts_with("Failed|") {
+                    first.insert(name.clone(), seen);
+                }
+            }
+        }
+        first.len() == names.len()
+    })
+    .await;
+    for (name, seen) in &first {
+        assert_eq!(seen, "Failed|DONE", "{name}'s first Failed status");
+    }
+    k.ok(&["delete", "pods", "--all", "--wait=true"]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_past_its_active_deadline_is_failed_and_stopped() {
     let agent = Agent::start("pod-fields-deadline").await;

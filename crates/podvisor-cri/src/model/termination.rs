@@ -46,8 +46,17 @@ fn log_tail(path: &Path) -> Option<String> {
             lines.push(std::mem::take(&mut partial));
         }
     }
+    // An unterminated last line (`echo -n DONE`) is logged as partial: it is the last
+    // line, without a newline, as the kubelet's log reader gives it.
+    let unterminated = !partial.is_empty();
+    if unterminated {
+        lines.push(partial);
+    }
     let start = lines.len().saturating_sub(MAX_LOG_LINES);
-    let mut text: String = lines[start..].iter().map(|l| format!("{l}\n")).collect();
+    let mut text = lines[start..].join("\n");
+    if !unterminated && !text.is_empty() {
+        text.push('\n');
+    }
     if text.len() > MAX_LOG_BYTES {
         let mut cut = text.len() - MAX_LOG_BYTES;
         while !text.is_char_boundary(cut) {
@@ -58,22 +67,30 @@ fn log_tail(path: &Path) -> Option<String> {
     Some(text)
 }
 
+fn written(c: &ContainerStatus) -> Option<String> {
+    c.annotations
+        .get(TERMINATION_LOG)
+        .and_then(|p| read_head(Path::new(p), MAX_MESSAGE))
+        .filter(|m| !m.is_empty())
+}
+
+/// Whether an exited container's message is the tail of its log: a failure under
+/// `FallbackToLogsOnError` that wrote no termination message.
+fn from_log(c: &ContainerStatus) -> bool {
+    let fallback =
+        c.annotations.get(TERMINATION_POLICY).map(String::as_str) == Some("FallbackToLogsOnError");
+    fallback && c.exit_code != 0 && !c.log_path.is_empty()
+}
+
 /// The message of an exited container, when the runtime gave none.
 pub(crate) fn message(c: &ContainerStatus) -> Option<String> {
     if c.state != ContainerState::Exited || !c.message.is_empty() {
         return None;
     }
-    let written = c
-        .annotations
-        .get(TERMINATION_LOG)
-        .and_then(|p| read_head(Path::new(p), MAX_MESSAGE))
-        .filter(|m| !m.is_empty());
-    if written.is_some() {
-        return written;
+    if let Some(m) = written(c) {
+        return Some(m);
     }
-    let fallback =
-        c.annotations.get(TERMINATION_POLICY).map(String::as_str) == Some("FallbackToLogsOnError");
-    (fallback && c.exit_code != 0 && !c.log_path.is_empty())
+    from_log(c)
         .then(|| log_tail(Path::new(&c.log_path)))
         .flatten()
         .filter(|m| !m.is_empty())
@@ -156,6 +173,21 @@ mod tests {
             message(&exited(2, &file_policy, log.display().to_string())),
             None
         );
+        std::fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn an_unterminated_last_line_ends_the_message_without_a_newline() {
+        let d = dir("partial");
+        let log = d.join("0.log");
+        let ann = [(TERMINATION_POLICY, "FallbackToLogsOnError".to_string())];
+        let c = exited(1, &ann, log.display().to_string());
+        std::fs::write(&log, "2026-11-28T17:21:57Z stdout P DONE\n").unwrap();
+        assert_eq!(message(&c).as_deref(), Some("DONE"));
+        let two = "2026-11-28T17:21:57Z stderr F first\n2026-11-28T17:21:57Z stdout P DO\n\
+                   2026-11-28T17:21:58Z stdout P NE\n";
+        std::fs::write(&log, two).unwrap();
+        assert_eq!(message(&c).as_deref(), Some("first\nDONE"));
         std::fs::remove_dir_all(d).unwrap();
     }
 }
