@@ -135,6 +135,7 @@ fn admit_typed(
                 (Some(o), Subresource::EphemeralContainers) => {
                     crate::ephemeral::update_errors(&o, pod)
                 }
+                (Some(o), Subresource::Resize) => crate::resize::update_errors(&defaulted(&o), pod),
                 (Some(o), _) => pod_update_errors(&defaulted(&o), pod),
             })
         }

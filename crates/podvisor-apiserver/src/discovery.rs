@@ -91,6 +91,7 @@ fn subresources(r: &Resource) -> Vec<(&'static str, &'static str, Vec<&'static s
         "pods" => {
             out.push(("log", "Pod", vec!["get"]));
             out.push(("ephemeralcontainers", "Pod", vec!["get", "patch", "update"]));
+            out.push(("resize", "Pod", vec!["get", "patch", "update"]));
             out.push(("eviction", "Eviction", vec!["create"]));
             out.push(("exec", "PodExecOptions", vec!["create", "get"]));
             out.push(("attach", "PodAttachOptions", vec!["create", "get"]));

@@ -26,6 +26,7 @@ mod openapi_schemas;
 mod openapi_v2;
 pub mod pod_security;
 mod proto;
+mod resize;
 pub mod resource_metrics;
 mod server;
 pub mod service_accounts;

@@ -52,6 +52,9 @@ pub enum Subresource {
     /// Only a pod's `spec.ephemeralContainers` (`pods/ephemeralcontainers`: debuggers
     /// added to a running pod).
     EphemeralContainers,
+    /// Only the CPU and memory of a pod's containers, and their `resizePolicy`
+    /// (`pods/resize`: in-place resize).
+    Resize,
 }
 
 impl Subresource {
@@ -61,6 +64,7 @@ impl Subresource {
             Subresource::Main => None,
             Subresource::Status => Some("status"),
             Subresource::EphemeralContainers => Some("ephemeralcontainers"),
+            Subresource::Resize => Some("resize"),
         }
     }
 }

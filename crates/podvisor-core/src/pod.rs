@@ -23,12 +23,14 @@ pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 /// The pod conditions the kubelet computes; the others (`DisruptionTarget` from taint
 /// eviction, a readiness gate's, a controller's own) belong to whoever set them, and the
 /// kubelet's status manager keeps them as they are.
-pub const KUBELET_CONDITIONS: [&str; 5] = [
+pub const KUBELET_CONDITIONS: [&str; 7] = [
     "PodScheduled",
     "Ready",
     "Initialized",
     "ContainersReady",
     "PodReadyToStartContainers",
+    "PodResizePending",
+    "PodResizeInProgress",
 ];
 
 /// Whether the kubelet computes pod condition `type_` (see [`KUBELET_CONDITIONS`]).

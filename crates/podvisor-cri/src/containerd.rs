@@ -8,7 +8,7 @@ use futures_util::{StreamExt, TryStreamExt};
 use crate::client::{CriClient, Timeouts, listing};
 use crate::error::CriError;
 use crate::model::*;
-use crate::proto::{self, ContainerConfig, PodSandboxConfig};
+use crate::proto::{self, ContainerConfig, LinuxContainerResources, PodSandboxConfig};
 use crate::runtime::{EventStream, Runtime};
 
 #[derive(Debug, Clone)]
@@ -170,6 +170,16 @@ impl Runtime for CriRuntime {
 
     async fn reopen_container_log(&self, id: &str) -> Result<(), CriError> {
         self.client.reopen_container_log(id).await
+    }
+
+    async fn update_container_resources(
+        &self,
+        id: &str,
+        resources: &LinuxContainerResources,
+    ) -> Result<(), CriError> {
+        self.client
+            .update_container_resources(id, resources.clone())
+            .await
     }
 
     async fn image_status(&self, image: &str) -> Result<Option<Image>, CriError> {

@@ -32,4 +32,5 @@ pub use error::CriError;
 pub use fake::FakeRuntime;
 pub use model::*;
 pub use observe::{CallObserver, Observer, operation_type};
+pub use proto::LinuxContainerResources;
 pub use runtime::{EventStream, Runtime};

@@ -10,7 +10,7 @@ use futures_util::stream::BoxStream;
 
 use crate::error::CriError;
 use crate::model::*;
-use crate::proto::{ContainerConfig, PodSandboxConfig};
+use crate::proto::{ContainerConfig, LinuxContainerResources, PodSandboxConfig};
 
 pub type EventStream = BoxStream<'static, Result<ContainerEvent, CriError>>;
 
@@ -55,6 +55,12 @@ pub trait Runtime: Send + Sync + 'static {
     async fn stop_container(&self, id: &str, grace: Duration) -> Result<(), CriError>;
     async fn remove_container(&self, id: &str) -> Result<(), CriError>;
     async fn container_status(&self, id: &str) -> Result<ContainerStatus, CriError>;
+    /// Changes a created or running container's CPU and memory in place (a resize).
+    async fn update_container_resources(
+        &self,
+        id: &str,
+        resources: &LinuxContainerResources,
+    ) -> Result<(), CriError>;
     /// Reopens the container's log file, which podvisor renamed to rotate it.
     async fn reopen_container_log(&self, id: &str) -> Result<(), CriError>;
 

@@ -81,6 +81,7 @@ fn runtime(state: ContainerState) -> Arc<PodStatus> {
             annotations: Default::default(),
             log_path: String::new(),
             user: None,
+            resources: None,
         }],
     })
 }

@@ -53,6 +53,7 @@ fn status(id: &str, running: bool, started_at: i64) -> Arc<PodStatus> {
             message: String::new(),
             log_path: String::new(),
             user: None,
+            resources: None,
             labels: Default::default(),
             annotations: Default::default(),
         }],

@@ -137,6 +137,72 @@ pub(crate) fn with_ephemeral_containers(
     Ok(AnyObject::new(pod))
 }
 
+/// A pod's `pods/resize` update: the stored pod with only its containers' (and sidecars')
+/// resources and resize policies taken from `new`, as kube-apiserver's resize strategy
+/// (`dropNonResizeUpdates`); what else differs is ignored there too. Containers are matched
+/// by name; the API's validation refuses what may not change.
+pub(crate) fn with_resize(old: &AnyObject, new: &AnyObject) -> Result<AnyObject, Error> {
+    let (AnyObject::Pod(o), AnyObject::Pod(n)) = (old, new) else {
+        return Err(Error::BadRequest("only pods are resized".into()));
+    };
+    let mut pod = (**o).clone();
+    if let (Some(spec), Some(wanted)) = (pod.spec.as_mut(), n.spec.as_ref()) {
+        same_names("containers", &spec.containers, &wanted.containers, n)?;
+        let none = Vec::new();
+        let (ours, theirs) = (&spec.init_containers, &wanted.init_containers);
+        let (ours, theirs) = (
+            ours.as_ref().unwrap_or(&none),
+            theirs.as_ref().unwrap_or(&none),
+        );
+        same_names("initContainers", ours, theirs, n)?;
+        take_resources(&mut spec.containers, &wanted.containers);
+        if let (Some(init), Some(w)) = (spec.init_containers.as_mut(), &wanted.init_containers) {
+            take_resources(init, w);
+        }
+    }
+    pod.metadata.resource_version = n.metadata.resource_version.clone();
+    Ok(AnyObject::new(pod))
+}
+
+/// A resize names the pod's containers as they are, in their order (kube-apiserver's
+/// `validatePodResizeContainerOrdering`).
+fn same_names(
+    field: &str,
+    ours: &[k8s_openapi::api::core::v1::Container],
+    theirs: &[k8s_openapi::api::core::v1::Container],
+    pod: &k8s_openapi::api::core::v1::Pod,
+) -> Result<(), Error> {
+    let detail = if ours.len() != theirs.len() {
+        "containers may not be added or removed on resize"
+    } else if ours.iter().zip(theirs).any(|(a, b)| a.name != b.name) {
+        "containers may not be renamed or reordered on resize"
+    } else {
+        return Ok(());
+    };
+    Err(Error::Invalid {
+        kind: "Pod".into(),
+        name: pod.metadata.name.clone().unwrap_or_default(),
+        errors: podvisor_core::validation::FieldErrors(vec![
+            podvisor_core::validation::FieldError::forbidden(
+                &podvisor_core::validation::FieldPath::new("spec").child(field),
+                detail,
+            ),
+        ]),
+    })
+}
+
+fn take_resources(
+    ours: &mut [k8s_openapi::api::core::v1::Container],
+    wanted: &[k8s_openapi::api::core::v1::Container],
+) {
+    for c in ours {
+        if let Some(w) = wanted.iter().find(|w| w.name == c.name) {
+            c.resources = w.resources.clone();
+            c.resize_policy = w.resize_policy.clone();
+        }
+    }
+}
+
 /// Whether the spec changed (what bumps `metadata.generation`).
 pub(crate) fn spec_differs(old: &AnyObject, new: &AnyObject) -> bool {
     match (old, new) {

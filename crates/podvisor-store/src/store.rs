@@ -218,8 +218,12 @@ impl Store {
         let old = self.current(res, &new)?;
         let old_object = old.object()?;
         let status_only = sub == Subresource::Status;
-        if sub == Subresource::EphemeralContainers {
-            new = kinds::with_ephemeral_containers(&old_object, &new)?;
+        match sub {
+            Subresource::EphemeralContainers => {
+                new = kinds::with_ephemeral_containers(&old_object, &new)?;
+            }
+            Subresource::Resize => new = kinds::with_resize(&old_object, &new)?,
+            Subresource::Main | Subresource::Status => {}
         }
         if !status_only {
             for check in &self.admission {

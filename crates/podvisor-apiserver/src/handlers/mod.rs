@@ -152,7 +152,7 @@ async fn route(
     match (m, t.name.is_some(), sub.as_deref()) {
         (Method::GET, false, None) if p.is_watch() => watch::serve(req, state, p, t).await,
         (Method::GET, false, None) => read::list(req, state, p, t).await,
-        (Method::GET, true, None | Some("status" | "ephemeralcontainers")) => {
+        (Method::GET, true, None | Some("status" | "ephemeralcontainers" | "resize")) => {
             read::get(req, state, p, t).await
         }
         (Method::GET, true, Some("log")) => logs::serve(state, p, t).await,
@@ -162,10 +162,10 @@ async fn route(
         (Method::POST, true, Some("token")) if t.resource.plural == "serviceaccounts" => {
             tokens::request(req, body, state, t).await
         }
-        (Method::PUT, true, None | Some("status" | "ephemeralcontainers")) => {
+        (Method::PUT, true, None | Some("status" | "ephemeralcontainers" | "resize")) => {
             write::update(req, body, state, p, t).await
         }
-        (Method::PATCH, true, None | Some("status" | "ephemeralcontainers")) => {
+        (Method::PATCH, true, None | Some("status" | "ephemeralcontainers" | "resize")) => {
             write::patch(req, body, state, p, t).await
         }
         (Method::PUT | Method::PATCH, true, Some("scale")) => {

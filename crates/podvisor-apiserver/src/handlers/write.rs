@@ -23,6 +23,7 @@ fn subresource(t: &Target) -> Subresource {
     match t.subresource.as_deref() {
         Some("status") => Subresource::Status,
         Some("ephemeralcontainers") => Subresource::EphemeralContainers,
+        Some("resize") => Subresource::Resize,
         _ => Subresource::Main,
     }
 }

@@ -49,6 +49,10 @@ fn nested() -> Vec<(&'static str, Fields)> {
         ("TCPSocketAction", all(&["host", "port"])),
         ("GRPCAction", all(&["port", "service"])),
         ("SleepAction", all(&["seconds"])),
+        (
+            "ContainerResizePolicy",
+            all(&["resourceName", "restartPolicy"]),
+        ),
         ("Capabilities", all(&["add", "drop"])),
         ("SeccompProfile", all(&["localhostProfile", "type"])),
         ("SELinuxOptions", all(&["level", "role", "type", "user"])),

@@ -127,6 +127,7 @@ fn container() -> Table {
         "name",
         "ports",
         "readinessProbe",
+        "resizePolicy",
         "resources",
         "restartPolicy",
         "restartPolicyRules",
@@ -141,10 +142,6 @@ fn container() -> Table {
         "workingDir",
     ];
     let mut classes: Vec<(&str, Class)> = honoured.into_iter().map(h).collect();
-    classes.push((
-        "resizePolicy",
-        Refused(json!([{"resourceName": "cpu", "restartPolicy": "NotRequired"}])),
-    ));
     classes.push((
         "volumeDevices",
         Refused(json!([{"name": "v", "devicePath": "/dev/x"}])),

@@ -16,6 +16,7 @@ pub mod field;
 mod lifecycle;
 pub mod names;
 mod pod;
+mod resize_policy;
 mod restart;
 pub mod security;
 mod unsupported;

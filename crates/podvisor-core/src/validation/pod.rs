@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, VolumeMount};
 
 use super::field::{FieldError, FieldErrors, FieldPath};
 use super::lifecycle::{self, Role};
-use super::{dns, ephemeral, names, restart, security, unsupported, volumes};
+use super::{dns, ephemeral, names, resize_policy, restart, security, unsupported, volumes};
 use crate::grace::GracePeriod;
 use crate::phase::RestartPolicy;
 use crate::quantity;
@@ -113,6 +113,8 @@ fn validate_containers(
                 (true, false) => Role::Init,
             };
             lifecycle::validate(c, &c_path, role, grace, errs);
+            let never = spec.restart_policy.as_deref() == Some("Never");
+            resize_policy::validate(c, &c_path, (never, role == Role::Init), errs);
             if !names.insert(c.name.clone()) {
                 errs.push(FieldError::duplicate(&c_path.child("name"), &c.name));
             }

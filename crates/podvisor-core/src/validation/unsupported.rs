@@ -61,12 +61,7 @@ pub(super) fn validate_spec(spec: &PodSpec, path: &FieldPath, errs: &mut FieldEr
 
 pub(super) fn validate_container(c: &Container, path: &FieldPath, errs: &mut FieldErrors) {
     let claims = c.resources.as_ref().and_then(|r| r.claims.as_ref());
-    let fields: [(bool, FieldPath, &str); 3] = [
-        (
-            non_empty(c.resize_policy.as_ref()),
-            path.child("resizePolicy"),
-            "podvisor does not resize containers in place",
-        ),
+    let fields: [(bool, FieldPath, &str); 2] = [
         (
             non_empty(claims),
             path.child("resources").child("claims"),

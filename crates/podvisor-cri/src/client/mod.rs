@@ -32,6 +32,7 @@ macro_rules! call {
 mod flow;
 mod images;
 pub(crate) mod listing;
+mod resources;
 mod stats;
 mod streams;
 

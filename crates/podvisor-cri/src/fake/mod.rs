@@ -8,6 +8,7 @@
 //! also tested against containerd.
 
 mod listing;
+mod resources;
 mod runtime;
 mod state;
 
@@ -46,6 +47,7 @@ pub enum Op {
     StopContainer,
     RemoveContainer,
     ContainerStatus,
+    UpdateContainerResources,
     ReopenContainerLog,
     ImageStatus,
     PullImage,

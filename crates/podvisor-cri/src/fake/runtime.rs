@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use futures_util::StreamExt;
 
 use super::*;
+use crate::proto::LinuxContainerResources;
 
 #[async_trait]
 impl Runtime for FakeRuntime {
@@ -184,6 +185,15 @@ impl Runtime for FakeRuntime {
             .get(id)
             .map(|c| c.status.clone())
             .ok_or_else(|| CriError::not_found("ContainerStatus", format!("container {id}")))
+    }
+
+    async fn update_container_resources(
+        &self,
+        id: &str,
+        resources: &LinuxContainerResources,
+    ) -> Result<(), CriError> {
+        self.enter(Op::UpdateContainerResources, id).await?;
+        self.lock().state.update_resources(id, resources)
     }
 
     async fn reopen_container_log(&self, id: &str) -> Result<(), CriError> {

@@ -9,6 +9,8 @@ use crate::labels;
 use crate::model::*;
 use crate::proto::{ContainerConfig, NamespaceMode, PodSandboxConfig};
 
+use super::resources::applied;
+
 /// How a fake container's process behaves once started.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Program {
@@ -265,6 +267,11 @@ impl State {
             annotations: labels_of(&cfg.annotations),
             log_path,
             user: Some(ContainerUser::default()),
+            resources: cfg
+                .linux
+                .as_ref()
+                .and_then(|l| l.resources.as_ref())
+                .map(applied),
         };
         self.containers.insert(
             id.clone(),

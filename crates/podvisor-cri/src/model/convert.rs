@@ -110,6 +110,15 @@ impl From<proto::ContainerStatus> for ContainerStatus {
                 gid: l.gid,
                 supplemental_groups: l.supplemental_groups,
             }),
+            resources: c
+                .resources
+                .and_then(|r| r.linux)
+                .map(|l| ContainerResources {
+                    cpu_shares: l.cpu_shares,
+                    cpu_quota: l.cpu_quota,
+                    cpu_period: l.cpu_period,
+                    memory_limit: l.memory_limit_in_bytes,
+                }),
         };
         if let Some(m) = super::termination::message(&status) {
             status.message = m;

@@ -138,6 +138,19 @@ pub struct ContainerStatus {
     pub log_path: String,
     /// The identity its process runs as, when the runtime says (CRI's status call).
     pub user: Option<ContainerUser>,
+    /// The resources it runs with now, when the runtime says (CRI's status call; an
+    /// in-place resize changes them).
+    pub resources: Option<ContainerResources>,
+}
+
+/// A container's CPU and memory on Linux, as the runtime applies them: CPU weight
+/// (shares), quota over period (0: none), memory limit in bytes (0: none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ContainerResources {
+    pub cpu_shares: i64,
+    pub cpu_quota: i64,
+    pub cpu_period: i64,
+    pub memory_limit: i64,
 }
 
 /// A container's process identity on Linux, as the runtime reports it.

@@ -128,6 +128,7 @@ mod tests {
                 .collect(),
             log_path: log,
             user: None,
+            resources: None,
         }
     }
 

@@ -150,6 +150,9 @@ pub(crate) fn conditions(
         containers,
         condition("PodScheduled", true, "", String::new()),
     ];
+    if !phase.is_terminal() && super::resize::in_progress(pod.containers(), rt) {
+        all.push(condition("PodResizeInProgress", true, "", String::new()));
+    }
     // The pod's generation each was computed for (the kubelet's pod generation tracking).
     for c in &mut all {
         c.observed_generation = pod.metadata.generation;

@@ -19,6 +19,7 @@ mod conditions;
 pub(crate) mod deadline;
 mod phase;
 pub(crate) mod probes;
+mod resize;
 mod role;
 pub(crate) mod sandbox;
 
@@ -102,6 +103,7 @@ fn container_status(p: &Parts<'_>) -> ApiContainerStatus {
         user: newest.and_then(|n| n.user.as_ref()).map(api_user),
         ..Default::default()
     };
+    (out.allocated_resources, out.resources) = resize::of(c, newest, p.role);
     // A wait about one instance (its postStart hook runs) holds even while it runs.
     let wait_on = |n: &ContainerStatus| p.wait.filter(|w| w.instance.as_deref() == Some(&n.id));
     let wait_any = p.wait.filter(|w| w.instance.is_none());

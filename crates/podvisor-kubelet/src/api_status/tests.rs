@@ -50,6 +50,7 @@ fn cs(name: &str, attempt: u32, created: i64, exit: Option<i32>) -> ContainerSta
         annotations: BTreeMap::new(),
         log_path: String::new(),
         user: None,
+        resources: None,
     }
 }
 

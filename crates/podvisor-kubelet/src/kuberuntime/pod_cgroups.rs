@@ -91,6 +91,14 @@ fn write(dir: &Path, file: &str, value: i64) -> Result<(), CgroupError> {
     std::fs::write(&path, value.to_string()).map_err(io(&path))
 }
 
+fn read(dir: &Path, file: &str) -> Result<i64, CgroupError> {
+    let path = dir.join(file);
+    let text = std::fs::read_to_string(&path).map_err(io(&path))?;
+    text.trim()
+        .parse()
+        .map_err(|e| io(&path)(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
+}
+
 impl PodCgroups {
     pub fn new(root: &str, systemd: bool) -> Self {
         Self {
@@ -155,6 +163,39 @@ impl PodCgroups {
                         write(&dir, "memory.limit_in_bytes", bytes)?;
                     }
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// Raises the pod's cgroup limits (v1) to the larger of what they are and what the pod
+    /// now asks, before its containers are resized: a child's CPU quota above its
+    /// parent's is refused, so a container's may grow only under a pod's that already did.
+    pub fn widen(&self, pod: &Pod) -> Result<(), CgroupError> {
+        if self.unified() || self.systemd {
+            return Ok(());
+        }
+        let name = self.name(pod);
+        let l = limits(pod);
+        let cpu = self.fs.join("cpu").join(name.trim_start_matches('/'));
+        if cpu.is_dir() {
+            let now = read(&cpu, "cpu.cfs_quota_us")?;
+            let want = l.cpu_quota_us.unwrap_or(-1);
+            let wider = if now < 0 || want < 0 {
+                -1
+            } else {
+                now.max(want)
+            };
+            write(&cpu, "cpu.cfs_quota_us", wider)?;
+        }
+        let memory = self.fs.join("memory").join(name.trim_start_matches('/'));
+        if memory.is_dir() {
+            let now = read(&memory, "memory.limit_in_bytes")?;
+            let want = l.memory_bytes.unwrap_or(i64::MAX);
+            if want > now {
+                // No limit is the kernel's largest page-aligned value: -1 writes it.
+                let v = if l.memory_bytes.is_none() { -1 } else { want };
+                write(&memory, "memory.limit_in_bytes", v)?;
             }
         }
         Ok(())

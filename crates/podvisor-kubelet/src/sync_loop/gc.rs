@@ -100,6 +100,7 @@ mod tests {
             annotations: Default::default(),
             log_path: format!("/logs/{name}/{created}.log"),
             user: None,
+            resources: None,
         }
     }
 

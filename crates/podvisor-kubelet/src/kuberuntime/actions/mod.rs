@@ -11,26 +11,38 @@ use podvisor_probe::{ProbeKind, Verdicts};
 use sha2::{Digest, Sha256};
 
 mod init;
+mod resize;
 
 use crate::api_status::sandbox::sandbox_changed;
 use init::init_container_actions;
+pub(crate) use resize::{ContainerResize, Resize, differs, resize_of};
 
 /// Annotation holding the hash of the container spec a container was created from.
 pub(crate) const CONTAINER_HASH: &str = "io.kubernetes.container.hash";
 
-/// A short, stable hash of a container's spec: when it changes, the container is
-/// replaced. Serialized through serde_json, whose output for these types is deterministic.
-pub(crate) fn container_hash(c: &Container) -> String {
+fn hash_of(c: &Container) -> String {
     let json = serde_json::to_vec(c).unwrap_or_default();
     let digest = Sha256::digest(&json);
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Whether running instance `s` was made from another spec than `c`.
+/// A short, stable hash of a container's spec but its resources and resize policy (an
+/// in-place resize changes those, `resize.rs`): when it changes, the container is
+/// replaced. Serialized through serde_json, whose output for these types is deterministic.
+pub(crate) fn container_hash(c: &Container) -> String {
+    let mut c = c.clone();
+    c.resources = None;
+    c.resize_policy = None;
+    hash_of(&c)
+}
+
+/// Whether running instance `s` was made from another spec than `c`. A container made
+/// before resources left the hash carries the hash of its whole spec: it is the same spec
+/// if that matches.
 pub(crate) fn changed(c: &Container, s: &ContainerStatus) -> bool {
     s.annotations
         .get(CONTAINER_HASH)
-        .is_some_and(|h| *h != container_hash(c))
+        .is_some_and(|h| *h != container_hash(c) && *h != hash_of(c))
 }
 
 /// The sync's plan for one pod.
@@ -51,6 +63,8 @@ pub(crate) struct PodActions {
     pub ephemeral_to_start: Vec<usize>,
     /// Running containers to stop, and why.
     pub containers_to_kill: Vec<ContainerKill>,
+    /// Running containers whose CPU and memory change in place.
+    pub containers_to_resize: Vec<ContainerResize>,
 }
 
 impl PodActions {
@@ -61,6 +75,7 @@ impl PodActions {
             && self.containers_to_start.is_empty()
             && self.ephemeral_to_start.is_empty()
             && self.containers_to_kill.is_empty()
+            && self.containers_to_resize.is_empty()
     }
 }
 
@@ -71,6 +86,8 @@ pub(crate) enum KillReason {
     Changed,
     LivenessProbe,
     StartupProbe,
+    /// Its resize policy restarts it for a resource that changed.
+    Resize,
     /// Its state is unknown: stopped before it is started again, so two never run.
     Unknown,
 }
@@ -133,6 +150,8 @@ pub(crate) enum Step {
     CreateSandbox {
         attempt: u32,
     },
+    /// Change these running containers' CPU and memory in place.
+    Resize(Vec<ContainerResize>),
     /// Start the init container at this index of `spec.initContainers`.
     StartInit(usize),
     /// Start the app container at this index of `spec.containers`.
@@ -154,6 +173,9 @@ impl PodActions {
             }
         } else if !self.containers_to_kill.is_empty() {
             steps.push(Step::KillContainers(self.containers_to_kill.clone()));
+        }
+        if !self.containers_to_resize.is_empty() {
+            steps.push(Step::Resize(self.containers_to_resize.clone()));
         }
         if self.create_sandbox {
             steps.push(Step::CreateSandbox {
@@ -260,7 +282,20 @@ fn app_container_actions(pod: &Pod, status: &PodStatus, verdicts: &Verdicts, a: 
             k
         } else {
             keep += 1;
-            continue;
+            match resize_of(c, s) {
+                Resize::Done => continue,
+                Resize::Update => {
+                    let (id, name) = (s.id.clone(), c.name.clone());
+                    a.containers_to_resize
+                        .push(ContainerResize { index: i, id, name });
+                    continue;
+                }
+                Resize::Restart(message) => {
+                    keep -= 1;
+                    restart = true;
+                    ContainerKill::new(s, KillReason::Resize, message)
+                }
+            }
         };
         if restart {
             kill.message.push_str(", will be restarted");

@@ -81,6 +81,7 @@ fn c(pod: &Pod, name: &str, created: i64, exit: Option<i32>) -> ContainerStatus 
         annotations: BTreeMap::from([(CONTAINER_HASH.to_string(), container_hash(spec))]),
         log_path: String::new(),
         user: None,
+        resources: None,
     }
 }
 
@@ -525,4 +526,88 @@ fn an_ephemeral_container_starts_once_even_before_the_pod_is_initialized() {
     // A sandbox made anew starts none: debuggers belong to the sandbox they were added to.
     let fresh = compute_pod_actions(&p, &PodStatus::default(), &Verdicts::default());
     assert!(fresh.ephemeral_to_start.is_empty());
+}
+
+fn sized(p: &mut Pod, cpu: &str, memory: &str, memory_policy: &str) {
+    use k8s_openapi::api::core::v1::{ContainerResizePolicy, ResourceRequirements};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    let q = |cpu: &str, mem: &str| {
+        Some(BTreeMap::from([
+            ("cpu".to_string(), Quantity(cpu.into())),
+            ("memory".to_string(), Quantity(mem.into())),
+        ]))
+    };
+    let app = &mut p.spec.as_mut().unwrap().containers[0];
+    app.resources = Some(ResourceRequirements {
+        requests: q("100m", "64Mi"),
+        limits: q(cpu, memory),
+        ..Default::default()
+    });
+    let policy = |r: &str, p: &str| ContainerResizePolicy {
+        resource_name: r.into(),
+        restart_policy: p.into(),
+    };
+    app.resize_policy = Some(vec![
+        policy("cpu", "NotRequired"),
+        policy("memory", memory_policy),
+    ]);
+}
+
+/// The resources the runtime applies for the pod's app container as it is now.
+fn applied(p: &Pod) -> podvisor_cri::ContainerResources {
+    let r = crate::kuberuntime::config::resources(&p.containers()[0], 0).unwrap();
+    podvisor_cri::ContainerResources {
+        cpu_shares: r.cpu_shares,
+        cpu_quota: r.cpu_quota,
+        cpu_period: r.cpu_period,
+        memory_limit: r.memory_limit_in_bytes,
+    }
+}
+
+#[test]
+fn a_resize_updates_in_place_or_restarts_as_the_policy_says_and_never_replaces() {
+    let mut p = pod("Always", &[], &["app"]);
+    sized(&mut p, "200m", "128Mi", "RestartContainer");
+    let mut running = c(&p, "app", 1, None);
+    running.resources = Some(applied(&p));
+    let s = status(vec![sandbox(0, true)], vec![running.clone()]);
+    assert!(compute_pod_actions(&p, &s, &Verdicts::default()).is_noop());
+
+    // CPU: NotRequired. The hash leaves resources out: no "definition changed".
+    sized(&mut p, "400m", "128Mi", "RestartContainer");
+    let a = compute_pod_actions(&p, &s, &Verdicts::default());
+    assert!(a.containers_to_kill.is_empty() && a.containers_to_start.is_empty());
+    let want = ContainerResize {
+        index: 0,
+        id: running.id.clone(),
+        name: "app".into(),
+    };
+    assert_eq!(a.containers_to_resize, [want]);
+    assert!(matches!(a.steps()[0], Step::Resize(_)));
+
+    // Memory: RestartContainer.
+    sized(&mut p, "200m", "256Mi", "RestartContainer");
+    let a = compute_pod_actions(&p, &s, &Verdicts::default());
+    assert_eq!(a.containers_to_kill.len(), 1);
+    assert_eq!(a.containers_to_kill[0].reason, KillReason::Resize);
+    assert_eq!(a.containers_to_start, [0]);
+    assert!(a.containers_to_resize.is_empty());
+
+    // A runtime that reports no resources is never resized in place.
+    running.resources = None;
+    let s = status(vec![sandbox(0, true)], vec![running]);
+    assert!(compute_pod_actions(&p, &s, &Verdicts::default()).is_noop());
+}
+
+#[test]
+fn a_container_made_when_the_hash_covered_resources_is_not_replaced() {
+    let mut p = pod("Always", &[], &["app"]);
+    sized(&mut p, "200m", "128Mi", "NotRequired");
+    let mut running = c(&p, "app", 1, None);
+    running
+        .annotations
+        .insert(CONTAINER_HASH.into(), hash_of(&p.containers()[0]));
+    assert!(!changed(&p.containers()[0], &running));
+    p.spec.as_mut().unwrap().containers[0].image = Some("other".into());
+    assert!(changed(&p.containers()[0], &running));
 }

@@ -170,7 +170,7 @@ fn get(m: &Option<BTreeMap<String, Quantity>>, k: &str) -> Option<String> {
 
 /// The container's runtime resources: CPU weight and quota, memory limit, and the
 /// `oom_score_adj` its pod's QoS class gives it (`podvisor_core::oom`).
-pub(super) fn resources(
+pub(crate) fn resources(
     c: &Container,
     oom_score_adj: i64,
 ) -> Result<LinuxContainerResources, ConfigError> {

@@ -329,6 +329,7 @@ fn exited(attempt: u32, base: u32, ran_secs: i64) -> ContainerStatus {
         annotations: BTreeMap::from([(BACKOFF_BASE.to_string(), base.to_string())]),
         log_path: String::new(),
         user: None,
+        resources: None,
     }
 }
 

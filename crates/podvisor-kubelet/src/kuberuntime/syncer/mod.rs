@@ -262,6 +262,7 @@ impl CriSyncer {
                 Step::KillContainers(kills) => {
                     self.kill(pod, &ip, &Self::stops(pod, &kills), &[]).await?;
                 }
+                Step::Resize(resizes) => self.resize(pod, &resizes).await?,
                 Step::CreateSandbox { attempt } => {
                     sandbox = Some(self.create_sandbox(pod, attempt).await?)
                 }

@@ -12,6 +12,7 @@ mod objects;
 mod order;
 mod post_start;
 mod remove;
+mod resize;
 mod sandbox;
 mod start;
 

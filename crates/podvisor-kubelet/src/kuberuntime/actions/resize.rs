@@ -1,0 +1,67 @@
+//! In-place resize (the kubelet's `computePodResizeAction`): a running container whose
+//! CPU or memory, as the runtime reports them, are not what its spec now asks is updated
+//! in place, or restarted when its `resizePolicy` says so for a resource that changed.
+//! The container's hash leaves resources out, so a resize alone never replaces it.
+//!
+//! What the runtime reports is the truth here (the kubelet keeps an "actuated" checkpoint
+//! instead): a restarted agent finds what is left to do by comparing the spec with it. A
+//! runtime that reports no resources (containerd 1.6) is never resized in place.
+
+use k8s_openapi::api::core::v1::Container;
+use podvisor_cri::{ContainerResources, ContainerStatus, LinuxContainerResources};
+
+use crate::kuberuntime::config::resources;
+
+/// What a running container needs for its spec's resources.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Resize {
+    /// It runs with them.
+    Done,
+    /// Update it in place.
+    Update,
+    /// Restart it (its resize policy), with the `Killing` event's message.
+    Restart(String),
+}
+
+/// A running container to update in place: its spec index and instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ContainerResize {
+    pub index: usize,
+    pub id: String,
+    pub name: String,
+}
+
+/// Which of CPU and memory the runtime applies otherwise than `want`.
+pub(crate) fn differs(want: &LinuxContainerResources, have: &ContainerResources) -> (bool, bool) {
+    let quota = if want.cpu_quota > 0 {
+        (have.cpu_quota, have.cpu_period) != (want.cpu_quota, want.cpu_period)
+    } else {
+        have.cpu_quota > 0
+    };
+    let cpu = have.cpu_shares != want.cpu_shares || quota;
+    let memory = have.memory_limit != want.memory_limit_in_bytes;
+    (cpu, memory)
+}
+
+fn restarts_for(c: &Container, resource: &str) -> bool {
+    c.resize_policy
+        .iter()
+        .flatten()
+        .any(|p| p.resource_name == resource && p.restart_policy == "RestartContainer")
+}
+
+/// What running instance `s` of `c` needs.
+pub(crate) fn resize_of(c: &Container, s: &ContainerStatus) -> Resize {
+    let (Some(have), Ok(want)) = (s.resources.as_ref(), resources(c, 0)) else {
+        return Resize::Done;
+    };
+    match differs(&want, have) {
+        (false, false) => Resize::Done,
+        (cpu, memory)
+            if (cpu && restarts_for(c, "cpu")) || (memory && restarts_for(c, "memory")) =>
+        {
+            Resize::Restart(format!("Container {} resize requires restart", c.name))
+        }
+        _ => Resize::Update,
+    }
+}
