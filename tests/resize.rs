@@ -16,6 +16,14 @@ kind: Pod
 metadata: {name: sized}
 spec:
   terminationGracePeriodSeconds: 0
+  initContainers:
+  - name: side
+    image: localhost/podvisor/busybox:test
+    restartPolicy: Always
+    command: [sleep, "3600"]
+    resources:
+      requests: {cpu: 50m}
+      limits: {cpu: 100m}
   containers:
   - name: app
     image: localhost/podvisor/busybox:test
@@ -42,10 +50,15 @@ fn resize(k: &Kubectl, resources: &str) -> common::kubectl::Run {
     ])
 }
 
-/// The first line of a cgroup file as the container sees it (v1, or the v2 equivalent).
+/// The first line of a cgroup file as the app container sees it (v1, or the v2
+/// equivalent).
 fn cgroup(k: &Kubectl, v1: &str, v2: &str) -> String {
+    cgroup_of(k, "app", v1, v2)
+}
+
+fn cgroup_of(k: &Kubectl, container: &str, v1: &str, v2: &str) -> String {
     let script = format!("cat /sys/fs/cgroup/{v1} 2>/dev/null || cat /sys/fs/cgroup/{v2}");
-    let out = k.ok(&["exec", "sized", "--", "sh", "-c", &script]);
+    let out = k.ok(&["exec", "sized", "-c", container, "--", "sh", "-c", &script]);
     out.lines().next().unwrap_or_default().to_string()
 }
 
@@ -92,6 +105,34 @@ async fn cpu_changes_in_place_and_memory_restarts_as_the_policy_says() {
     let generations = "{.metadata.generation} {.status.observedGeneration}";
     assert_eq!(k.jsonpath(&["pod", "sized"], generations), "2 2");
 
+    // A sidecar is resized in place too.
+    let patch =
+        r#"{"spec":{"initContainers":[{"name":"side","resources":{"limits":{"cpu":"300m"}}}]}}"#;
+    let r = k.run(&[
+        "patch",
+        "pod",
+        "sized",
+        "--subresource",
+        "resize",
+        "-p",
+        patch,
+    ]);
+    assert!(r.ok, "{}", r.stderr);
+    let side = "{.status.initContainerStatuses[0]";
+    wait_resized(
+        &k,
+        "sidecar CPU limit 300m",
+        &format!("{side}.resources.limits.cpu}}"),
+        "300m",
+    )
+    .await;
+    assert_eq!(
+        cgroup_of(&k, "side", "cpu/cpu.cfs_quota_us", "cpu.max"),
+        "30000"
+    );
+    let side_restarts = format!("{side}.restartCount}}");
+    assert_eq!(k.jsonpath(&["pod", "sized"], &side_restarts), "0");
+
     let r = resize(&k, r#"{"limits":{"memory":"256Mi"}}"#);
     assert!(r.ok, "{}", r.stderr);
     let memory_limit = format!("{status}.resources.limits.memory}}");
@@ -122,10 +163,6 @@ async fn cpu_changes_in_place_and_memory_restarts_as_the_policy_says() {
             "resource limits cannot be removed",
         ),
         (
-            r#"{"requests":{"cpu":"200m","memory":"256Mi"},"limits":{"cpu":"200m"}}"#,
-            "Pod QOS Class may not change as a result of resizing",
-        ),
-        (
             r#"{"limits":{"ephemeral-storage":"1Gi"}}"#,
             "only cpu and memory resources are mutable",
         ),
@@ -134,6 +171,25 @@ async fn cpu_changes_in_place_and_memory_restarts_as_the_policy_says() {
         let r = resize(&k, patch);
         assert!(!r.ok && r.stderr.contains(why), "{patch}: {}", r.stderr);
     }
+    // Requests equal to limits everywhere: Burstable would become Guaranteed.
+    let equal =
+        r#"{"requests":{"cpu":"300m","memory":"64Mi"},"limits":{"cpu":"300m","memory":"64Mi"}}"#;
+    let app =
+        r#"{"requests":{"cpu":"400m","memory":"256Mi"},"limits":{"cpu":"400m","memory":"256Mi"}}"#;
+    let guaranteed = format!(
+        r#"{{"spec":{{"initContainers":[{{"name":"side","resources":{equal}}}],"containers":[{{"name":"app","resources":{app}}}]}}}}"#
+    );
+    let r = k.run(&[
+        "patch",
+        "pod",
+        "sized",
+        "--subresource",
+        "resize",
+        "-p",
+        &guaranteed,
+    ]);
+    let why = "Pod QOS Class may not change as a result of resizing";
+    assert!(!r.ok && r.stderr.contains(why), "{}", r.stderr);
     let main = k.run(&[
         "patch",
         "pod",

@@ -150,7 +150,7 @@ pub(crate) fn conditions(
         containers,
         condition("PodScheduled", true, "", String::new()),
     ];
-    if !phase.is_terminal() && super::resize::in_progress(pod.containers(), rt) {
+    if !phase.is_terminal() && super::resize::in_progress(pod, rt) {
         all.push(condition("PodResizeInProgress", true, "", String::new()));
     }
     // The pod's generation each was computed for (the kubelet's pod generation tracking).

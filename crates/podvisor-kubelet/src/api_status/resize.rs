@@ -8,8 +8,10 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Container, ResourceRequirements};
+use k8s_openapi::api::core::v1::{Container, Pod, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use podvisor_core::PodExt;
+use podvisor_core::restart::is_sidecar;
 use podvisor_cri::{ContainerResources, ContainerState, ContainerStatus, PodStatus};
 
 use crate::kuberuntime::actions::differs;
@@ -80,9 +82,10 @@ pub(super) fn of(
     (allocated, now)
 }
 
-/// Whether a running container of `containers` runs with other resources than its spec's.
-pub(super) fn in_progress(containers: &[Container], rt: &PodStatus) -> bool {
-    containers.iter().any(|c| {
+/// Whether a running app container or sidecar runs with other resources than its spec's.
+pub(super) fn in_progress(pod: &Pod, rt: &PodStatus) -> bool {
+    let sidecars = pod.init_containers().iter().filter(|c| is_sidecar(c));
+    pod.containers().iter().chain(sidecars).any(|c| {
         let running = rt
             .containers
             .iter()

@@ -14,7 +14,9 @@ use podvisor_core::{PodExt, RestartPolicy};
 use podvisor_cri::{ContainerState, ContainerStatus, PodStatus};
 use podvisor_probe::{ProbeKind, Verdicts};
 
-use super::{ContainerKill, KillReason, PodActions, changed, probe_kill};
+use super::{
+    ContainerKill, ContainerResize, KillReason, PodActions, Resize, changed, probe_kill, resize_of,
+};
 
 fn failed(s: &ContainerStatus) -> bool {
     match s.state {
@@ -50,7 +52,7 @@ fn running_sidecar(
 }
 
 /// After a running sidecar counted as started: replaced if its spec changed or its
-/// liveness probe failed.
+/// liveness probe failed; resized in place or restarted as its resize policy says.
 fn kept_sidecar(
     c: &Container,
     s: &ContainerStatus,
@@ -66,6 +68,21 @@ fn kept_sidecar(
     } else if let Some(kill) = probe_kill(s, "Init container", verdicts) {
         a.containers_to_kill.push(kill);
         a.init_to_start.push(i);
+    } else {
+        match resize_of(c, s) {
+            Resize::Done => {}
+            Resize::Update => a.containers_to_resize.push(ContainerResize {
+                index: i,
+                init: true,
+                id: s.id.clone(),
+                name: c.name.clone(),
+            }),
+            Resize::Restart(message) => {
+                let kill = ContainerKill::new(s, KillReason::Resize, message);
+                a.containers_to_kill.push(kill);
+                a.init_to_start.push(i);
+            }
+        }
     }
 }
 

@@ -150,7 +150,8 @@ pub(crate) enum Step {
     CreateSandbox {
         attempt: u32,
     },
-    /// Change these running containers' CPU and memory in place.
+    /// Fit the pod's cgroup to its containers' new resources, changing these running
+    /// containers' CPU and memory in place.
     Resize(Vec<ContainerResize>),
     /// Start the init container at this index of `spec.initContainers`.
     StartInit(usize),
@@ -174,7 +175,11 @@ impl PodActions {
         } else if !self.containers_to_kill.is_empty() {
             steps.push(Step::KillContainers(self.containers_to_kill.clone()));
         }
-        if !self.containers_to_resize.is_empty() {
+        // A container restarted for a resize starts with its new limits, which its pod's
+        // cgroup must hold first, as must those of containers updated in place.
+        let resize_restart =
+            (self.containers_to_kill.iter()).any(|k| k.reason == KillReason::Resize);
+        if !self.containers_to_resize.is_empty() || resize_restart {
             steps.push(Step::Resize(self.containers_to_resize.clone()));
         }
         if self.create_sandbox {
@@ -286,8 +291,13 @@ fn app_container_actions(pod: &Pod, status: &PodStatus, verdicts: &Verdicts, a: 
                 Resize::Done => continue,
                 Resize::Update => {
                     let (id, name) = (s.id.clone(), c.name.clone());
-                    a.containers_to_resize
-                        .push(ContainerResize { index: i, id, name });
+                    let init = false;
+                    a.containers_to_resize.push(ContainerResize {
+                        index: i,
+                        init,
+                        id,
+                        name,
+                    });
                     continue;
                 }
                 Resize::Restart(message) => {

@@ -23,10 +23,12 @@ pub(crate) enum Resize {
     Restart(String),
 }
 
-/// A running container to update in place: its spec index and instance.
+/// A running container to update in place: its spec index (in `initContainers` for a
+/// sidecar) and instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ContainerResize {
     pub index: usize,
+    pub init: bool,
     pub id: String,
     pub name: String,
 }

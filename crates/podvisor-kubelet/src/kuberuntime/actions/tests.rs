@@ -579,6 +579,7 @@ fn a_resize_updates_in_place_or_restarts_as_the_policy_says_and_never_replaces()
     assert!(a.containers_to_kill.is_empty() && a.containers_to_start.is_empty());
     let want = ContainerResize {
         index: 0,
+        init: false,
         id: running.id.clone(),
         name: "app".into(),
     };
@@ -592,6 +593,13 @@ fn a_resize_updates_in_place_or_restarts_as_the_policy_says_and_never_replaces()
     assert_eq!(a.containers_to_kill[0].reason, KillReason::Resize);
     assert_eq!(a.containers_to_start, [0]);
     assert!(a.containers_to_resize.is_empty());
+    let steps = a.steps();
+    assert!(matches!(steps[0], Step::KillContainers(_)));
+    assert_eq!(
+        steps[1],
+        Step::Resize(vec![]),
+        "the pod cgroup fits the new limits first"
+    );
 
     // A runtime that reports no resources is never resized in place.
     running.resources = None;

@@ -4,7 +4,7 @@
 //! pod's cgroup gets its new limits exactly. A failure is an event and fails the sync,
 //! which retries it.
 
-use podvisor_core::SharedPod;
+use podvisor_core::{PodExt, SharedPod};
 
 use super::super::CriSyncer;
 use crate::kuberuntime::actions::ContainerResize;
@@ -24,7 +24,12 @@ impl CriSyncer {
                 .map_err(|e| self.resize_failed(pod, e.to_string()))?;
         }
         for r in resizes {
-            let Some(c) = pod.spec.as_ref().and_then(|s| s.containers.get(r.index)) else {
+            let list = if r.init {
+                pod.init_containers()
+            } else {
+                pod.containers()
+            };
+            let Some(c) = list.get(r.index) else {
                 continue;
             };
             let oom = podvisor_core::oom::oom_score_adj(pod, c, self.node.memory_capacity);
