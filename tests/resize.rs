@@ -166,6 +166,10 @@ async fn cpu_changes_in_place_and_memory_restarts_as_the_policy_says() {
             r#"{"limits":{"ephemeral-storage":"1Gi"}}"#,
             "only cpu and memory resources are mutable",
         ),
+        (
+            r#"{"requests":{"cpu":"1000"},"limits":{"cpu":"1000"}}"#,
+            "node didn't have enough allocatable resources: cpu, requested: 1000000",
+        ),
     ];
     for (patch, why) in refused {
         let r = resize(&k, patch);

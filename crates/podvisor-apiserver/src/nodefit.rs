@@ -166,6 +166,28 @@ impl NodeFit {
     }
 }
 
+/// A resize asks no more than the node's allocatable CPU and memory (kube-apiserver's
+/// `PodResizeValidator`, with its words); what the other pods hold is the node's to weigh.
+fn resize_fits(pod: &Pod, alloc: &Allocatable, name: &str) -> Result<(), Error> {
+    let r = Requests::of(pod);
+    let over: Vec<String> = [
+        ("cpu", r.cpu_milli, alloc.cpu_milli),
+        ("memory", r.memory_bytes, alloc.memory_bytes),
+    ]
+    .iter()
+    .filter(|(_, asked, has)| asked > has)
+    .map(|(what, asked, has)| format!("{what}, requested: {asked}, allocatable: {has}"))
+    .collect();
+    if over.is_empty() {
+        return Ok(());
+    }
+    let message = format!(
+        "node didn't have enough allocatable resources: {}",
+        over.join("; ")
+    );
+    Err(refuse(name, "NodeCapacity", message))
+}
+
 impl Admission for NodeFit {
     fn admit(
         &self,
@@ -173,14 +195,15 @@ impl Admission for NodeFit {
         _: &Resource,
         object: &mut AnyObject,
         old: Option<&StoredObject>,
-        _: Subresource,
+        sub: Subresource,
     ) -> Result<(), Error> {
         let AnyObject::Pod(pod) = object else {
             return Ok(());
         };
         let bound = pod.spec.as_ref().and_then(|s| s.node_name.as_deref());
         let mirror = crate::admission::is_mirror(pod);
-        if old.is_some() || bound != Some(self.node.as_str()) || mirror {
+        let resize = old.is_some() && sub == Subresource::Resize;
+        if (old.is_some() && !resize) || bound != Some(self.node.as_str()) || mirror {
             return Ok(());
         }
         let Some(node) = store
@@ -190,6 +213,9 @@ impl Admission for NodeFit {
             return Ok(());
         };
         let name = pod.metadata.name.as_deref().unwrap_or_default();
+        if resize {
+            return allocatable(&node).map_or(Ok(()), |a| resize_fits(pod, &a, name));
+        }
         check_taints(&node, pod, name)?;
         self.check_placement(store, &node, pod, name)?;
         self.check_resources(store, &node, pod, name)
