@@ -492,3 +492,81 @@ spec:
     running(&admin, &ns, &node, 1).await;
     drop(cleanup);
 }
+
+fn sized_pod(ns: &str, node: &str) -> String {
+    format!(
+        "apiVersion: v1
+kind: Pod
+metadata: {{name: sized, namespace: {ns}}}
+spec:
+  nodeName: {node}
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 30
+  containers:
+  - name: c
+    image: localhost/podvisor/busybox:test
+    command: [sleep, '3600']
+    lifecycle: {{preStop: {{sleep: {{seconds: 3}}}}}}
+    resources: {{requests: {{cpu: 10m}}, limits: {{cpu: 100m}}}}
+"
+    )
+}
+
+/// `kubectl patch --subresource resize` on the cluster's pod: the node sees the new spec,
+/// changes the running container's CPU limit in place, and reports it (kube-apiserver
+/// refuses to resize a pod whose running containers report no resources). Then a graceful
+/// delete through a preStop sleep: the pod leaves the cluster once the node has stopped it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_is_resized_in_place_and_deleted_gracefully_through_the_cluster() {
+    let agent = join("cn-resize", None).await;
+    let (admin, cleanup) = setup(&agent);
+    let (ns, node) = (cleanup.namespace.clone(), agent.node.clone());
+    node_ready(&admin, &node).await;
+    admin.apply(&sized_pod(&ns, &node));
+    let ready = "{.status.containerStatuses[0].ready}";
+    eventually("sized Ready", MINUTE, || async {
+        (admin.jsonpath(&["pod", "sized", "-n", &ns], ready) == "true").then_some(())
+    })
+    .await;
+    let patch = r#"{"spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":"200m"}}}]}}"#;
+    admin.ok(&[
+        "patch",
+        "pod",
+        "sized",
+        "-n",
+        &ns,
+        "--subresource",
+        "resize",
+        "-p",
+        patch,
+    ]);
+    let path = "{.status.containerStatuses[0].resources.limits.cpu} \
+                {.status.containerStatuses[0].restartCount} {.status.observedGeneration} \
+                {.status.conditions[*].type}";
+    let seen = eventually("the new CPU limit reported", MINUTE, || async {
+        let s = admin.jsonpath(&["pod", "sized", "-n", &ns], path);
+        (s.starts_with("200m ") && !s.contains("PodResize")).then_some(s)
+    })
+    .await;
+    assert!(
+        seen.starts_with("200m 0 2 "),
+        "in place, generation 2: {seen}"
+    );
+    let v1_or_v2 = "cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null || \
+                    cut -d' ' -f1 /sys/fs/cgroup/cpu.max";
+    let quota = admin.ok(&["exec", "sized", "-n", &ns, "--", "sh", "-c", v1_or_v2]);
+    assert_eq!(quota.trim(), "20000");
+
+    let t0 = std::time::Instant::now();
+    admin.ok(&["delete", "pod", "sized", "-n", &ns, "--wait=false"]);
+    eventually("the deleted pod gone from the cluster", MINUTE, || async {
+        pods(&admin, &ns).is_empty().then_some(())
+    })
+    .await;
+    let took = t0.elapsed();
+    assert!(
+        took >= Duration::from_secs(3),
+        "the preStop sleep ran: {took:?}"
+    );
+    drop(cleanup);
+}

@@ -58,8 +58,10 @@ fn cgroup(k: &Kubectl, v1: &str, v2: &str) -> String {
 
 fn cgroup_of(k: &Kubectl, container: &str, v1: &str, v2: &str) -> String {
     let script = format!("cat /sys/fs/cgroup/{v1} 2>/dev/null || cat /sys/fs/cgroup/{v2}");
+    // cpu.max says "<quota> <period>": the quota, as v1's file has it alone.
     let out = k.ok(&["exec", "sized", "-c", container, "--", "sh", "-c", &script]);
-    out.lines().next().unwrap_or_default().to_string()
+    let first = out.lines().next().unwrap_or_default();
+    first.split(' ').next().unwrap_or_default().to_string()
 }
 
 async fn wait_resized(k: &Kubectl, what: &str, path: &str, want: &str) {
