@@ -65,6 +65,9 @@ pub(crate) fn facts(
     alloc: &Allocatable,
     (runtime_version, kubelet_port): (String, u16),
 ) -> NodeFacts {
+    let storage = rustix::fs::statvfs(&cfg.state_dir).map_or(0, |s| {
+        i64::try_from(s.f_blocks.saturating_mul(s.f_frsize)).unwrap_or(i64::MAX)
+    });
     NodeFacts {
         name: node_name.to_string(),
         address: address(cfg).to_string(),
@@ -73,6 +76,9 @@ pub(crate) fn facts(
         pods: cfg.allocatable.pods,
         allocatable_cpu_milli: alloc.cpu_milli,
         allocatable_memory_bytes: alloc.memory_bytes,
+        ephemeral_storage_bytes: storage,
+        // The kubelet's default hard eviction threshold, nodefs.available<10%.
+        allocatable_ephemeral_storage_bytes: storage - storage / 10,
         runtime_version,
         kubelet_port,
         agent_version: podvisor_core::version::GIT_VERSION.to_string(),

@@ -25,6 +25,8 @@ fn facts() -> NodeFacts {
         pods: 110,
         allocatable_cpu_milli: 2000,
         allocatable_memory_bytes: 1 << 30,
+        ephemeral_storage_bytes: 10 << 30,
+        allocatable_ephemeral_storage_bytes: 9 << 30,
         runtime_version: "containerd://test".into(),
         agent_version: "test".into(),
         taints: Vec::new(),

@@ -18,6 +18,10 @@ pub struct NodeFacts {
     /// Allocatable, as configured (defaults to capacity).
     pub allocatable_cpu_milli: i64,
     pub allocatable_memory_bytes: i64,
+    /// The filesystem of the node's state directory (the kubelet's root directory), and
+    /// what pods may take of it (less the hard eviction threshold's 10%); 0: unknown.
+    pub ephemeral_storage_bytes: i64,
+    pub allocatable_ephemeral_storage_bytes: i64,
     pub runtime_version: String,
     pub agent_version: String,
     /// What the node registers with (`[node] taints`).
@@ -46,17 +50,21 @@ fn hostname() -> String {
     read("/proc/sys/kernel/hostname")
 }
 
-fn resources(cpu_milli: i64, memory: i64, pods: usize) -> BTreeMap<String, Quantity> {
+fn resources(cpu_milli: i64, memory: i64, pods: usize, storage: i64) -> BTreeMap<String, Quantity> {
     let cpu = if cpu_milli % 1000 == 0 {
         (cpu_milli / 1000).to_string()
     } else {
         format!("{cpu_milli}m")
     };
-    BTreeMap::from([
+    let mut r = BTreeMap::from([
         ("cpu".into(), Quantity(cpu)),
         ("memory".into(), Quantity(format!("{}Ki", memory / 1024))),
         ("pods".into(), Quantity(pods.to_string())),
-    ])
+    ]);
+    if storage > 0 {
+        r.insert("ephemeral-storage".into(), Quantity(storage.to_string()));
+    }
+    r
 }
 
 fn address(type_: &str, address: String) -> NodeAddress {
@@ -86,11 +94,17 @@ impl NodeFacts {
     /// Everything of the status but the conditions.
     pub fn status(&self) -> NodeStatus {
         NodeStatus {
-            capacity: Some(resources(self.cpu_milli, self.memory_bytes, self.pods)),
+            capacity: Some(resources(
+                self.cpu_milli,
+                self.memory_bytes,
+                self.pods,
+                self.ephemeral_storage_bytes,
+            )),
             allocatable: Some(resources(
                 self.allocatable_cpu_milli,
                 self.allocatable_memory_bytes,
                 self.pods,
+                self.allocatable_ephemeral_storage_bytes,
             )),
             addresses: Some(vec![
                 address("Hostname", hostname()),

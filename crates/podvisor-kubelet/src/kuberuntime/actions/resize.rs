@@ -10,7 +10,7 @@
 use k8s_openapi::api::core::v1::Container;
 use podvisor_cri::{ContainerResources, ContainerStatus, LinuxContainerResources};
 
-use crate::kuberuntime::config::resources;
+use crate::kuberuntime::config::{MEMORY_REQUEST, memory_request, resources};
 
 /// What a running container needs for its spec's resources.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,18 +52,27 @@ fn restarts_for(c: &Container, resource: &str) -> bool {
         .any(|p| p.resource_name == resource && p.restart_policy == "RestartContainer")
 }
 
-/// What running instance `s` of `c` needs.
+/// Whether `s` was made with another memory request than `c` asks (one made before the
+/// request was recorded is taken as made with it).
+pub(crate) fn memory_request_differs(c: &Container, s: &ContainerStatus) -> bool {
+    let made = s.annotations.get(MEMORY_REQUEST);
+    made.is_some() && made.cloned() != memory_request(c)
+}
+
+/// What running instance `s` of `c` needs. A memory request changes nothing the runtime
+/// applies: it restarts a container whose policy says so for memory, and is otherwise
+/// done as it is admitted (as the kubelet's, which writes no cgroup for it).
 pub(crate) fn resize_of(c: &Container, s: &ContainerStatus) -> Resize {
     let (Some(have), Ok(want)) = (s.resources.as_ref(), resources(c, 0)) else {
         return Resize::Done;
     };
-    match differs(&want, have) {
-        (false, false) => Resize::Done,
-        (cpu, memory)
-            if (cpu && restarts_for(c, "cpu")) || (memory && restarts_for(c, "memory")) =>
-        {
-            Resize::Restart(format!("Container {} resize requires restart", c.name))
-        }
-        _ => Resize::Update,
+    let (cpu, limit) = differs(&want, have);
+    let memory = limit || memory_request_differs(c, s);
+    if (cpu && restarts_for(c, "cpu")) || (memory && restarts_for(c, "memory")) {
+        Resize::Restart(format!("Container {} resize requires restart", c.name))
+    } else if cpu || limit {
+        Resize::Update
+    } else {
+        Resize::Done
     }
 }

@@ -619,3 +619,27 @@ fn a_container_made_when_the_hash_covered_resources_is_not_replaced() {
     p.spec.as_mut().unwrap().containers[0].image = Some("other".into());
     assert!(changed(&p.containers()[0], &running));
 }
+
+#[test]
+fn a_memory_request_alone_restarts_only_a_container_whose_policy_says_so() {
+    use crate::kuberuntime::config::{MEMORY_REQUEST, memory_request};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    for (policy, restarts) in [("RestartContainer", true), ("NotRequired", false)] {
+        let mut p = pod("Always", &[], &["app"]);
+        sized(&mut p, "200m", "128Mi", policy);
+        let mut running = c(&p, "app", 1, None);
+        running.resources = Some(applied(&p));
+        let made = memory_request(&p.containers()[0]).unwrap();
+        running.annotations.insert(MEMORY_REQUEST.into(), made);
+        let app = &mut p.spec.as_mut().unwrap().containers[0];
+        let requests = app.resources.as_mut().unwrap().requests.as_mut().unwrap();
+        requests.insert("memory".into(), Quantity("96Mi".into()));
+        let s = status(vec![sandbox(0, true)], vec![running]);
+        let a = compute_pod_actions(&p, &s, &Verdicts::default());
+        assert_eq!(a.containers_to_kill.len() == 1, restarts, "{policy}");
+        assert!(
+            a.containers_to_resize.is_empty(),
+            "{policy}: nothing to apply in place"
+        );
+    }
+}

@@ -245,7 +245,20 @@ fn instance_annotations(i: &Instance) -> BTreeMap<String, String> {
             log.to_string_lossy().into_owned(),
         );
     }
+    if let Some(request) = memory_request(c) {
+        annotations.insert(MEMORY_REQUEST.into(), request);
+    }
     annotations
+}
+
+/// The memory request a container was made with: no runtime applies or reports one, so
+/// a resize of it alone is told from this (`actions/resize.rs`).
+pub(crate) const MEMORY_REQUEST: &str = "podvisor.io/memory-request";
+
+/// A container's memory request, in bytes.
+pub(crate) fn memory_request(c: &Container) -> Option<String> {
+    let q = c.resources.as_ref()?.requests.as_ref()?.get("memory")?;
+    quantity::parse_units(&q.0).ok().map(|b| b.to_string())
 }
 
 /// `$(VAR)` in the command and its arguments, from the environment (the kubelet's

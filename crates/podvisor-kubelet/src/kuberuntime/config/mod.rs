@@ -19,7 +19,7 @@ use podvisor_cri::proto::DnsConfig;
 
 pub(crate) use backoff::{backoff_left, crash_backoff, next_attempt};
 pub use container::{Instance, container_config};
-pub(crate) use container::{resources, sub_paths};
+pub(crate) use container::{MEMORY_REQUEST, memory_request, resources, sub_paths};
 pub use dns::pod_dns;
 pub(crate) use hosts::{etc_hosts_path, hosts_file};
 pub(crate) use paths::{empty_dir_path, pod_state_dir, termination_log_path};
