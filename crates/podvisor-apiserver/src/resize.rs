@@ -1,9 +1,10 @@
 //! `pods/resize`: the CPU and memory of a running pod's containers changed in place, as
 //! kube-apiserver's `ValidatePodResize` admits it. The store takes only the containers'
 //! resources and resize policies from such an update (and refuses one that renames,
-//! adds or removes containers); this refuses the rest: a static pod's mirror, another
-//! QoS class, requests or limits removed, anything but CPU and memory changed, a changed
-//! resize policy, and a non-sidecar init container restarted by its policy.
+//! adds or removes containers); this refuses the rest: a static pod's mirror, a pod whose
+//! runtime reports no resources, another QoS class, requests or limits removed, anything
+//! but CPU and memory changed, a changed resize policy, and a non-sidecar init container
+//! restarted by its policy.
 
 use std::collections::BTreeMap;
 
@@ -55,6 +56,21 @@ fn resource_errors(path: &FieldPath, old: &Container, new: &Container) -> Vec<Fi
     errors
 }
 
+/// Whether the node reports what the pod's first running container runs with (a runtime
+/// that cannot say cannot resize in place), as kube-apiserver's
+/// `isPodResizeRequestSupported`; with nothing running it cannot tell, and allows it.
+fn supported(pod: &Pod) -> bool {
+    let statuses = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref());
+    let first_running = statuses
+        .into_iter()
+        .flatten()
+        .find(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()));
+    first_running.is_none_or(|c| c.resources.is_some())
+}
+
 fn restarts(c: &Container) -> bool {
     c.resize_policy
         .iter()
@@ -78,6 +94,10 @@ pub(crate) fn update_errors(old: &Pod, new: &Pod) -> Vec<FieldError> {
             detail,
         ));
     }
+    if !supported(old) {
+        let detail = "Pod running on node without support for resize";
+        errors.push(FieldError::forbidden(&FieldPath::new("spec"), detail));
+    }
     let spec = |p: &Pod| p.spec.clone().unwrap_or_default();
     let (o, n) = (spec(old), spec(new));
     let path = FieldPath::new("spec").child("containers");
@@ -99,4 +119,47 @@ pub(crate) fn update_errors(old: &Pod, new: &Pod) -> Vec<FieldError> {
     }
     errors.dedup_by(|a, b| a == b);
     errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(running_reports: Option<bool>) -> Pod {
+        let mut status = serde_json::json!({"name": "c", "image": "i", "imageID": "",
+            "ready": true, "restartCount": 0, "state": {"running": {}}});
+        if running_reports == Some(true) {
+            status["resources"] = serde_json::json!({});
+        }
+        let statuses = match running_reports {
+            None => serde_json::json!([]),
+            Some(_) => serde_json::json!([status]),
+        };
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "i",
+                "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}}}]},
+            "status": {"containerStatuses": statuses},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_pod_whose_running_container_reports_no_resources_is_not_resized() {
+        let why = |p: &Pod| {
+            update_errors(p, p)
+                .iter()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+        };
+        assert!(why(&pod(Some(true))).is_empty());
+        assert!(why(&pod(None)).is_empty(), "nothing running: allowed");
+        let refused = why(&pod(Some(false)));
+        assert!(
+            refused
+                .iter()
+                .any(|e| e.contains("without support for resize")),
+            "{refused:?}"
+        );
+    }
 }

@@ -2,8 +2,9 @@
 //! resize: `allocatedResources` are the requests its spec asks (the node accepts every
 //! resize the API admits), `resources` what it runs with: the spec's, but for what the
 //! runtime applies otherwise (a resize not yet carried out): CPU request from the shares,
-//! CPU limit from the quota, memory limit from the runtime's. A running container always
-//! has them (kube-apiserver refuses to resize a pod whose running containers do not).
+//! CPU limit from the quota, memory limit from the runtime's. A running container has them
+//! when its runtime reports them (kube-apiserver refuses to resize a pod whose running
+//! containers do not).
 //! While any differs, the pod has the `PodResizeInProgress` condition.
 
 use std::collections::BTreeMap;
@@ -72,12 +73,12 @@ pub(super) fn of(
     }
     let allocated = c.resources.as_ref().and_then(|r| r.requests.clone());
     let running = newest.filter(|n| n.state == ContainerState::Running);
-    let now = match running.and_then(|n| n.resources.as_ref()) {
-        Some(have) => Some(actual(c, have)),
-        None if running.is_some() || c.resources.is_some() => {
-            Some(c.resources.clone().unwrap_or_default())
-        }
-        None => None,
+    // A runtime that reports none cannot be resized in place: a running
+    // container without them tells kube-apiserver so, which then refuses a resize.
+    let now = match running.map(|n| n.resources.as_ref()) {
+        Some(Some(have)) => Some(actual(c, have)),
+        Some(None) => None,
+        None => c.resources.clone(),
     };
     (allocated, now)
 }

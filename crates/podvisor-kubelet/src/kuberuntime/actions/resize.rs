@@ -5,7 +5,7 @@
 //!
 //! What the runtime reports is the truth here (the kubelet keeps an "actuated" checkpoint
 //! instead): a restarted agent finds what is left to do by comparing the spec with it. A
-//! runtime that reports no resources (containerd 1.6) is never resized in place.
+//! runtime that reported no resources would never be resized in place.
 
 use k8s_openapi::api::core::v1::Container;
 use podvisor_cri::{ContainerResources, ContainerStatus, LinuxContainerResources};
