@@ -207,3 +207,58 @@ async fn cpu_changes_in_place_and_memory_restarts_as_the_policy_says() {
     assert!(!main.ok, "resources change through pods/resize only");
     k.ok(&["delete", "pod", "sized", "--wait=true"]);
 }
+
+/// Upstream's "decrease memory limit below usage": a limit lowered to less than the
+/// container uses is not applied; the pod says why (`PodResizeInProgress`, `Error`) until
+/// the limit is put back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memory_limit_below_what_the_container_uses_is_refused_with_the_reason() {
+    let agent = Agent::start("resize-usage").await;
+    let k = Kubectl::for_agent(&agent);
+    k.apply(
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: sized}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: app
+    image: localhost/podvisor/busybox:test
+    command: [sh, -c, "dd if=/dev/zero of=/dev/shm/fill bs=1M count=40 && sleep 3600"]
+    resources:
+      requests: {memory: 100Mi}
+      limits: {memory: 100Mi}
+"#,
+    );
+    wait_for("sized Ready", Duration::from_secs(60), || {
+        k.jsonpath(&["pod", "sized"], "{.status.containerStatuses[0].ready}") == "true"
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await; // dd has filled its 40 MiB
+    let low = r#"{"requests":{"memory":"20Mi"},"limits":{"memory":"20Mi"}}"#;
+    assert!(resize(&k, low).ok);
+    let condition = r#"{.status.conditions[?(@.type=="PodResizeInProgress")].reason}|{.status.conditions[?(@.type=="PodResizeInProgress")].message}"#;
+    wait_for(
+        "the resize in progress, in error",
+        Duration::from_secs(60),
+        || {
+            k.jsonpath(&["pod", "sized"], condition)
+                .starts_with("Error|")
+        },
+    )
+    .await;
+    let message = k.jsonpath(&["pod", "sized"], condition);
+    assert!(
+        message.contains("memory limit (20971520) below current usage"),
+        "{message}"
+    );
+    let limit = "{.status.containerStatuses[0].resources.limits.memory}";
+    assert_eq!(
+        k.jsonpath(&["pod", "sized"], limit),
+        (100u64 << 20).to_string()
+    );
+    let back = r#"{"requests":{"memory":"100Mi"},"limits":{"memory":"100Mi"}}"#;
+    assert!(resize(&k, back).ok);
+    wait_resized(&k, "the limit back", limit, "100Mi").await;
+    k.ok(&["delete", "pod", "sized", "--wait=true"]);
+}

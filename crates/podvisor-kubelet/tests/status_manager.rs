@@ -183,6 +183,7 @@ fn a_pod_shows_running_when_the_cache_says_so_without_another_sync() {
         sm.do_send(PodSynced {
             pod: pod(),
             waiting: HashMap::new(),
+            resize_error: None,
         });
         assert_eq!(phase(&sm, &api).await, "Pending");
         // The PLEG stores the runtime's news in the cache; that is all it takes.
@@ -203,6 +204,7 @@ fn a_pod_shows_running_when_the_cache_says_so_without_another_sync() {
         sm.do_send(PodSynced {
             pod: pod(),
             waiting: HashMap::from([("app".to_string(), waiting)]),
+            resize_error: None,
         });
         let r = the_pod(&sm, &api).await;
         assert_eq!(app_state(&r)["waiting"]["reason"], "CrashLoopBackOff");
@@ -234,6 +236,7 @@ fn a_finished_pod_stays_finished_when_its_containers_are_removed() {
         sm.do_send(PodSynced {
             pod: once,
             waiting: HashMap::new(),
+            resize_error: None,
         });
         let mut exited = (*runtime(ContainerState::Exited)).clone();
         exited.containers[0].exit_code = 0;

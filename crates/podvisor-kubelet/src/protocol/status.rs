@@ -19,6 +19,9 @@ use super::updates::StatusFn;
 pub struct PodSynced {
     pub pod: SharedPod,
     pub waiting: HashMap<String, Waiting>,
+    /// Why the sync could not resize the pod's containers in place, if it could not: the
+    /// `PodResizeInProgress` condition's `Error`.
+    pub resize_error: Option<String>,
 }
 
 /// The pod's termination completed; `status_fns` adjust its final status.

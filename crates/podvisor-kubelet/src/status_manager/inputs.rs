@@ -16,6 +16,8 @@ use crate::protocol::updates::StatusFn;
 pub(crate) struct Inputs {
     pub pod: SharedPod,
     pub waiting: HashMap<String, Waiting>,
+    /// Why the last sync could not resize the pod in place.
+    pub resize_error: Option<String>,
     pub terminated: bool,
     pub status_fns: Vec<StatusFn>,
 }
@@ -25,6 +27,7 @@ impl Inputs {
         Self {
             pod,
             waiting: HashMap::new(),
+            resize_error: None,
             terminated: false,
             status_fns: Vec::new(),
         }
@@ -41,10 +44,23 @@ impl Inputs {
         let empty = PodStatus::default();
         let rt = runtime.unwrap_or(&empty);
         let mut status = api_status(&self.pod, rt, &self.waiting, self.terminated, view);
+        if let Some(error) = &self.resize_error {
+            resize_failed(&mut status, error);
+        }
         stamp_host(&self.pod, &mut status, host_ip);
         for f in &self.status_fns {
             f(&mut status);
         }
         status
+    }
+}
+
+/// A resize still in progress that the last sync could not carry out says why (the
+/// kubelet's `Error` reason).
+fn resize_failed(status: &mut ApiPodStatus, error: &str) {
+    let conditions = status.conditions.iter_mut().flatten();
+    for c in conditions.filter(|c| c.type_ == "PodResizeInProgress") {
+        c.reason = Some("Error".into());
+        c.message = Some(error.to_string());
     }
 }

@@ -325,6 +325,7 @@ impl Handler<PodSynced> for StatusManager {
         let uid = msg.pod.uid().clone();
         let mut inputs = Inputs::new(msg.pod);
         inputs.waiting = msg.waiting;
+        inputs.resize_error = msg.resize_error;
         self.inputs.insert(uid.clone(), inputs);
         self.refresh(&uid);
     }

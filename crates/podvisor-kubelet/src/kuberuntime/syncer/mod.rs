@@ -148,9 +148,19 @@ impl CriSyncer {
     }
 
     pub(super) fn report(&self, pod: &SharedPod, waiting: HashMap<String, Waiting>) {
+        self.report_resized(pod, waiting, None);
+    }
+
+    fn report_resized(
+        &self,
+        pod: &SharedPod,
+        waiting: HashMap<String, Waiting>,
+        resize_error: Option<String>,
+    ) {
         self.out.synced.do_send(PodSynced {
             pod: pod.clone(),
             waiting,
+            resize_error,
         });
     }
 
@@ -222,9 +232,10 @@ impl CriSyncer {
             self.report(pod, HashMap::new());
         }
         let mut waits = Waits::new();
-        let result = self.run_steps(pod, status, actions, &mut waits).await;
+        let mut resize_error = None;
+        let result = (self.run_steps(pod, status, actions, (&mut waits, &mut resize_error))).await;
         let recheck_in = backoff_ends_in(status, &waits);
-        self.report(pod, waits);
+        self.report_resized(pod, waits, resize_error);
         result.map(|()| SyncOutcome {
             terminal: false,
             changed: true,
@@ -241,7 +252,7 @@ impl CriSyncer {
         pod: &SharedPod,
         status: &PodStatus,
         actions: &PodActions,
-        waits: &mut Waits,
+        (waits, resize_error): (&mut Waits, &mut Option<String>),
     ) -> Result<(), SyncError> {
         let mut first_error = None;
         let ip = pod_ip(pod, status);
@@ -262,7 +273,13 @@ impl CriSyncer {
                 Step::KillContainers(kills) => {
                     self.kill(pod, &ip, &Self::stops(pod, &kills), &[]).await?;
                 }
-                Step::Resize(resizes) => self.resize(pod, &resizes).await?,
+                // A resize that fails does not keep the pod's containers from starting.
+                Step::Resize(resizes) => {
+                    if let Err(e) = self.resize(pod, status, &resizes).await {
+                        *resize_error = Some(e.to_string());
+                        first_error.get_or_insert(e);
+                    }
+                }
                 Step::CreateSandbox { attempt } => {
                     sandbox = Some(self.create_sandbox(pod, attempt).await?)
                 }
