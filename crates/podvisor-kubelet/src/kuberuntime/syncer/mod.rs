@@ -17,11 +17,12 @@ use tracing::{debug, info, warn};
 use super::actions::{ContainerKill, PodActions, Step, compute_pod_actions};
 use super::config::{ConfigError, NodeConfig};
 use crate::api_status::deadline;
+mod outputs;
 mod verbs;
 
 use crate::protocol::images::{EnsureImage, ImageError};
 use crate::protocol::probes::{EndProbes, ProbesEnd, SyncProbes};
-use crate::protocol::status::{EventType, PodSynced, PodTerminated, RecordEvent, Waiting};
+use crate::protocol::status::{EventType, PodSynced, PodTerminated, RecordEvent};
 use crate::protocol::sync::SyncOutcome;
 use crate::protocol::sync::{PodSyncer, SyncContext, SyncError, Termination};
 use crate::protocol::updates::UpdateType;
@@ -106,62 +107,6 @@ impl CriSyncer {
     pub fn with_metrics(mut self, metrics: crate::metrics::Metrics) -> Self {
         self.metrics = metrics;
         self
-    }
-
-    /// A start attempt (not one skipped while backing off), and its error's reason.
-    fn count_start(&self, init: bool, started: &Result<bool, SyncError>, reason: Option<&str>) {
-        let kind = if init { "init_container" } else { "container" };
-        match started {
-            Ok(false) => {}
-            Ok(true) => self
-                .metrics
-                .started_containers
-                .with_label_values(&[kind])
-                .inc(),
-            Err(_) => {
-                self.metrics
-                    .started_containers
-                    .with_label_values(&[kind])
-                    .inc();
-                let code = reason.unwrap_or("CreateContainerError");
-                self.metrics
-                    .started_container_errors
-                    .with_label_values(&[kind, code])
-                    .inc();
-            }
-        }
-    }
-
-    pub(super) fn event(
-        &self,
-        pod: &SharedPod,
-        kind: EventType,
-        reason: &'static str,
-        message: String,
-    ) {
-        self.out.events.do_send(RecordEvent {
-            pod: pod.clone(),
-            kind,
-            reason,
-            message,
-        });
-    }
-
-    pub(super) fn report(&self, pod: &SharedPod, waiting: HashMap<String, Waiting>) {
-        self.report_resized(pod, waiting, None);
-    }
-
-    fn report_resized(
-        &self,
-        pod: &SharedPod,
-        waiting: HashMap<String, Waiting>,
-        resize_error: Option<String>,
-    ) {
-        self.out.synced.do_send(PodSynced {
-            pod: pod.clone(),
-            waiting,
-            resize_error,
-        });
     }
 
     /// What the probes found of the pod's running instances (nothing, without a prober or
