@@ -65,9 +65,17 @@ fn view_rules() -> Vec<PolicyRule> {
         ),
         rule(
             &["apps"],
-            &["replicasets", "replicasets/scale", "replicasets/status"],
+            &[
+                "replicasets",
+                "replicasets/scale",
+                "replicasets/status",
+                "deployments",
+                "deployments/scale",
+                "deployments/status",
+            ],
             &READ,
         ),
+        rule(&["batch"], &["jobs", "jobs/status"], &READ),
     ]
 }
 
@@ -93,7 +101,18 @@ fn edit_rules() -> Vec<PolicyRule> {
             ],
             &["create", "get"],
         ),
-        rule(&["apps"], &["replicasets", "replicasets/scale"], &all),
+        rule(
+            &["apps"],
+            &[
+                "replicasets",
+                "replicasets/scale",
+                "deployments",
+                "deployments/scale",
+                "deployments/rollback",
+            ],
+            &all,
+        ),
+        rule(&["batch"], &["jobs"], &all),
     ]);
     rules
 }

@@ -147,3 +147,35 @@ fn subjects_name_users_groups_and_service_accounts() {
         None
     ));
 }
+
+#[test]
+fn edit_writes_and_view_reads_every_workload_the_node_serves() {
+    let roles = crate::bootstrap::cluster_roles();
+    let rules_of = |name: &str| {
+        let r = roles
+            .iter()
+            .find(|r| r.metadata.name.as_deref() == Some(name));
+        r.unwrap().rules.clone().unwrap_or_default()
+    };
+    let allows = |role: &str, req: &Request| rules_of(role).iter().any(|r| rule_allows(r, req));
+    for (group, res) in [
+        ("apps", "replicasets"),
+        ("apps", "deployments"),
+        ("batch", "jobs"),
+    ] {
+        assert!(
+            allows("edit", &resource("create", group, res, None, None)),
+            "{res}"
+        );
+        assert!(
+            allows("view", &resource("list", group, res, None, None)),
+            "{res}"
+        );
+        assert!(
+            !allows("view", &resource("create", group, res, None, None)),
+            "{res}"
+        );
+    }
+    let scale = resource("update", "apps", "deployments", Some("scale"), Some("d"));
+    assert!(allows("edit", &scale));
+}
