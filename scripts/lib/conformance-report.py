@@ -163,6 +163,11 @@ def main():
         date = datetime.date.today().isoformat()
         text = head.replace("@DATE@", date) + "\n".join(lines) + "\n" + "\n".join(
             differences(runs, names)) + "\n\n## The images\n\n" + "\n".join(images(images_txt)) + "\n"
+        # Selections beyond the default one (in-place resize, [Slow]), their runs and
+        # results, are written by hand: kept as they are.
+        tail = os.path.join(os.path.dirname(__file__), "conformance-tail.md")
+        if os.path.exists(tail):
+            text += "\n" + open(tail).read()
         with open(doc, "w") as f:
             f.write(text)
 
