@@ -48,7 +48,7 @@ const REBUILT: &[(&str, &[&str])] = &[
     ("pod-worker", &["phase", "restart_requested"]),
     ("pod-workers", &["pods", "workers"]),
     ("prober", &["pods", "probes"]),
-    ("replicaset-controller", &["replica_sets", "pods"]),
+    ("replicaset-controller", &["objects", "owned"]),
     ("status-cache", &["pods"]),
     ("status-manager", &["pods", "by_phase"]),
     ("status-writer", &["mirrors"]),

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use podvisor_actors::{ActorRef, ChildSpec, Reserved};
+use podvisor_actors::{ActorRef, ChildSpec, Recipient, Reserved};
 use podvisor_apiserver::cluster_owned::ClusterOwned;
 use podvisor_apiserver::nodefit::NodeFit;
 use podvisor_apiserver::pod_security::PodSecurity;
@@ -17,12 +17,11 @@ use podvisor_apiserver::{NodeInfo, ObjectAdmission};
 use podvisor_client::{Api, Client};
 use podvisor_cluster::{CertRotation, NodeLease, RemoteClient, Rotation};
 use podvisor_controllers::accounts::AccountsController;
-use podvisor_controllers::deployment::DeploymentController;
-use podvisor_controllers::job::JobController;
-use podvisor_controllers::replicaset::ReplicaSetController;
 use podvisor_controllers::taint_eviction::TaintEviction;
+use podvisor_controllers::{deployment, job, replicaset};
 use podvisor_kubelet::agent::Agent;
-use podvisor_machinery::events::{EventRecorder, Reporter};
+use podvisor_machinery::controller::{Controller, Reconciler};
+use podvisor_machinery::events::{EventRecorder, RecordEvent, Reporter};
 use podvisor_node::cluster::{ClusterReplica, ClusterUplink};
 use podvisor_node::node::{NodeFacts, NodeRegistrar, Unhealthy};
 use podvisor_node::source::ApiPodSource;
@@ -124,27 +123,38 @@ fn controllers(client: &Client, node_api: &Client, node: &str, ca_pem: &str) -> 
     let (c, ca) = (client.clone(), ca_pem.to_string());
     let (_, accounts) = ChildSpec::of(move || AccountsController::new(c.clone(), &ca)).build();
     specs.push(accounts);
-    let (rs_events, rs_events_spec) = recorder(node_api, "replicaset-controller", node);
-    let (c, n) = (client.clone(), node.to_string());
-    let (_, rs) =
-        ChildSpec::of(move || ReplicaSetController::new(&n, c.clone(), rs_events.recipient()))
-            .capacity(1 << 14)
-            .build();
-    specs.extend([rs_events_spec, rs]);
-    let (d_events, d_events_spec) = recorder(node_api, "deployment-controller", node);
-    let c = client.clone();
-    let (_, deployments) =
-        ChildSpec::of(move || DeploymentController::new(c.clone(), d_events.recipient()))
-            .capacity(1 << 12)
-            .build();
-    specs.extend([d_events_spec, deployments]);
-    let (j_events, j_events_spec) = recorder(node_api, "job-controller", node);
-    let (c, n) = (client.clone(), node.to_string());
-    let (_, jobs) = ChildSpec::of(move || JobController::new(&n, c.clone(), j_events.recipient()))
-        .capacity(1 << 12)
-        .build();
-    specs.extend([j_events_spec, jobs]);
+    let n = node.to_string();
+    specs.extend(controller(client, node_api, node, 1 << 14, move |c, e| {
+        replicaset::controller(&n, c, e)
+    }));
+    specs.extend(controller(
+        client,
+        node_api,
+        node,
+        1 << 12,
+        deployment::controller,
+    ));
+    let n = node.to_string();
+    specs.extend(controller(client, node_api, node, 1 << 12, move |c, e| {
+        job::controller(&n, c, e)
+    }));
     specs
+}
+
+/// One controller of the machinery's runtime, with its event recorder.
+fn controller<R: Reconciler>(
+    client: &Client,
+    node_api: &Client,
+    node: &str,
+    capacity: usize,
+    make: impl Fn(Client, Recipient<RecordEvent>) -> Controller<R> + Send + Sync + 'static,
+) -> [ChildSpec; 2] {
+    let (events, events_spec) = recorder(node_api, R::KIND, node);
+    let c = client.clone();
+    let (_, spec) = ChildSpec::of(move || make(c.clone(), events.recipient()))
+        .capacity(capacity)
+        .build();
+    [events_spec, spec]
 }
 
 /// The cluster this node is part of, when it is: the client acting as the node there, and

@@ -14,7 +14,7 @@ use podvisor_actors::{ChildSpec, Registry, SupervisorConfig, start_root};
 use podvisor_apiserver::nodefit::NodeFit;
 use podvisor_apiserver::{NodeInfo, ObjectAdmission};
 use podvisor_client::{Api, Client, ListParams, Object, PostParams, WatchEvent};
-use podvisor_controllers::replicaset::ReplicaSetController;
+use podvisor_controllers::replicaset;
 use podvisor_machinery::events::{EventRecorder, Reporter};
 use podvisor_store::{Admission, LocalClient, StoreActor, StoreConfig};
 use serde_json::{Value, json};
@@ -67,7 +67,7 @@ fn setup(name: &str) -> Setup {
         ChildSpec::of(move || EventRecorder::new(reporter.clone(), events_api.clone())).build();
     let c = client.clone();
     let (_, rs_spec) =
-        ChildSpec::of(move || ReplicaSetController::new(NODE, c.clone(), events.recipient()))
+        ChildSpec::of(move || replicaset::controller(NODE, c.clone(), events.recipient()))
             .capacity(1 << 14)
             .build();
     start_root(

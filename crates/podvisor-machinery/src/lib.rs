@@ -8,6 +8,9 @@
 //! - [`workqueue`]: client-go's work queue (deduplicated keys, one sync per key at a time,
 //!   delayed adds) with its default controller rate limiter; [`workers`]: a controller's
 //!   bounded syncs over it, retries and counts.
+//! - [`controller`]: the one controller runtime (kube-runtime's `Controller`): a
+//!   [`controller::Reconciler`] says what its watches mean and how to sync a key; the
+//!   actor around it owns the informers, the workers, the error policy and the Events.
 //! - [`expectations`]: what a controller wrote and has not seen come back yet.
 //! - [`events`]: the event recorder. Anyone who has something to say about an object sends
 //!   it a [`events::RecordEvent`]; it deduplicates repeats into one Event whose `count`
@@ -19,6 +22,7 @@
 
 pub mod backoff;
 pub mod cache;
+pub mod controller;
 pub mod events;
 pub mod expectations;
 pub mod reflector;

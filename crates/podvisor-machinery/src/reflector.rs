@@ -9,12 +9,15 @@
 //! reflector is the same.
 //!
 //! An actor with reflectors handles [`Reflected<K>`] for each kind and passes each to its
-//! reflector ([`Reflector::accept`]); what comes back is what to apply. Every delivery goes
+//! reflector ([`Reflector::accept`]); what comes back is what to apply. The second type
+//! parameter, a marker (`()` by default), tells apart reflectors whose kinds a generic
+//! actor cannot prove different (the controller runtime's root, owned and trigger kinds). Every delivery goes
 //! through the actor's own mailbox (its `StartInfo::me`), so the debug endpoint counts
 //! them, and a full mailbox slows the watch down instead of losing anything. The work runs
 //! in the actor's context, so it ends with the instance; a reflector restarted (`start`
 //! again, or the actor restarted) ignores what its earlier runs still deliver.
 
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -28,12 +31,23 @@ use tracing::{debug, info, warn};
 use crate::backoff::Backoff;
 
 /// Something for a reflector of `K`: deliver it to [`Reflector::accept`].
-pub struct Reflected<K: Object> {
+pub struct Reflected<K: Object, S = ()> {
     generation: u64,
     event: Event<K>,
+    slot: PhantomData<fn() -> S>,
 }
 
-impl<K: Object> Message for Reflected<K> {
+impl<K: Object, S: 'static> Reflected<K, S> {
+    fn new(generation: u64, event: Event<K>) -> Self {
+        Self {
+            generation,
+            event,
+            slot: PhantomData,
+        }
+    }
+}
+
+impl<K: Object, S: 'static> Message for Reflected<K, S> {
     type Result = ();
 }
 
@@ -66,11 +80,11 @@ static GENERATIONS: AtomicU64 = AtomicU64::new(0);
 
 const RESUME: Duration = Duration::from_millis(100);
 
-pub struct Reflector<K: Object> {
+pub struct Reflector<K: Object, S: 'static = ()> {
     api: Api<K>,
     params: ListParams,
     /// The actor's own mailbox, set by `start`.
-    me: Option<Recipient<Reflected<K>>>,
+    me: Option<Recipient<Reflected<K, S>>>,
     generation: u64,
     /// The newest version seen: a watch resumes after it.
     pub version: String,
@@ -79,7 +93,7 @@ pub struct Reflector<K: Object> {
     backoff: Backoff,
 }
 
-impl<K: Object> Reflector<K> {
+impl<K: Object, S: 'static> Reflector<K, S> {
     pub fn new(api: Api<K>, params: ListParams) -> Self {
         Self {
             api,
@@ -93,9 +107,9 @@ impl<K: Object> Reflector<K> {
     }
 
     /// Lists, then watches, delivering to `me` (the actor's own mailbox).
-    pub fn start<A>(&mut self, ctx: &mut Context<A>, me: Recipient<Reflected<K>>)
+    pub fn start<A>(&mut self, ctx: &mut Context<A>, me: Recipient<Reflected<K, S>>)
     where
-        A: Actor<Context = Context<A>> + Handler<Reflected<K>>,
+        A: Actor<Context = Context<A>> + Handler<Reflected<K, S>>,
     {
         // From one counter for the whole process: a restarted actor is a new value whose
         // mailbox still holds what its predecessor's runs sent; none of it may pass.
@@ -114,7 +128,7 @@ impl<K: Object> Reflector<K> {
         let generation = self.generation;
         ctx.spawn(actix::fut::wrap_future::<_, A>(async move {
             let event = work.await;
-            let _ = me.send(Reflected { generation, event }).await;
+            let _ = me.send(Reflected::new(generation, event)).await;
         }));
     }
 
@@ -148,9 +162,9 @@ impl<K: Object> Reflector<K> {
     }
 
     /// Takes one delivery; what the actor must apply, if anything.
-    pub fn accept<A>(&mut self, msg: Reflected<K>, ctx: &mut Context<A>) -> Option<Update<K>>
+    pub fn accept<A>(&mut self, msg: Reflected<K, S>, ctx: &mut Context<A>) -> Option<Update<K>>
     where
-        A: Actor<Context = Context<A>> + Handler<Reflected<K>>,
+        A: Actor<Context = Context<A>> + Handler<Reflected<K, S>>,
     {
         if msg.generation != self.generation {
             return None;
@@ -200,7 +214,7 @@ impl<K: Object> Reflector<K> {
     }
 }
 
-impl<K: Object> Reflector<K> {
+impl<K: Object, S: 'static> Reflector<K, S> {
     /// A failed list or watch: `then` after the backoff's next wait.
     fn retry<A>(
         &mut self,
@@ -210,7 +224,7 @@ impl<K: Object> Reflector<K> {
         then: Event<K>,
     ) -> Option<Update<K>>
     where
-        A: Actor<Context = Context<A>> + Handler<Reflected<K>>,
+        A: Actor<Context = Context<A>> + Handler<Reflected<K, S>>,
     {
         let wait = self.backoff.fail();
         let failures = self.backoff.failures;
@@ -229,9 +243,9 @@ impl<K: Object> Reflector<K> {
 
 /// Forwards the watch's events to the actor until the watch ends (or the actor is gone);
 /// how it ended.
-async fn follow<K: Object>(
+async fn follow<K: Object, S: 'static>(
     mut events: WatchStream<Arc<K>>,
-    me: &Recipient<Reflected<K>>,
+    me: &Recipient<Reflected<K, S>>,
     generation: u64,
 ) -> Event<K> {
     while let Some(e) = events.next().await {
@@ -243,7 +257,7 @@ async fn follow<K: Object>(
                 return Event::Ended;
             }
         };
-        if me.send(Reflected { generation, event }).await.is_err() {
+        if me.send(Reflected::new(generation, event)).await.is_err() {
             return Event::Ended;
         }
     }

@@ -20,6 +20,9 @@ pub enum Outcome {
     Synced(Option<Duration>),
     /// Failed: tried again after the rate limiter's delay.
     Failed,
+    /// Not done, and not a failure (it met a newer version than its cache held): tried
+    /// again after the rate limiter's delay, not counted as failed.
+    Retry,
 }
 
 /// The work counts of a controller's summary.
@@ -98,6 +101,7 @@ impl<K: Clone + Eq + Hash> Workers<K> {
                 self.failed += 1;
                 Some(self.queue.add_rate_limited(key.clone()))
             }
+            Outcome::Retry => Some(self.queue.add_rate_limited(key.clone())),
             Outcome::Synced(again) => {
                 self.queue.forget(key);
                 if let Some(after) = again {
@@ -128,6 +132,17 @@ mod tests {
 
     fn drain(w: &mut Workers<&'static str>) -> Vec<&'static str> {
         std::iter::from_fn(|| w.start()).collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_retry_waits_like_a_failure_and_is_not_counted_as_one() {
+        let mut w = Workers::new(1);
+        w.add("a");
+        assert_eq!(w.start(), Some("a"));
+        let delay = w.finished(&"a", Outcome::Retry);
+        assert!(delay.is_some());
+        let s = w.stats();
+        assert_eq!((s.failed_syncs, s.retrying), (0, 1));
     }
 
     #[tokio::test(start_paused = true)]

@@ -66,10 +66,6 @@ pub fn on_replica_set(d: &Delta<ReplicaSet>, deployments: &Cache<Deployment>) ->
     out
 }
 
-pub fn on_deployment(d: &Delta<Deployment>) -> ObjectKey {
-    ObjectKey::new(Kind::Deployment, d.key.namespace.as_deref(), &d.key.name)
-}
-
 /// The Recreate Deployment whose ReplicaSet controls `pod`, when the caches hold both.
 fn recreate_of(
     pod: &Pod,

@@ -12,7 +12,7 @@
 //!   status and its conditions (`status.rs`); then carries the writes out (`sync.rs`),
 //!   each against the version it planned from. The ReplicaSet controller makes the pods.
 //!
-//! Messages: none of its own; it handles its reflectors' [`Reflected`] deliveries.
+//! It is a [`Reconciler`] run by the machinery's [`Controller`]: no messages of its own.
 //!
 //! Restart: nothing is kept. Every step is decided from the Deployment and its
 //! ReplicaSets as they are, so a new instance takes the rollout up where the API says it
@@ -28,21 +28,21 @@ mod util;
 mod world;
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use actix::prelude::*;
+use futures_util::future::LocalBoxFuture;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
-use podvisor_actors::due;
-use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
-use podvisor_client::{Api, Client, ListParams};
-use podvisor_core::{EventType, ObjectKey};
-use podvisor_machinery::cache::Cache;
+use podvisor_actors::Recipient;
+use podvisor_client::{Client, ListParams};
+use podvisor_core::ObjectKey;
+use podvisor_machinery::cache::Delta;
+use podvisor_machinery::controller::{
+    Controller, Effects, Event, Reconciler, SyncError, Watches, World,
+};
 use podvisor_machinery::events::RecordEvent;
-use podvisor_machinery::reflector::{Reflected, Reflector};
-use podvisor_machinery::workers::{Outcome, WorkStats, Workers};
+use podvisor_machinery::reflector::Update;
 use serde::Serialize;
-use tokio::time::Instant;
-use tracing::{debug, warn};
 
 pub use plan::{Plan, plan};
 pub use util::{HASH_LABEL, REVISION, template_hash};
@@ -51,159 +51,78 @@ pub use world::{Scaled, Write};
 /// Syncs under way at once (kube-controller-manager runs five workers).
 pub const WORKERS: usize = 4;
 
-pub struct DeploymentController {
-    deployments_view: Reflector<Deployment>,
-    sets_view: Reflector<ReplicaSet>,
-    /// Pods, watched for Recreate's sake and not kept: what a sync needs of them it lists.
-    pods_view: Reflector<Pod>,
-    deployments: Cache<Deployment>,
-    sets: Cache<ReplicaSet>,
-    workers: Workers<ObjectKey>,
-    client: Client,
-    events: Recipient<RecordEvent>,
+/// The Deployment controller: the runtime around [`Deployments`].
+pub type DeploymentController = Controller<Deployments>;
+
+/// The Deployment controller, run by the machinery.
+pub fn controller(client: Client, events: Recipient<RecordEvent>) -> DeploymentController {
+    Controller::new(Deployments, client, events, WORKERS)
 }
+
+/// The Deployment controller keeps nothing of its own: every step is decided from the
+/// caches.
+pub struct Deployments;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DeploymentControllerSummary {
-    pub deployments: usize,
-    pub replica_sets: usize,
-    #[serde(flatten)]
-    pub work: WorkStats,
-}
+pub struct DeploymentCounts {}
 
-impl DeploymentController {
-    pub fn new(client: Client, events: Recipient<RecordEvent>) -> Self {
-        Self {
-            deployments_view: Reflector::new(Api::all(client.clone()), ListParams::default()),
-            sets_view: Reflector::new(Api::all(client.clone()), ListParams::default()),
-            pods_view: Reflector::new(Api::all(client.clone()), ListParams::default()),
-            deployments: Cache::new(),
-            sets: Cache::new(),
-            workers: Workers::new(WORKERS),
-            client,
-            events,
-        }
-    }
-
-    fn on_delayed(&mut self, key: ObjectKey, _: Instant, ctx: &mut Context<Self>) {
-        self.workers.add(key);
-        self.work(ctx);
-    }
-
-    fn work(&mut self, ctx: &mut Context<Self>) {
-        if !self.deployments_view.synced || !self.sets_view.synced {
-            return;
-        }
-        while let Some(key) = self.workers.start() {
-            self.sync(key, ctx);
-        }
-    }
-
-    fn sync(&mut self, key: ObjectKey, ctx: &mut Context<Self>) {
-        let Some(d) = self.deployments.get(&key).cloned() else {
-            self.workers.skip(&key);
-            return;
-        };
-        let ns = key.namespace.clone().unwrap_or_default();
-        let sets: Vec<Arc<ReplicaSet>> = self.sets.in_namespace(&ns).cloned().collect();
-        let now_ms = podvisor_core::time::now().0.as_millisecond();
-        let work = sync::run(self.client.clone(), d, sets, now_ms);
-        ctx.spawn(work.into_actor(self).map(move |report, act, ctx| {
-            act.synced(&key, report);
-            act.work(ctx);
-        }));
-    }
-
-    fn synced(&mut self, key: &ObjectKey, report: sync::Report) {
-        let uid = self
-            .deployments
-            .get(key)
-            .and_then(|d| d.metadata.uid.clone());
-        let mut object = key.clone();
-        object.uid = uid.as_deref().map(podvisor_core::Uid::from);
-        for s in &report.scaled {
-            self.events.do_send(RecordEvent {
-                object: object.clone(),
-                type_: EventType::Normal,
-                reason: "ScalingReplicaSet".into(),
-                message: s.message(),
-            });
-        }
-        let outcome = match &report.error {
-            Some(_) => Outcome::Failed,
-            None => Outcome::Synced(report.requeue),
-        };
-        match self.workers.finished(key, outcome) {
-            Some(delay) => {
-                let why = report.error.unwrap_or_default();
-                warn!(deployment = %key, error = %why, retry_in = ?delay, "sync failed; trying again");
-            }
-            None => debug!(deployment = %key, scaled = report.scaled.len(), "synced"),
-        }
-    }
-}
-
-impl Actor for DeploymentController {
-    type Context = Context<Self>;
-}
-
-impl SupervisedActor for DeploymentController {
+impl Reconciler for Deployments {
     const KIND: &'static str = "deployment-controller";
-    type Summary = DeploymentControllerSummary;
+    type Root = Deployment;
+    type Owned = ReplicaSet;
+    /// Pods, watched for Recreate's sake and not kept: what a sync needs of them it lists.
+    type Trigger = Pod;
+    type Report = sync::Report;
+    type Counts = DeploymentCounts;
 
-    fn rebuild(&mut self, ctx: &mut Context<Self>, start: &StartInfo<Self>) {
-        self.deployments_view.start(ctx, start.me.recipient());
-        self.sets_view.start(ctx, start.me.recipient());
-        self.pods_view.start(ctx, start.me.recipient());
-        due::drive(ctx, |a: &mut Self| a.workers.delayed(), Self::on_delayed);
-    }
-
-    fn summary(&self) -> DeploymentControllerSummary {
-        DeploymentControllerSummary {
-            deployments: self.deployments.len(),
-            replica_sets: self.sets.len(),
-            work: self.workers.stats(),
+    fn watches(&self) -> Watches {
+        Watches {
+            trigger: Some(ListParams::default()),
+            ..Watches::default()
         }
     }
-}
 
-impl Handler<Reflected<Deployment>> for DeploymentController {
-    type Result = ();
-    fn handle(&mut self, msg: Reflected<Deployment>, ctx: &mut Context<Self>) {
-        let Some(u) = self.deployments_view.accept(msg, ctx) else {
-            return;
-        };
-        for d in self.deployments.apply(u) {
-            self.workers.add(handlers::on_deployment(&d));
+    fn on_root(&mut self, _: &Delta<Deployment>, _: &World<Self>, _: &mut Effects) {}
+
+    fn on_owned(&mut self, d: &Delta<ReplicaSet>, w: &World<Self>, fx: &mut Effects) {
+        for key in handlers::on_replica_set(d, &w.roots) {
+            fx.sync(key);
         }
-        self.work(ctx);
     }
-}
 
-impl Handler<Reflected<ReplicaSet>> for DeploymentController {
-    type Result = ();
-    fn handle(&mut self, msg: Reflected<ReplicaSet>, ctx: &mut Context<Self>) {
-        let Some(u) = self.sets_view.accept(msg, ctx) else {
-            return;
-        };
-        for d in self.sets.apply(u) {
-            for key in handlers::on_replica_set(&d, &self.deployments) {
-                self.workers.add(key);
-            }
+    fn on_trigger(&mut self, u: &Update<Pod>, w: &World<Self>, fx: &mut Effects) {
+        for key in handlers::on_pod(u, &w.owned, &w.roots) {
+            fx.sync(key);
         }
-        self.work(ctx);
     }
-}
 
-impl Handler<Reflected<Pod>> for DeploymentController {
-    type Result = ();
-    fn handle(&mut self, msg: Reflected<Pod>, ctx: &mut Context<Self>) {
-        let Some(u) = self.pods_view.accept(msg, ctx) else {
-            return;
-        };
-        for key in handlers::on_pod(&u, &self.sets, &self.deployments) {
-            self.workers.add(key);
+    fn reconcile(
+        &mut self,
+        key: &ObjectKey,
+        d: Arc<Deployment>,
+        w: &World<Self>,
+        _: &mut Effects,
+    ) -> Option<LocalBoxFuture<'static, sync::Report>> {
+        let ns = key.namespace.as_deref().unwrap_or_default();
+        let sets: Vec<Arc<ReplicaSet>> = w.owned.in_namespace(ns).cloned().collect();
+        let now_ms = podvisor_core::time::now().0.as_millisecond();
+        Some(Box::pin(sync::run(w.client.clone(), d, sets, now_ms)))
+    }
+
+    fn reconciled(
+        &mut self,
+        key: &ObjectKey,
+        report: sync::Report,
+        _: &World<Self>,
+        fx: &mut Effects,
+    ) -> Result<Option<Duration>, SyncError> {
+        for s in &report.scaled {
+            fx.event(key, Event::normal("ScalingReplicaSet", s.message()));
         }
-        self.work(ctx);
+        report.error.map_or(Ok(report.requeue), Err)
+    }
+
+    fn counts(&self) -> DeploymentCounts {
+        DeploymentCounts {}
     }
 }

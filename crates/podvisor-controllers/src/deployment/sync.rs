@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::Pod;
 use podvisor_client::{Api, Client, DeleteParams, Error, ListParams, PostParams, Subresource};
 use podvisor_core::PodExt;
 use podvisor_core::labels::selector_string;
+use podvisor_machinery::controller::SyncError;
 
 use super::plan::{self, Plan};
 use super::util::{self, REVISION};
@@ -21,7 +22,7 @@ use super::world::{Scaled, Write};
 pub struct Report {
     pub scaled: Vec<Scaled>,
     pub requeue: Option<Duration>,
-    pub error: Option<String>,
+    pub error: Option<SyncError>,
 }
 
 fn namespace(d: &Deployment) -> &str {
@@ -129,7 +130,7 @@ pub async fn run(
         match old_pods_running(&client, &d, &sets).await {
             Ok(r) => r,
             Err(e) => {
-                report.error = Some(format!("listing old pods: {e}"));
+                report.error = Some(SyncError::new("listing old pods", e));
                 return report;
             }
         }
@@ -140,7 +141,7 @@ pub async fn run(
     report.requeue = plan.requeue;
     match carry_out(&client, &d, &plan).await {
         Ok(()) => report.scaled = plan.scaled,
-        Err(e) => report.error = Some(e.to_string()),
+        Err(e) => report.error = Some(SyncError::new("writing the rollout", e)),
     }
     report
 }

@@ -5,7 +5,7 @@
 //! out (`sync.rs`), with expectations so that a pod created and not yet seen is not
 //! created twice.
 //!
-//! Messages: none of its own; it handles its reflectors' [`Reflected`] deliveries.
+//! It is a [`Reconciler`] run by the machinery's [`Controller`]: no messages of its own.
 //!
 //! Restart: nothing is kept. Counts live in the Job's status and its pods' tracking
 //! finalizers, so a new instance counts each finished pod exactly once.
@@ -16,21 +16,22 @@ mod sync;
 mod tracking;
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use actix::prelude::*;
+use futures_util::future::LocalBoxFuture;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use podvisor_actors::due;
-use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use podvisor_actors::Recipient;
 use podvisor_client::{Api, Client, ListParams};
-use podvisor_core::{EventType, Kind, ObjectKey, PodUid};
+use podvisor_core::{Kind, ObjectKey, PodUid};
 use podvisor_machinery::cache::{Cache, Delta};
+use podvisor_machinery::controller::{
+    Controller, Effects, Event, Reconciler, SyncError, Watches, World,
+};
 use podvisor_machinery::events::RecordEvent;
 use podvisor_machinery::expectations::Expectations;
-use podvisor_machinery::reflector::{Reflected, Reflector};
-use podvisor_machinery::workers::{Outcome, WorkStats, Workers};
 use serde::Serialize;
-use tokio::time::Instant;
 use tracing::warn;
 
 pub use failure::{Verdict, backoff, verdict};
@@ -43,9 +44,15 @@ pub const MANAGED_BY: &str = "kubernetes.io/job-controller";
 /// Syncs under way at once.
 pub const WORKERS: usize = 4;
 
-fn job_controller(
-    p: &Pod,
-) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
+/// The Job controller: the runtime around [`Jobs`].
+pub type JobController = Controller<Jobs>;
+
+/// The Job controller of the node `node`, run by the machinery.
+pub fn controller(node: &str, client: Client, events: Recipient<RecordEvent>) -> JobController {
+    Controller::new(Jobs::new(node), client, events, WORKERS)
+}
+
+fn job_controller(p: &Pod) -> Option<&OwnerReference> {
     let refs = p.metadata.owner_references.as_ref()?;
     refs.iter()
         .find(|r| r.controller == Some(true) && r.kind == "Job")
@@ -59,207 +66,37 @@ fn is_jobs(p: &Pod) -> bool {
     job_controller(p).is_some()
 }
 
-pub struct JobController {
-    jobs_view: Reflector<Job>,
-    pods_view: Reflector<Pod>,
-    jobs: Cache<Job>,
-    pods: Cache<Pod>,
-    workers: Workers<ObjectKey>,
+/// The Job controller's own state: its expectations and counts.
+pub struct Jobs {
+    node: String,
     expectations: Expectations<ObjectKey, PodUid>,
-    client: Client,
-    events: Recipient<RecordEvent>,
     created: u64,
-    /// Whether the pods of Jobs deleted while no instance watched were released.
-    swept: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct JobControllerSummary {
-    pub jobs: usize,
-    pub pods: usize,
-    #[serde(flatten)]
-    pub work: WorkStats,
+pub struct JobCounts {
     pub created: u64,
 }
 
-impl JobController {
-    pub fn new(node: &str, client: Client, events: Recipient<RecordEvent>) -> Self {
-        let bound_here = ListParams::default().field_equals("spec.nodeName", node);
+impl Jobs {
+    pub fn new(node: &str) -> Self {
         Self {
-            jobs_view: Reflector::new(Api::all(client.clone()), ListParams::default()),
-            pods_view: Reflector::new(Api::all(client.clone()), bound_here),
-            jobs: Cache::new(),
-            pods: Cache::new().with_index(controller_uid).with_filter(is_jobs),
-            workers: Workers::new(WORKERS),
+            node: node.to_string(),
             expectations: Expectations::new(),
-            client,
-            events,
             created: 0,
-            swept: false,
         }
-    }
-
-    fn on_delayed(&mut self, key: ObjectKey, _: Instant, ctx: &mut Context<Self>) {
-        self.workers.add(key);
-        self.work(ctx);
-    }
-
-    fn work(&mut self, ctx: &mut Context<Self>) {
-        if !self.jobs_view.synced || !self.pods_view.synced {
-            return;
-        }
-        if !self.swept {
-            self.swept = true;
-            let orphans = self
-                .pods
-                .values()
-                .filter(|p| self.job_of(p).is_none())
-                .cloned()
-                .collect();
-            self.release(orphans, ctx);
-        }
-        while let Some(key) = self.workers.start() {
-            self.sync(key, ctx);
-        }
-    }
-
-    fn sync(&mut self, key: ObjectKey, ctx: &mut Context<Self>) {
-        let Some(job) = self.jobs.get(&key).cloned() else {
-            self.expectations.forget(&key);
-            self.workers.skip(&key);
-            return;
-        };
-        // A Job another controller manages (`spec.managedBy`) is left to it, as
-        // kube-controller-manager leaves it.
-        let manager = job.spec.as_ref().and_then(|s| s.managed_by.as_deref());
-        if manager.is_some_and(|m| m != MANAGED_BY) {
-            self.workers.skip(&key);
-            return;
-        }
-        let uid = job.metadata.uid.clone().unwrap_or_default();
-        let pods: Vec<Arc<Pod>> = self.pods.indexed(&uid).cloned().collect();
-        let now_ms = podvisor_core::time::now().0.as_millisecond();
-        let plan = plan::plan(&job, &pods, self.expectations.satisfied(&key), now_ms);
-        if plan.create > 0 {
-            self.expectations.expect_creations(key.clone(), plan.create);
-        } else if !plan.delete.is_empty() {
-            let uids = plan
-                .delete
-                .iter()
-                .map(|p| PodUid::from(p.metadata.uid.as_deref().unwrap_or("")));
-            self.expectations.expect_deletions(key.clone(), uids);
-        }
-        for (warning, reason, message) in &plan.events {
-            self.event(&key, *warning, reason, message.clone());
-        }
-        let requeue = plan.requeue;
-        ctx.spawn(
-            sync::run(self.client.clone(), job, plan)
-                .into_actor(self)
-                .map(move |report, act, ctx| {
-                    act.synced(&key, report, requeue);
-                    act.work(ctx);
-                }),
-        );
-    }
-
-    fn event(&self, key: &ObjectKey, warning: bool, reason: &str, message: String) {
-        let mut object = key.clone();
-        object.uid = self
-            .jobs
-            .get(key)
-            .and_then(|j| j.metadata.uid.as_deref().map(podvisor_core::Uid::from));
-        let type_ = if warning {
-            EventType::Warning
-        } else {
-            EventType::Normal
-        };
-        self.events.do_send(RecordEvent {
-            object,
-            type_,
-            reason: reason.into(),
-            message,
-        });
-    }
-
-    fn synced(
-        &mut self,
-        key: &ObjectKey,
-        report: sync::Report,
-        requeue: Option<std::time::Duration>,
-    ) {
-        for _ in 0..report.skipped {
-            self.expectations.creation_observed(key);
-        }
-        self.created += report.created.len() as u64;
-        for name in &report.created {
-            self.event(
-                key,
-                false,
-                "SuccessfulCreate",
-                format!("Created pod: {name}"),
-            );
-        }
-        for name in &report.deleted {
-            self.event(
-                key,
-                false,
-                "SuccessfulDelete",
-                format!("Deleted pod: {name}"),
-            );
-        }
-        let outcome = match &report.error {
-            Some(why) if why.starts_with("deleting a pod") => {
-                self.expectations.forget(key);
-                Outcome::Failed
-            }
-            Some(_) => Outcome::Failed,
-            None => Outcome::Synced(requeue),
-        };
-        if let Some(delay) = self.workers.finished(key, outcome) {
-            let why = report.error.unwrap_or_default();
-            warn!(job = %key, error = %why, retry_in = ?delay, "sync failed; trying again");
-        }
-    }
-
-    /// Pods whose Job is gone lose their tracking finalizer: nothing will count them,
-    /// and it would keep them (and their namespace) for ever.
-    fn release(&self, pods: Vec<Arc<Pod>>, ctx: &mut Context<Self>) {
-        for p in pods.into_iter().filter(|p| plan::tracked(p)) {
-            let api = Api::namespaced(
-                self.client.clone(),
-                p.metadata.namespace.as_deref().unwrap_or_default(),
-            );
-            ctx.spawn(
-                async move {
-                    if let Err(e) = sync::untrack(&api, &p).await {
-                        warn!(pod = ?p.metadata.name, error = %e, "releasing a pod of a deleted job");
-                    }
-                }
-                .into_actor(self),
-            );
-        }
-    }
-
-    /// The cached Job a pod names as its controller (that incarnation).
-    fn job_of(&self, pod: &Pod) -> Option<ObjectKey> {
-        let r = job_controller(pod)?;
-        let key = ObjectKey::new(Kind::Job, pod.metadata.namespace.as_deref(), &r.name);
-        let job = self.jobs.get(&key)?;
-        (job.metadata.uid.as_deref() == Some(r.uid.as_str())).then_some(key)
     }
 
     /// The Job a pod change concerns, meeting its expectations; or a pod to release.
-    fn on_pod(&mut self, d: &Delta<Pod>, orphans: &mut Vec<Arc<Pod>>) -> Option<ObjectKey> {
+    fn pod_changed(
+        &mut self,
+        d: &Delta<Pod>,
+        w: &World<Self>,
+        orphans: &mut Vec<Arc<Pod>>,
+    ) -> Option<ObjectKey> {
         let pod = d.new.as_ref().or(d.old.as_ref())?;
-        let r = job_controller(pod)?;
-        let key = ObjectKey::new(Kind::Job, pod.metadata.namespace.as_deref(), &r.name);
-        let job = self
-            .jobs
-            .get(&key)
-            .filter(|j| j.metadata.uid.as_deref() == Some(r.uid.as_str()));
-        let Some(_) = job else {
-            if let Some(p) = d.new.as_ref().filter(|_| self.jobs_view.synced) {
+        let Some(key) = job_of(w, pod) else {
+            if let Some(p) = d.new.as_ref().filter(|_| w.roots_listed) {
                 orphans.push(p.clone());
             }
             return None;
@@ -279,64 +116,137 @@ impl JobController {
     }
 }
 
-impl Actor for JobController {
-    type Context = Context<Self>;
+/// The cached Job a pod names as its controller (that incarnation).
+fn job_of(w: &World<Jobs>, pod: &Pod) -> Option<ObjectKey> {
+    let r = job_controller(pod)?;
+    let key = ObjectKey::new(Kind::Job, pod.metadata.namespace.as_deref(), &r.name);
+    let job = w.roots.get(&key)?;
+    (job.metadata.uid.as_deref() == Some(r.uid.as_str())).then_some(key)
 }
 
-impl SupervisedActor for JobController {
-    const KIND: &'static str = "job-controller";
-    type Summary = JobControllerSummary;
+/// Pods whose Job is gone lose their tracking finalizer: nothing will count them,
+/// and it would keep them (and their namespace) for ever.
+fn release(client: &Client, pods: Vec<Arc<Pod>>, fx: &mut Effects) {
+    for p in pods.into_iter().filter(|p| plan::tracked(p)) {
+        let api = Api::namespaced(
+            client.clone(),
+            p.metadata.namespace.as_deref().unwrap_or_default(),
+        );
+        fx.spawn(async move {
+            if let Err(e) = sync::untrack(&api, &p).await {
+                warn!(pod = ?p.metadata.name, error = %e, "releasing a pod of a deleted job");
+            }
+        });
+    }
+}
 
-    fn rebuild(&mut self, ctx: &mut Context<Self>, start: &StartInfo<Self>) {
-        self.jobs_view.start(ctx, start.me.recipient());
-        self.pods_view.start(ctx, start.me.recipient());
-        due::drive(ctx, |a: &mut Self| a.workers.delayed(), Self::on_delayed);
+impl Reconciler for Jobs {
+    const KIND: &'static str = "job-controller";
+    type Root = Job;
+    type Owned = Pod;
+    /// Not watched.
+    type Trigger = Job;
+    type Report = sync::Report;
+    type Counts = JobCounts;
+
+    fn watches(&self) -> Watches {
+        Watches {
+            roots: ListParams::default(),
+            owned: ListParams::default().field_equals("spec.nodeName", &self.node),
+            trigger: None,
+        }
     }
 
-    fn summary(&self) -> JobControllerSummary {
-        JobControllerSummary {
-            jobs: self.jobs.len(),
-            pods: self.pods.len(),
-            work: self.workers.stats(),
+    fn owned_cache(&self) -> Cache<Pod> {
+        Cache::new().with_index(controller_uid).with_filter(is_jobs)
+    }
+
+    /// The pods of Jobs deleted while no instance watched are released.
+    fn on_synced(&mut self, w: &World<Self>, fx: &mut Effects) {
+        let orphans = w
+            .owned
+            .values()
+            .filter(|p| job_of(w, p).is_none())
+            .cloned()
+            .collect();
+        release(&w.client, orphans, fx);
+    }
+
+    fn on_root(&mut self, d: &Delta<Job>, w: &World<Self>, fx: &mut Effects) {
+        if let (Some(old), None) = (&d.old, &d.new) {
+            let key = ObjectKey::new(Kind::Job, d.key.namespace.as_deref(), &d.key.name);
+            self.expectations.forget(&key);
+            let uid = old.metadata.uid.as_deref().unwrap_or_default();
+            release(&w.client, w.owned.indexed(uid).cloned().collect(), fx);
+        }
+    }
+
+    fn on_owned(&mut self, d: &Delta<Pod>, w: &World<Self>, fx: &mut Effects) {
+        let mut orphans = Vec::new();
+        if let Some(key) = self.pod_changed(d, w, &mut orphans) {
+            fx.sync(key);
+        }
+        release(&w.client, orphans, fx);
+    }
+
+    fn reconcile(
+        &mut self,
+        key: &ObjectKey,
+        job: Arc<Job>,
+        w: &World<Self>,
+        fx: &mut Effects,
+    ) -> Option<LocalBoxFuture<'static, sync::Report>> {
+        // A Job another controller manages (`spec.managedBy`) is left to it, as
+        // kube-controller-manager leaves it.
+        let manager = job.spec.as_ref().and_then(|s| s.managed_by.as_deref());
+        if manager.is_some_and(|m| m != MANAGED_BY) {
+            return None;
+        }
+        let uid = job.metadata.uid.as_deref().unwrap_or_default();
+        let pods: Vec<Arc<Pod>> = w.owned.indexed(uid).cloned().collect();
+        let now_ms = podvisor_core::time::now().0.as_millisecond();
+        let plan = plan::plan(&job, &pods, self.expectations.satisfied(key), now_ms);
+        if plan.create > 0 {
+            self.expectations.expect_creations(key.clone(), plan.create);
+        } else if !plan.delete.is_empty() {
+            let uids = plan
+                .delete
+                .iter()
+                .map(|p| PodUid::from(p.metadata.uid.as_deref().unwrap_or("")));
+            self.expectations.expect_deletions(key.clone(), uids);
+        }
+        for (warning, reason, message) in &plan.events {
+            let event = if *warning {
+                Event::warning(reason, message.clone())
+            } else {
+                Event::normal(reason, message.clone())
+            };
+            fx.event(key, event);
+        }
+        Some(Box::pin(sync::run(w.client.clone(), job, plan)))
+    }
+
+    fn reconciled(
+        &mut self,
+        key: &ObjectKey,
+        report: sync::Report,
+        _: &World<Self>,
+        fx: &mut Effects,
+    ) -> Result<Option<Duration>, SyncError> {
+        for _ in 0..report.skipped {
+            self.expectations.creation_observed(key);
+        }
+        if report.delete_failed {
+            self.expectations.forget(key);
+        }
+        self.created += report.created.len() as u64;
+        crate::owners::pod_events(fx, key, &report.created, &report.deleted);
+        report.error.map_or(Ok(report.requeue), Err)
+    }
+
+    fn counts(&self) -> JobCounts {
+        JobCounts {
             created: self.created,
         }
-    }
-}
-
-impl Handler<Reflected<Job>> for JobController {
-    type Result = ();
-    fn handle(&mut self, msg: Reflected<Job>, ctx: &mut Context<Self>) {
-        let Some(u) = self.jobs_view.accept(msg, ctx) else {
-            return;
-        };
-        let mut orphans = Vec::new();
-        for d in self.jobs.apply(u) {
-            let key = ObjectKey::new(Kind::Job, d.key.namespace.as_deref(), &d.key.name);
-            if let (Some(old), None) = (&d.old, &d.new) {
-                self.expectations.forget(&key);
-                let uid = old.metadata.uid.clone().unwrap_or_default();
-                orphans.extend(self.pods.indexed(&uid).cloned());
-            }
-            self.workers.add(key);
-        }
-        self.release(orphans, ctx);
-        self.work(ctx);
-    }
-}
-
-impl Handler<Reflected<Pod>> for JobController {
-    type Result = ();
-    fn handle(&mut self, msg: Reflected<Pod>, ctx: &mut Context<Self>) {
-        let Some(u) = self.pods_view.accept(msg, ctx) else {
-            return;
-        };
-        let mut orphans = Vec::new();
-        for d in self.pods.apply(u) {
-            if let Some(key) = self.on_pod(&d, &mut orphans) {
-                self.workers.add(key);
-            }
-        }
-        self.release(orphans, ctx);
-        self.work(ctx);
     }
 }

@@ -10,6 +10,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use podvisor_client::{Api, Client, DeleteParams, Error, PostParams, Subresource};
+use podvisor_machinery::controller::SyncError;
 
 use super::plan::{Plan, TRACKING};
 use crate::replicaset::batches;
@@ -20,7 +21,11 @@ pub struct Report {
     /// Creates expected and never sent or failed.
     pub skipped: usize,
     pub deleted: Vec<String>,
-    pub error: Option<String>,
+    /// A delete failed: the expectations of this sync will not all be met.
+    pub delete_failed: bool,
+    /// Due again after this long (a deadline the Job's state names).
+    pub requeue: Option<std::time::Duration>,
+    pub error: Option<SyncError>,
 }
 
 /// The pod the Job's template makes: `<job>-xxxxx`, tracked by the finalizer.
@@ -84,7 +89,9 @@ async fn create(pods: &Api<Pod>, job: &Job, n: usize, report: &mut Report) {
             match r {
                 Ok(p) => report.created.push(name(&p)),
                 Err(e) => {
-                    report.error = report.error.take().or(Some(format!("creating a pod: {e}")))
+                    report
+                        .error
+                        .get_or_insert(SyncError::new("creating a pod", e));
                 }
             }
         }
@@ -100,7 +107,10 @@ async fn delete(pods: &Api<Pod>, victims: &[Arc<Pod>], report: &mut Report) {
         let dp = DeleteParams::if_uid(p.metadata.uid.as_deref().unwrap_or_default());
         match pods.delete(&name(p), &dp).await {
             Ok(_) | Err(Error::NotFound { .. }) => report.deleted.push(name(p)),
-            Err(e) => report.error = Some(format!("deleting a pod: {e}")),
+            Err(e) => {
+                report.delete_failed = true;
+                report.error = Some(SyncError::new("deleting a pod", e));
+            }
         }
     }
 }
@@ -125,26 +135,29 @@ async fn write_status(client: &Client, job: &Job, plan: &Plan) -> Result<(), Err
 
 /// Carries `plan` out for `job`.
 pub async fn run(client: Client, job: Arc<Job>, plan: Plan) -> Report {
-    let mut report = Report::default();
+    let mut report = Report {
+        requeue: plan.requeue,
+        ..Report::default()
+    };
     let ns = job.metadata.namespace.as_deref().unwrap_or_default();
     if plan.delete_job {
         let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
         let name = job.metadata.name.as_deref().unwrap_or_default();
         let dp = DeleteParams::if_uid(job.metadata.uid.as_deref().unwrap_or_default());
         if let Err(e) = jobs.delete(name, &dp).await {
-            report.error = Some(format!("deleting the finished job: {e}"));
+            report.error = Some(SyncError::new("deleting the finished job", e));
         }
         return report;
     }
     if let Err(e) = write_status(&client, &job, &plan).await {
-        report.error = Some(format!("writing the status: {e}"));
+        report.error = Some(SyncError::new("writing the status", e));
         report.skipped = plan.create;
         return report;
     }
     let pods: Api<Pod> = Api::namespaced(client, ns);
     for p in &plan.untrack {
         if let Err(e) = untrack(&pods, p).await {
-            report.error = Some(format!("removing a finalizer: {e}"));
+            report.error = Some(SyncError::new("removing a finalizer", e));
         }
     }
     create(&pods, &job, plan.create, &mut report).await;

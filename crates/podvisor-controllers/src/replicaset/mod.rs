@@ -2,8 +2,8 @@
 //! declared number of pods running on this node, the way kube-controller-manager's does in
 //! a cluster, on the shared controller machinery:
 //!
-//! - informers (reflectors into typed caches: ReplicaSets, and this node's pods indexed by
-//!   their controller's UID; and this Node) feed event handlers (`handlers.rs`) that say
+//! - the controller runtime's informers (ReplicaSets; this node's pods indexed by their
+//!   controller's UID; and this Node, not cached) feed event handlers (`handlers.rs`) that say
 //!   which ReplicaSets to sync and which expectations a change meets. Only pods bound to
 //!   this node are seen: they are the ones that run, every pod the controller makes is
 //!   bound here, and the cache stays as small as the node (a pod stored for another node
@@ -15,7 +15,7 @@
 //!   sets its expectations, and carries the plan out against the store (`sync.rs`: slow-start
 //!   creates, deletes, the status of `status.rs`), then records Events and retries on error.
 //!
-//! Messages: none of its own; it handles its reflectors' [`Reflected`] deliveries.
+//! It is a [`Reconciler`] run by the machinery's [`Controller`]: no messages of its own.
 //!
 //! Restart: nothing is kept. The caches are listed again, the queue starts with every
 //! ReplicaSet, and the expectations start empty: what a crashed instance created is in the
@@ -29,22 +29,22 @@ mod status;
 mod sync;
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use actix::prelude::*;
+use futures_util::future::LocalBoxFuture;
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::Node;
-use k8s_openapi::api::core::v1::Pod;
-use podvisor_actors::due;
-use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
-use podvisor_client::{Api, Client, ListParams};
-use podvisor_core::{EventType, ObjectKey, PodUid};
-use podvisor_machinery::cache::Cache;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use podvisor_actors::Recipient;
+use podvisor_client::{Client, ListParams};
+use podvisor_core::{ObjectKey, PodUid};
+use podvisor_machinery::cache::{Cache, Delta};
+use podvisor_machinery::controller::{
+    Controller, Effects, Event, Reconciler, SyncError, Watches, World,
+};
 use podvisor_machinery::events::RecordEvent;
-use podvisor_machinery::reflector::{Reflected, Reflector};
-use podvisor_machinery::workers::{Outcome, WorkStats, Workers};
+use podvisor_machinery::reflector::Update;
 use serde::Serialize;
-use tokio::time::Instant;
-use tracing::{debug, warn};
+use tracing::debug;
 
 pub use handlers::{Enqueue, RsExpectations, on_pod, on_replica_set, owner};
 pub use plan::{BURST, Manage, Plan, batches, plan};
@@ -55,6 +55,18 @@ pub use sync::Report;
 
 /// Syncs under way at once (kube-controller-manager runs five workers).
 pub const WORKERS: usize = 4;
+
+/// The ReplicaSet controller: the runtime around [`ReplicaSets`].
+pub type ReplicaSetController = Controller<ReplicaSets>;
+
+/// The ReplicaSet controller of the node `node`, run by the machinery.
+pub fn controller(
+    node: &str,
+    client: Client,
+    events: Recipient<RecordEvent>,
+) -> ReplicaSetController {
+    Controller::new(ReplicaSets::new(node), client, events, WORKERS)
+}
 
 /// A pod's controller UID: the pods cache's index.
 fn controller_uid(p: &Pod) -> Option<String> {
@@ -68,91 +80,40 @@ fn may_be_a_replicasets(p: &Pod) -> bool {
     pods::controller_of(p).is_none_or(|r| r.kind == "ReplicaSet")
 }
 
-pub struct ReplicaSetController {
-    sets_view: Reflector<ReplicaSet>,
-    pods_view: Reflector<Pod>,
-    /// The node: when it changes (a taint removed, uncordoned), refused creates may pass.
-    nodes_view: Reflector<Node>,
-    sets: Cache<ReplicaSet>,
-    pods: Cache<Pod>,
-    workers: Workers<ObjectKey>,
+/// The ReplicaSet controller's own state: its expectations and counts.
+pub struct ReplicaSets {
+    node: String,
     expectations: RsExpectations,
-    client: Client,
-    events: Recipient<RecordEvent>,
     created: u64,
     deleted: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ReplicaSetControllerSummary {
-    pub replica_sets: usize,
-    pub pods: usize,
-    #[serde(flatten)]
-    pub work: WorkStats,
+pub struct ReplicaSetCounts {
     /// ReplicaSets whose creates or deletes have not all come back through the watch.
     pub pending_expectations: usize,
     pub created: u64,
     pub deleted: u64,
 }
 
-impl ReplicaSetController {
-    pub fn new(node: &str, client: Client, events: Recipient<RecordEvent>) -> Self {
-        let bound_here = ListParams::default().field_equals("spec.nodeName", node);
-        let this_node = ListParams::default().field_equals("metadata.name", node);
+fn enqueue(fx: &mut Effects, items: Vec<Enqueue>) {
+    for e in items {
+        fx.sync_after(e.key, e.after);
+    }
+}
+
+impl ReplicaSets {
+    pub fn new(node: &str) -> Self {
         Self {
-            sets_view: Reflector::new(Api::all(client.clone()), ListParams::default()),
-            pods_view: Reflector::new(Api::all(client.clone()), bound_here),
-            nodes_view: Reflector::new(Api::all(client.clone()), this_node),
-            sets: Cache::new(),
-            pods: Cache::new()
-                .with_index(controller_uid)
-                .with_filter(may_be_a_replicasets),
-            workers: Workers::new(WORKERS),
+            node: node.to_string(),
             expectations: RsExpectations::new(),
-            client,
-            events,
             created: 0,
             deleted: 0,
         }
     }
 
-    fn enqueue(&mut self, items: Vec<Enqueue>) {
-        for e in items {
-            self.workers.add_after(e.key, e.after);
-        }
-    }
-
-    fn on_delayed(&mut self, key: ObjectKey, _: Instant, ctx: &mut Context<Self>) {
-        self.workers.add(key);
-        self.work(ctx);
-    }
-
-    /// Starts syncs while there is room and work (once both caches are filled).
-    fn work(&mut self, ctx: &mut Context<Self>) {
-        if !self.sets_view.synced || !self.pods_view.synced {
-            return;
-        }
-        while let Some(key) = self.workers.start() {
-            self.sync(key, ctx);
-        }
-    }
-
-    fn sync(&mut self, key: ObjectKey, ctx: &mut Context<Self>) {
-        let Some(rs) = self.sets.get(&key).cloned() else {
-            self.expectations.forget(&key);
-            self.workers.skip(&key);
-            return;
-        };
-        let may_manage = self.expectations.satisfied(&key);
-        let now = podvisor_core::time::now();
-        let ns = key.namespace.clone().unwrap_or_default();
-        let plan = plan::plan(
-            &rs,
-            self.pods.in_namespace(&ns),
-            may_manage,
-            now.0.as_nanosecond(),
-        );
-        match &plan.manage {
+    fn expect(&mut self, key: &ObjectKey, manage: &Manage) {
+        match manage {
             Manage::Create(n) => self.expectations.expect_creations(key.clone(), *n),
             Manage::Delete(pods) => {
                 let uids = pods
@@ -162,21 +123,89 @@ impl ReplicaSetController {
             }
             Manage::Nothing => {}
         }
-        debug!(replicaset = %key, manage = ?plan.manage_summary(), "sync");
-        let work = sync::run(
-            self.client.clone(),
-            key.clone(),
-            rs,
-            plan,
-            now.0.as_millisecond(),
-        );
-        ctx.spawn(work.into_actor(self).map(move |report, act, ctx| {
-            act.synced(&key, report);
-            act.work(ctx);
-        }));
     }
 
-    fn synced(&mut self, key: &ObjectKey, report: Report) {
+    fn events(key: &ObjectKey, r: &Report, fx: &mut Effects) {
+        crate::owners::pod_events(fx, key, &r.created, &r.deleted);
+        match &r.manage_error {
+            Some(e) if e.reason == "FailedCreate" => fx.event(
+                key,
+                Event::warning(e.reason, format!("Error creating: {}", e.message)),
+            ),
+            Some(e) => fx.event(
+                key,
+                Event::warning(e.reason, format!("Error deleting: {}", e.message)),
+            ),
+            None => {}
+        }
+    }
+}
+
+impl Reconciler for ReplicaSets {
+    const KIND: &'static str = "replicaset-controller";
+    type Root = ReplicaSet;
+    type Owned = Pod;
+    /// The node: when it changes (a taint removed, uncordoned), refused creates may pass.
+    type Trigger = Node;
+    type Report = Report;
+    type Counts = ReplicaSetCounts;
+
+    fn watches(&self) -> Watches {
+        Watches {
+            roots: ListParams::default(),
+            owned: ListParams::default().field_equals("spec.nodeName", &self.node),
+            trigger: Some(ListParams::default().field_equals("metadata.name", &self.node)),
+        }
+    }
+
+    fn owned_cache(&self) -> Cache<Pod> {
+        Cache::new()
+            .with_index(controller_uid)
+            .with_filter(may_be_a_replicasets)
+    }
+
+    fn on_root(&mut self, d: &Delta<ReplicaSet>, _: &World<Self>, fx: &mut Effects) {
+        enqueue(fx, on_replica_set(d, &mut self.expectations));
+    }
+
+    fn on_owned(&mut self, d: &Delta<Pod>, w: &World<Self>, fx: &mut Effects) {
+        enqueue(fx, on_pod(d, &w.roots, &mut self.expectations));
+    }
+
+    fn on_trigger(&mut self, _: &Update<Node>, w: &World<Self>, fx: &mut Effects) {
+        enqueue(fx, handlers::failing(&w.roots));
+    }
+
+    fn reconcile(
+        &mut self,
+        key: &ObjectKey,
+        rs: Arc<ReplicaSet>,
+        w: &World<Self>,
+        _: &mut Effects,
+    ) -> Option<LocalBoxFuture<'static, Report>> {
+        let may_manage = self.expectations.satisfied(key);
+        let now = podvisor_core::time::now();
+        let ns = key.namespace.clone().unwrap_or_default();
+        let plan = plan::plan(
+            &rs,
+            w.owned.in_namespace(&ns),
+            may_manage,
+            now.0.as_nanosecond(),
+        );
+        self.expect(key, &plan.manage);
+        debug!(replicaset = %key, manage = ?plan.manage_summary(), "sync");
+        let client = w.client.clone();
+        let work = sync::run(client, key.clone(), rs, plan, now.0.as_millisecond());
+        Some(Box::pin(work))
+    }
+
+    fn reconciled(
+        &mut self,
+        key: &ObjectKey,
+        report: Report,
+        w: &World<Self>,
+        fx: &mut Effects,
+    ) -> Result<Option<Duration>, SyncError> {
         for _ in 0..report.skipped {
             self.expectations.creation_observed(key);
         }
@@ -185,73 +214,28 @@ impl ReplicaSetController {
         }
         self.created += report.created.len() as u64;
         self.deleted += report.deleted.len() as u64;
-        self.report_events(key, &report);
-        let failed = report
-            .manage_error
-            .as_ref()
-            .map(|e| e.message.clone())
-            .or(report.error);
-        let outcome = match failed {
-            Some(_) => Outcome::Failed,
-            None => Outcome::Synced(None),
-        };
-        if let Some(delay) = self.workers.finished(key, outcome) {
-            let why = failed.unwrap_or_default();
-            warn!(replicaset = %key, error = %why, retry_in = ?delay, "sync failed; trying again");
-        }
-        if let Some(rs) = self.sets.get(key).cloned() {
-            let uid = rs.metadata.uid.clone().unwrap_or_default();
-            let owned: Vec<Arc<Pod>> = self
-                .pods
-                .indexed(&uid)
+        Self::events(key, &report, fx);
+        if let Some(rs) = w.roots.get(key) {
+            let uid = rs.metadata.uid.as_deref().unwrap_or_default();
+            let owned: Vec<Arc<Pod>> = w
+                .owned
+                .indexed(uid)
                 .filter(|p| pods::is_active(p))
                 .cloned()
                 .collect();
             let now_ms = podvisor_core::time::now().0.as_millisecond();
-            if let Some(after) = status::next_availability(&rs, &owned, now_ms) {
-                self.workers.add_after(key.clone(), after);
+            if let Some(after) = status::next_availability(rs, &owned, now_ms) {
+                fx.sync_after(key.clone(), after);
             }
         }
+        report.error.map_or(Ok(None), Err)
     }
 
-    fn report_events(&self, key: &ObjectKey, r: &Report) {
-        let uid = self.sets.get(key).and_then(|rs| rs.metadata.uid.clone());
-        let mut object = key.clone();
-        object.uid = uid.as_deref().map(podvisor_core::Uid::from);
-        let send = |type_, reason: &str, message: String| {
-            self.events.do_send(RecordEvent {
-                object: object.clone(),
-                type_,
-                reason: reason.into(),
-                message,
-            });
-        };
-        for name in &r.created {
-            send(
-                EventType::Normal,
-                "SuccessfulCreate",
-                format!("Created pod: {name}"),
-            );
-        }
-        for name in &r.deleted {
-            send(
-                EventType::Normal,
-                "SuccessfulDelete",
-                format!("Deleted pod: {name}"),
-            );
-        }
-        match &r.manage_error {
-            Some(e) if e.reason == "FailedCreate" => send(
-                EventType::Warning,
-                e.reason,
-                format!("Error creating: {}", e.message),
-            ),
-            Some(e) => send(
-                EventType::Warning,
-                e.reason,
-                format!("Error deleting: {}", e.message),
-            ),
-            None => {}
+    fn counts(&self) -> ReplicaSetCounts {
+        ReplicaSetCounts {
+            pending_expectations: self.expectations.pending(),
+            created: self.created,
+            deleted: self.deleted,
         }
     }
 }
@@ -264,74 +248,5 @@ impl Plan {
             Manage::Create(n) => format!("create {n}"),
             Manage::Delete(p) => format!("delete {}", p.len()),
         }
-    }
-}
-
-impl Actor for ReplicaSetController {
-    type Context = Context<Self>;
-}
-
-impl SupervisedActor for ReplicaSetController {
-    const KIND: &'static str = "replicaset-controller";
-    type Summary = ReplicaSetControllerSummary;
-
-    fn rebuild(&mut self, ctx: &mut Context<Self>, start: &StartInfo<Self>) {
-        self.sets_view.start(ctx, start.me.recipient());
-        self.pods_view.start(ctx, start.me.recipient());
-        self.nodes_view.start(ctx, start.me.recipient());
-        due::drive(ctx, |a: &mut Self| a.workers.delayed(), Self::on_delayed);
-    }
-
-    fn summary(&self) -> ReplicaSetControllerSummary {
-        ReplicaSetControllerSummary {
-            replica_sets: self.sets.len(),
-            pods: self.pods.len(),
-            work: self.workers.stats(),
-            pending_expectations: self.expectations.pending(),
-            created: self.created,
-            deleted: self.deleted,
-        }
-    }
-}
-
-impl Handler<Reflected<ReplicaSet>> for ReplicaSetController {
-    type Result = ();
-    fn handle(&mut self, msg: Reflected<ReplicaSet>, ctx: &mut Context<Self>) {
-        let Some(u) = self.sets_view.accept(msg, ctx) else {
-            return;
-        };
-        let deltas = self.sets.apply(u);
-        let keys = deltas
-            .iter()
-            .flat_map(|d| on_replica_set(d, &mut self.expectations))
-            .collect();
-        self.enqueue(keys);
-        self.work(ctx);
-    }
-}
-
-impl Handler<Reflected<Node>> for ReplicaSetController {
-    type Result = ();
-    fn handle(&mut self, msg: Reflected<Node>, ctx: &mut Context<Self>) {
-        if self.nodes_view.accept(msg, ctx).is_some() {
-            self.enqueue(handlers::failing(&self.sets));
-            self.work(ctx);
-        }
-    }
-}
-
-impl Handler<Reflected<Pod>> for ReplicaSetController {
-    type Result = ();
-    fn handle(&mut self, msg: Reflected<Pod>, ctx: &mut Context<Self>) {
-        let Some(u) = self.pods_view.accept(msg, ctx) else {
-            return;
-        };
-        let deltas = self.pods.apply(u);
-        let keys = deltas
-            .iter()
-            .flat_map(|d| on_pod(d, &self.sets, &mut self.expectations))
-            .collect();
-        self.enqueue(keys);
-        self.work(ctx);
     }
 }

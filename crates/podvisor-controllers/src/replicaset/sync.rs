@@ -11,6 +11,7 @@ use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::Pod;
 use podvisor_client::{Api, Client, DeleteParams, Error, PostParams, Subresource};
 use podvisor_core::{ObjectKey, PodUid};
+use podvisor_machinery::controller::SyncError;
 
 use super::plan::{Manage, Plan, batches};
 use super::pods::{from_template, selects};
@@ -27,8 +28,9 @@ pub struct Report {
     /// Deletes that failed (their expectations are met by hand).
     pub failed_deletes: Vec<PodUid>,
     pub manage_error: Option<ManageError>,
-    /// Adopting or releasing failed, or the status could not be written.
-    pub error: Option<String>,
+    /// The first step that failed: adopting or releasing, creating, deleting, or the
+    /// status.
+    pub error: Option<SyncError>,
 }
 
 const ATTEMPTS: usize = 3;
@@ -139,6 +141,7 @@ async fn create(client: &Client, rs: &ReplicaSet, n: usize, report: &mut Report)
                 reason: "FailedCreate",
                 message: e.to_string(),
             });
+            report.error = Some(SyncError::new("creating pods", e));
             return;
         }
     }
@@ -167,6 +170,7 @@ async fn delete(client: &Client, rs: &ReplicaSet, pods: &[Arc<Pod>], report: &mu
                         reason: "FailedDelete",
                         message,
                     });
+                    report.error = Some(SyncError::new("deleting pods", e));
                 }
             }
         }
@@ -200,7 +204,7 @@ pub async fn run(
 ) -> Report {
     let mut report = Report::default();
     if let Err(e) = claim(&h, &rs, &plan).await {
-        report.error = Some(format!("claiming pods: {e}"));
+        report.error = Some(SyncError::new("claiming pods", e));
         if let Manage::Create(n) = plan.manage {
             report.skipped = n;
         }
@@ -221,7 +225,9 @@ pub async fn run(
     if status::differs(&rs, &new) {
         let uid = rs.metadata.uid.clone().unwrap_or_default();
         if let Err(e) = write_status(&h, &key, &uid, &new).await {
-            report.error = Some(format!("writing the status: {e}"));
+            report
+                .error
+                .get_or_insert(SyncError::new("writing the status", e));
         }
     }
     report
