@@ -34,7 +34,7 @@ impl Admission for ClusterOwned {
             return Ok(());
         }
         Err(Error::Forbidden {
-            resource: res.qualified().to_string(),
+            resource: res.qualified(),
             name: object.name().to_string(),
             cause: "ClusterOwned".into(),
             message: format!(

@@ -4,10 +4,6 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Node, Pod, Secret, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use podvisor_core::Kind;
 use serde::Deserialize;
@@ -34,7 +30,7 @@ pub trait Object:
 }
 
 macro_rules! objects {
-    ($($kind:ident => $ty:ty),* $(,)?) => {
+    ($($kind:ident => $ty:ty, $singular:literal, [$($short:literal),*], $status:literal, $spec:literal;)*) => {
         /// One object of any kind podvisor knows, shared.
         #[derive(Debug, Clone, PartialEq)]
         pub enum AnyObject {
@@ -99,22 +95,7 @@ macro_rules! objects {
     };
 }
 
-objects! {
-    Pod => Pod,
-    Node => Node,
-    Namespace => Namespace,
-    ConfigMap => ConfigMap,
-    Secret => Secret,
-    Event => Event,
-    ReplicaSet => ReplicaSet,
-    ServiceAccount => ServiceAccount,
-    Role => Role,
-    RoleBinding => RoleBinding,
-    ClusterRole => ClusterRole,
-    ClusterRoleBinding => ClusterRoleBinding,
-    Deployment => Deployment,
-    Job => Job,
-}
+podvisor_core::for_each_kind!(objects);
 
 impl AnyObject {
     pub fn new<K: Object>(o: K) -> Self {
@@ -178,6 +159,8 @@ impl<K: Object> ObjectExt for K {
 
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+
     use super::*;
 
     #[test]

@@ -2,30 +2,17 @@
 
 use podvisor_core::Kind;
 
-const RBAC: &str = "apis/rbac.authorization.k8s.io/v1";
-
 /// The collection URL of `kind` (in `namespace` for namespaced kinds; every namespace
-/// when `None`).
+/// when `None`), from the kind's group, version and plural.
 pub(crate) fn collection(kind: Kind, namespace: Option<&str>) -> String {
-    let (group_version, plural) = match kind {
-        Kind::Pod => ("api/v1", "pods"),
-        Kind::Node => ("api/v1", "nodes"),
-        Kind::Namespace => ("api/v1", "namespaces"),
-        Kind::ConfigMap => ("api/v1", "configmaps"),
-        Kind::Secret => ("api/v1", "secrets"),
-        Kind::Event => ("api/v1", "events"),
-        Kind::ReplicaSet => ("apis/apps/v1", "replicasets"),
-        Kind::ServiceAccount => ("api/v1", "serviceaccounts"),
-        Kind::Role => (RBAC, "roles"),
-        Kind::RoleBinding => (RBAC, "rolebindings"),
-        Kind::ClusterRole => (RBAC, "clusterroles"),
-        Kind::ClusterRoleBinding => (RBAC, "clusterrolebindings"),
-        Kind::Deployment => ("apis/apps/v1", "deployments"),
-        Kind::Job => ("apis/batch/v1", "jobs"),
+    let root = match kind.group() {
+        "" => format!("api/{}", kind.version()),
+        group => format!("apis/{group}/{}", kind.version()),
     };
+    let plural = kind.plural();
     match namespace.filter(|_| kind.namespaced()) {
-        Some(ns) => format!("/{group_version}/namespaces/{ns}/{plural}"),
-        None => format!("/{group_version}/{plural}"),
+        Some(ns) => format!("/{root}/namespaces/{ns}/{plural}"),
+        None => format!("/{root}/{plural}"),
     }
 }
 
@@ -44,6 +31,10 @@ mod tests {
         assert_eq!(
             collection(Kind::ReplicaSet, Some("a")),
             "/apis/apps/v1/namespaces/a/replicasets"
+        );
+        assert_eq!(
+            collection(Kind::ClusterRoleBinding, Some("a")),
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
         );
     }
 }

@@ -7,72 +7,8 @@ use std::hash::{Hash, Hasher};
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::kinds::Kind;
 use crate::uid::Uid;
-
-/// The object kinds podvisor serves and stores.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum Kind {
-    Pod,
-    Node,
-    Namespace,
-    ConfigMap,
-    Secret,
-    Event,
-    ReplicaSet,
-    ServiceAccount,
-    Role,
-    RoleBinding,
-    ClusterRole,
-    ClusterRoleBinding,
-    Deployment,
-    Job,
-}
-
-impl Kind {
-    pub const ALL: [Kind; 14] = [
-        Kind::Pod,
-        Kind::Node,
-        Kind::Namespace,
-        Kind::ConfigMap,
-        Kind::Secret,
-        Kind::Event,
-        Kind::ReplicaSet,
-        Kind::ServiceAccount,
-        Kind::Role,
-        Kind::RoleBinding,
-        Kind::ClusterRole,
-        Kind::ClusterRoleBinding,
-        Kind::Deployment,
-        Kind::Job,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Pod => "Pod",
-            Kind::Node => "Node",
-            Kind::Namespace => "Namespace",
-            Kind::ConfigMap => "ConfigMap",
-            Kind::Secret => "Secret",
-            Kind::Event => "Event",
-            Kind::ReplicaSet => "ReplicaSet",
-            Kind::ServiceAccount => "ServiceAccount",
-            Kind::Role => "Role",
-            Kind::RoleBinding => "RoleBinding",
-            Kind::ClusterRole => "ClusterRole",
-            Kind::ClusterRoleBinding => "ClusterRoleBinding",
-            Kind::Deployment => "Deployment",
-            Kind::Job => "Job",
-        }
-    }
-
-    /// Whether objects of this kind live in a namespace.
-    pub fn namespaced(self) -> bool {
-        !matches!(
-            self,
-            Kind::Node | Kind::Namespace | Kind::ClusterRole | Kind::ClusterRoleBinding
-        )
-    }
-}
 
 impl fmt::Display for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -15,6 +15,7 @@ pub mod fit;
 pub mod grace;
 pub mod intstr;
 pub mod key;
+pub mod kinds;
 pub mod labels;
 pub mod node_admit;
 pub mod oom;

@@ -20,7 +20,7 @@ pub(crate) enum DeleteStep {
 }
 
 fn conflict(res: &Resource, name: &str, reason: String) -> Error {
-    Error::conflict(res.qualified(), name, reason)
+    Error::conflict(&res.qualified(), name, reason)
 }
 
 fn check_preconditions(res: &Resource, o: &StoredObject, opts: &DeleteParams) -> Result<(), Error> {

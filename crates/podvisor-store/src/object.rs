@@ -9,7 +9,7 @@ use podvisor_client::{AnyObject, Error, Object, selector};
 use podvisor_core::{Kind, Uid};
 
 /// The RBAC API group.
-pub const RBAC: &str = "rbac.authorization.k8s.io";
+pub const RBAC: &str = Kind::Role.group();
 
 /// A kind as the API serves it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,86 +29,15 @@ pub struct Resource {
 }
 
 impl Resource {
-    pub const ALL: [Resource; 14] = [
-        r(Kind::Pod, "", "pods", "pod", &["po"], true, true),
-        r(Kind::Node, "", "nodes", "node", &["no"], true, true),
-        r(
-            Kind::Namespace,
-            "",
-            "namespaces",
-            "namespace",
-            &["ns"],
-            true,
-            true,
-        ),
-        r(
-            Kind::ConfigMap,
-            "",
-            "configmaps",
-            "configmap",
-            &["cm"],
-            false,
-            false,
-        ),
-        r(Kind::Secret, "", "secrets", "secret", &[], false, false),
-        r(Kind::Event, "", "events", "event", &["ev"], false, false),
-        r(
-            Kind::ReplicaSet,
-            "apps",
-            "replicasets",
-            "replicaset",
-            &["rs"],
-            true,
-            true,
-        ),
-        r(
-            Kind::ServiceAccount,
-            "",
-            "serviceaccounts",
-            "serviceaccount",
-            &["sa"],
-            false,
-            false,
-        ),
-        r(Kind::Role, RBAC, "roles", "role", &[], false, false),
-        r(
-            Kind::RoleBinding,
-            RBAC,
-            "rolebindings",
-            "rolebinding",
-            &[],
-            false,
-            false,
-        ),
-        r(
-            Kind::ClusterRole,
-            RBAC,
-            "clusterroles",
-            "clusterrole",
-            &[],
-            false,
-            false,
-        ),
-        r(
-            Kind::ClusterRoleBinding,
-            RBAC,
-            "clusterrolebindings",
-            "clusterrolebinding",
-            &[],
-            false,
-            false,
-        ),
-        r(
-            Kind::Deployment,
-            "apps",
-            "deployments",
-            "deployment",
-            &["deploy"],
-            true,
-            true,
-        ),
-        r(Kind::Job, "batch", "jobs", "job", &[], true, true),
-    ];
+    pub const ALL: [Resource; Kind::ALL.len()] = {
+        let mut all = [r(Kind::Pod); Kind::ALL.len()];
+        let mut i = 0;
+        while i < all.len() {
+            all[i] = r(Kind::ALL[i]);
+            i += 1;
+        }
+        all
+    };
 
     pub fn of(kind: Kind) -> Resource {
         *Self::ALL
@@ -129,46 +58,30 @@ impl Resource {
 
     /// `v1` or `apps/v1`.
     pub fn api_version(&self) -> String {
-        if self.group.is_empty() {
-            self.version.to_string()
-        } else {
-            format!("{}/{}", self.group, self.version)
-        }
+        self.kind.api_version().to_string()
     }
 
     /// How errors name it: `pods`, `replicasets.apps`.
-    pub fn qualified(&self) -> &'static str {
-        match self.kind {
-            Kind::ReplicaSet => "replicasets.apps",
-            Kind::Deployment => "deployments.apps",
-            Kind::Job => "jobs.batch",
-            Kind::Role => "roles.rbac.authorization.k8s.io",
-            Kind::RoleBinding => "rolebindings.rbac.authorization.k8s.io",
-            Kind::ClusterRole => "clusterroles.rbac.authorization.k8s.io",
-            Kind::ClusterRoleBinding => "clusterrolebindings.rbac.authorization.k8s.io",
-            _ => self.plural,
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.to_string()
+        } else {
+            format!("{}.{}", self.plural, self.group)
         }
     }
 }
 
-const fn r(
-    kind: Kind,
-    group: &'static str,
-    plural: &'static str,
-    singular: &'static str,
-    short_names: &'static [&'static str],
-    has_status: bool,
-    has_spec: bool,
-) -> Resource {
+/// The kind as the API serves it, from the one table (`podvisor_core::for_each_kind!`).
+const fn r(kind: Kind) -> Resource {
     Resource {
         kind,
-        group,
-        version: "v1",
-        plural,
-        singular,
-        short_names,
-        has_status,
-        has_spec,
+        group: kind.group(),
+        version: kind.version(),
+        plural: kind.plural(),
+        singular: kind.singular(),
+        short_names: kind.short_names(),
+        has_status: kind.has_status(),
+        has_spec: kind.has_spec(),
     }
 }
 

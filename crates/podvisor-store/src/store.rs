@@ -154,7 +154,7 @@ impl Store {
         self.objects
             .get(&key(kind, ns, name))
             .cloned()
-            .ok_or_else(|| Error::not_found(Resource::of(kind).qualified(), name))
+            .ok_or_else(|| Error::not_found(&Resource::of(kind).qualified(), name))
     }
 
     pub fn create(
@@ -177,7 +177,7 @@ impl Store {
         self.check_owners(&object)?;
         if self.objects.contains_key(&key(res.kind, &ns, &name)) {
             return Err(Error::AlreadyExists {
-                resource: res.qualified().to_string(),
+                resource: res.qualified(),
                 name,
             });
         }
@@ -196,7 +196,7 @@ impl Store {
         let asked = new.resource_version();
         if !asked.is_empty() && asked != old.revision.to_string() {
             return Err(Error::conflict(
-                res.qualified(),
+                &res.qualified(),
                 new.name(),
                 "the object has been modified; please apply your changes to the latest version and try again",
             ));

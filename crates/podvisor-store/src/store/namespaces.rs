@@ -52,7 +52,7 @@ impl Store {
             return Ok(());
         }
         Err(Error::Forbidden {
-            resource: Resource::of(kind).qualified().to_string(),
+            resource: Resource::of(kind).qualified(),
             name: name.to_string(),
             cause: "NamespaceTerminating".into(),
             message: format!(

@@ -75,7 +75,7 @@ impl Store {
             force,
             now,
         };
-        let mut doc = crate::apply::apply(live.as_ref(), &a, res.qualified(), name)?;
+        let mut doc = crate::apply::apply(live.as_ref(), &a, &res.qualified(), name)?;
         if let Some(meta) = doc["metadata"].as_object_mut() {
             meta.insert("name".into(), name.into());
             if res.namespaced() {
