@@ -410,6 +410,7 @@ async fn an_expansion_bomb_fails_its_container_and_costs_the_agent_nothing() {
         peak = peak.max(agent.rss_kib());
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    println!("expansion bomb: the agent's RSS {rss0} KiB before, {peak} KiB at most after");
     assert!(
         peak < rss0 + 24 * 1024,
         "the agent grew from {rss0} KiB to {peak} KiB"
