@@ -22,7 +22,6 @@
 
 mod runtime;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -157,16 +156,6 @@ impl Effects {
     /// Record `event` on the root `key` (the cached incarnation's UID is added).
     pub fn event(&mut self, key: &ObjectKey, event: Event) {
         self.events.push((key.clone(), event));
-    }
-
-    /// The keys asked for, in order (for tests).
-    pub fn queued(&self) -> BTreeMap<ObjectKey, Duration> {
-        self.keys.iter().cloned().collect()
-    }
-
-    /// The Events asked for, in order (for tests).
-    pub fn recorded(&self) -> &[(ObjectKey, Event)] {
-        &self.events
     }
 }
 

@@ -84,6 +84,12 @@ impl<R: Reconciler> Controller<R> {
 
     /// Carries out what a handler or a sync asked, then starts what may start.
     fn apply(&mut self, fx: Effects, ctx: &mut Context<Self>) {
+        self.carry_out(fx, ctx);
+        self.work(ctx);
+    }
+
+    /// Carries out what a handler or a sync asked.
+    fn carry_out(&mut self, fx: Effects, ctx: &mut Context<Self>) {
         for (key, after) in fx.keys {
             self.workers.add_after(key, after);
         }
@@ -104,7 +110,6 @@ impl<R: Reconciler> Controller<R> {
                 message: e.message,
             });
         }
-        self.work(ctx);
     }
 
     /// Starts syncs while there is room and work, once both caches are filled.
@@ -127,9 +132,11 @@ impl<R: Reconciler> Controller<R> {
         let mut fx = Effects::default();
         let root = self.world.roots.get(&key).cloned();
         let work = root.and_then(|r| self.reconciler.reconcile(&key, r, &self.world, &mut fx));
+        // What this asked is carried out here; `work`'s loop starts what may start next
+        // (starting it from here would recurse once per key skipped in a row).
         let Some(work) = work else {
             self.workers.skip(&key);
-            return self.apply(fx, ctx);
+            return self.carry_out(fx, ctx);
         };
         ctx.spawn(work.into_actor(self).map(move |report, act, ctx| {
             let mut fx = Effects::default();
@@ -137,7 +144,7 @@ impl<R: Reconciler> Controller<R> {
             act.finished(&key, result);
             act.apply(fx, ctx);
         }));
-        self.apply(fx, ctx);
+        self.carry_out(fx, ctx);
     }
 
     /// The error policy.
