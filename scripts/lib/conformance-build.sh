@@ -28,17 +28,27 @@ e2e_build() {
   e2e_go "$out/kubectl" build -trimpath -ldflags "$ldflags" k8s.io/kubernetes/cmd/kubectl || return 1
   e2e_go "$out/agnhost" build -trimpath -ldflags "-s -w" k8s.io/kubernetes/test/images/agnhost || return 1
   e2e_go "$out/nnp" build -trimpath -ldflags "-s -w" k8s.io/kubernetes/test/images/nonewprivs || return 1
+  k8s_locked "$out/pause.lock" pause e2e_pause "$version" "$out" || return 1
+  echo "$out"
+}
+
+# e2e_pause VERSION OUT: the sandbox program, static, unless it is built.
+e2e_pause() {
+  local version=$1 out=$2
   if [ ! -x "$out/pause" ]; then
     local src=$GOMODCACHE/k8s.io/kubernetes@$version/build/pause/linux/pause.c
     gcc -Os -static -Wall -Werror -DVERSION=v3.10.2 -o "$out/pause.tmp" "$src" && strip "$out/pause.tmp" &&
       mv "$out/pause.tmp" "$out/pause" || return 1
   fi
-  echo "$out"
 }
 
 # e2e_go OUTPUT GO-ARGS...: runs `go GO-ARGS -o OUTPUT` in the consumer module unless OUTPUT
 # exists; statically linked (the images have no libc of their own to offer some of them).
 e2e_go() {
+  k8s_locked "$1.lock" "$(basename "$1")" e2e_go_unlocked "$@"
+}
+
+e2e_go_unlocked() {
   local output=$1 t0=$SECONDS
   shift
   [ -x "$output" ] && return 0

@@ -29,26 +29,55 @@ k8s_build() {
   export GOMODCACHE=$tools/go/mod GOCACHE=$tools/go/cache GOFLAGS=-mod=mod
   local mod=$dir/module
   mkdir -p "$bin"
-  if [ ! -f "$mod/go.sum" ]; then
-    rm -rf "$mod" && mkdir -p "$mod"
-    k8s_module "$version" "$mod" || return 1
-  fi
+  k8s_locked "$dir/.module.lock" "the k8s.io/kubernetes module" k8s_resolve "$version" "$mod" ||
+    return 1
   local minor=${version#v1.}
   minor=${minor%%.*}
   local pkg=k8s.io/component-base/version
   local ldflags="-s -w -X $pkg.gitVersion=$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
   ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  local c t0
+  local c
   for c in "${wanted[@]}"; do
-    [ -x "$bin/$c" ] && continue
-    t0=$SECONDS
-    echo "kubernetes-build: building $c $version (cold: many minutes on 2 cores)" >&2
-    (cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$bin/$c.tmp" \
-      "k8s.io/kubernetes/cmd/$c") || return 1
-    mv "$bin/$c.tmp" "$bin/$c"
-    echo "kubernetes-build: $c built in $((SECONDS - t0)) s" >&2
+    k8s_locked "$bin/.$c.lock" "$c" k8s_command "$mod" "$bin/$c" "$ldflags" \
+      "k8s.io/kubernetes/cmd/$c" || return 1
   done
   echo "$bin"
+}
+
+# k8s_command MODULE OUTPUT LDFLAGS PACKAGE: builds PACKAGE into OUTPUT unless it is there.
+k8s_command() {
+  local mod=$1 out=$2 ldflags=$3 pkg=$4 t0=$SECONDS c
+  c=$(basename "$out")
+  [ -x "$out" ] && return 0
+  echo "kubernetes-build: building $c (cold: many minutes on 2 cores)" >&2
+  (cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out.tmp" "$pkg") ||
+    return 1
+  mv "$out.tmp" "$out"
+  echo "kubernetes-build: $c built in $((SECONDS - t0)) s" >&2
+}
+
+# k8s_resolve VERSION MODULE: the consumer module, resolved unless it is.
+k8s_resolve() {
+  [ -f "$2/go.sum" ] && return 0
+  rm -rf "$2" && mkdir -p "$2"
+  k8s_module "$1" "$2"
+}
+
+# k8s_locked LOCK WHAT COMMAND...: runs COMMAND holding LOCK, so two scripts (.ci/run's
+# background scripts/prebuild and a step that needs the same binary now) never build one
+# thing twice at once: the second waits, then finds it built.
+k8s_locked() {
+  local lock=$1 what=$2 fd
+  shift 2
+  exec {fd}>"$lock"
+  if ! flock -n "$fd"; then
+    echo "kubernetes-build: waiting for another build of $what" >&2
+    flock "$fd"
+  fi
+  "$@"
+  local rc=$?
+  exec {fd}>&-
+  return $rc
 }
 
 k8s_built() { # BIN COMMAND...
