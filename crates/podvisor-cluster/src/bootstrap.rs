@@ -85,7 +85,7 @@ pub async fn node_credentials(
     let key = rcgen::KeyPair::generate()?;
     let csr = request(node, &key, lifetime)?;
     let client = crate::RemoteClient::from_kubeconfig(bootstrap).await?;
-    let api: Api<CertificateSigningRequest> = Api::all(client.kube());
+    let api: Api<CertificateSigningRequest> = client.api(None);
     let both = obtain(&api, &csr, &key, wait).await?;
     write_private(&pem, &both)?;
     let config = node_kubeconfig(bootstrap, &pem)?;

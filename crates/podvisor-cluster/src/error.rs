@@ -3,8 +3,8 @@
 
 use kube::core::Status;
 use podvisor_client::Error;
-use podvisor_core::Kind;
 use podvisor_core::validation::{FieldError, FieldErrorKind, FieldErrors};
+use podvisor_volumes::SourceError;
 
 /// Why a client of a cluster could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -18,8 +18,9 @@ pub enum ConnectError {
     Client { path: String, source: kube::Error },
 }
 
-/// `e`, met while acting on `name` (of `kind`), as podvisor's error.
-pub(crate) fn from_kube(e: kube::Error, kind: Kind, name: &str) -> Error {
+/// `e`, met while acting on `name` (of `kind`), as podvisor's error: the one mapping of
+/// kube-rs' errors, whichever module made the request.
+pub(crate) fn from_kube(e: kube::Error, kind: &str, name: &str) -> Error {
     match e {
         kube::Error::Api(s) => from_status(*s, kind, name),
         kube::Error::SerdeError(e) => Error::Internal(format!("an answer cannot be read: {e}")),
@@ -28,13 +29,13 @@ pub(crate) fn from_kube(e: kube::Error, kind: Kind, name: &str) -> Error {
 }
 
 /// A `Status` the server answered (a failed request, or an ERROR watch event).
-pub(crate) fn from_status(s: Status, kind: Kind, given: &str) -> Error {
+pub(crate) fn from_status(s: Status, kind: &str, given: &str) -> Error {
     let (resource, name, causes) = match s.details {
         Some(d) => (d.kind, d.name, d.causes),
         None => (String::new(), String::new(), Vec::new()),
     };
     let resource = if resource.is_empty() {
-        kind.as_str().to_lowercase()
+        kind.to_lowercase()
     } else {
         resource
     };
@@ -52,7 +53,7 @@ pub(crate) fn from_status(s: Status, kind: Kind, given: &str) -> Error {
             reason: s.message,
         },
         ("Invalid", _) | (_, 422) => Error::Invalid {
-            kind: kind.as_str().to_string(),
+            kind: kind.to_string(),
             name,
             errors: FieldErrors(causes.into_iter().map(cause).collect()),
         },
@@ -70,6 +71,15 @@ pub(crate) fn from_status(s: Status, kind: Kind, given: &str) -> Error {
             Error::Unavailable(s.message)
         }
         _ => Error::Internal(format!("{} ({}): {}", s.reason, s.code, s.message)),
+    }
+}
+
+/// What a volume source (a token, the Services of a pod's environment) makes of a failed
+/// request: refused, or the cluster not answering.
+pub(crate) fn source_error(e: Error) -> SourceError {
+    match e {
+        Error::Forbidden { message, .. } => SourceError::Forbidden(message),
+        other => SourceError::Unavailable(other.to_string()),
     }
 }
 
@@ -102,7 +112,7 @@ mod tests {
 
     #[test]
     fn reasons_and_codes_map_to_what_a_caller_branches_on() {
-        let e = |r, c| from_status(status(r, c), Kind::Pod, "p");
+        let e = |r, c| from_status(status(r, c), "Pod", "p");
         assert!(matches!(e("NotFound", 404), Error::NotFound { .. }));
         assert!(matches!(
             e("AlreadyExists", 409),
@@ -135,7 +145,7 @@ mod tests {
             }],
             retry_after_seconds: 0,
         });
-        let Error::Invalid { errors, .. } = from_status(s, Kind::Pod, "p") else {
+        let Error::Invalid { errors, .. } = from_status(s, "Pod", "p") else {
             panic!("not Invalid");
         };
         assert_eq!(errors.0.len(), 1);

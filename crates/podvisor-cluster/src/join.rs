@@ -58,8 +58,18 @@ pub async fn join(
         })?;
         node_credentials(kubeconfig, node, dir, (wait, lifetime)).await?
     };
+    let remote = RemoteClient::from_kubeconfig(&path).await?;
+    match remote.kube().apiserver_version().await {
+        Ok(v) => match crate::skew(&v.major, &v.minor) {
+            Some(said) => tracing::warn!(server = %v.git_version, "{said}"),
+            None => {
+                tracing::info!(server = %v.git_version, "joined an API server of a supported version")
+            }
+        },
+        Err(e) => tracing::warn!(error = %e, "the API server's version is unknown"),
+    }
     Ok(Joined {
-        remote: RemoteClient::from_kubeconfig(&path).await?,
+        remote,
         own_credentials,
     })
 }

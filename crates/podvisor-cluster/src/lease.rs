@@ -21,6 +21,7 @@ use serde::Serialize;
 use tracing::{info, warn};
 
 use crate::RemoteClient;
+use crate::error::from_kube;
 
 /// A renewal finished (to the actor itself).
 #[derive(Message)]
@@ -61,10 +62,16 @@ pub fn renewed(node: &str, node_uid: Option<&str>, old: Option<Lease>, now: Micr
 
 #[derive(Debug, thiserror::Error)]
 #[error("the node's Lease was not renewed: {0}")]
-pub struct LeaseError(#[from] kube::Error);
+pub struct LeaseError(podvisor_client::Error);
 
-async fn renew(client: kube::Client, node: String) -> Result<(), LeaseError> {
-    let leases: Api<Lease> = Api::namespaced(client.clone(), NAMESPACE);
+impl From<kube::Error> for LeaseError {
+    fn from(e: kube::Error) -> Self {
+        LeaseError(from_kube(e, "Lease", ""))
+    }
+}
+
+async fn renew(client: RemoteClient, node: String) -> Result<(), LeaseError> {
+    let leases: Api<Lease> = client.api(Some(NAMESPACE));
     let now = MicroTime(podvisor_core::time::now().0);
     let old = leases.get_opt(&node).await?;
     let node_uid = match old
@@ -72,7 +79,8 @@ async fn renew(client: kube::Client, node: String) -> Result<(), LeaseError> {
         .and_then(|l| l.metadata.owner_references.as_ref())
     {
         Some(_) => None,
-        None => Api::<Node>::all(client)
+        None => client
+            .api::<Node>(None)
             .get_opt(&node)
             .await?
             .and_then(|n| n.metadata.uid),
@@ -122,7 +130,7 @@ impl NodeLease {
             return;
         }
         self.busy = true;
-        let work = renew(self.client.kube(), self.node.clone());
+        let work = renew(self.client.clone(), self.node.clone());
         ctx.spawn(async move { me.do_send(Renewed(work.await)) }.into_actor(self));
     }
 }

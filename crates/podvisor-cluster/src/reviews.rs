@@ -15,6 +15,7 @@ use podvisor_server::{Attributes, Identity, ReviewError, Reviewer};
 
 use crate::RemoteClient;
 use crate::bootstrap::BootstrapError;
+use crate::error::from_kube;
 
 /// Reviews through the cluster's API, with the node's own credentials (its role may
 /// create both kinds of review).
@@ -29,13 +30,13 @@ impl ClusterReviews {
 }
 
 fn unavailable(e: kube::Error) -> ReviewError {
-    ReviewError::Unavailable(e.to_string())
+    ReviewError::Unavailable(from_kube(e, "review", "").to_string())
 }
 
 #[async_trait]
 impl Reviewer for ClusterReviews {
     async fn authenticate(&self, token: &str) -> Result<Option<Identity>, ReviewError> {
-        let api: Api<TokenReview> = Api::all(self.remote.kube());
+        let api: Api<TokenReview> = self.remote.api(None);
         let review = TokenReview {
             spec: TokenReviewSpec {
                 token: Some(token.to_string()),
@@ -63,7 +64,7 @@ impl Reviewer for ClusterReviews {
         node: &str,
         what: Attributes,
     ) -> Result<bool, ReviewError> {
-        let api: Api<SubjectAccessReview> = Api::all(self.remote.kube());
+        let api: Api<SubjectAccessReview> = self.remote.api(None);
         let review = SubjectAccessReview {
             spec: SubjectAccessReviewSpec {
                 user: Some(who.user.clone()),

@@ -80,7 +80,7 @@ pub struct Rotation {
 async fn rotate(r: Rotation, remote: RemoteClient) -> Result<SystemTime, BootstrapError> {
     let key = rcgen::KeyPair::generate()?;
     let csr = request(&r.node, &key, r.lifetime)?;
-    let api: Api<CertificateSigningRequest> = Api::all(remote.kube());
+    let api: Api<CertificateSigningRequest> = remote.api(None);
     let both = obtain(&api, &csr, &key, WAIT).await?;
     let pem = r.dir.join(PEM);
     write_private(&pem, &both)?;

@@ -17,6 +17,7 @@ use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 use podvisor_volumes::{ServiceLister, SourceError};
 
 use crate::RemoteClient;
+use crate::error::{from_kube, source_error};
 
 const TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a watch is asked to last before it is made again (the apiserver's default
@@ -79,7 +80,7 @@ impl ClusterServices {
     /// Starts the list and watch, once, on the runtime of the first caller.
     fn watch(&self) {
         self.watching.call_once(|| {
-            let api: Api<Service> = Api::all(self.remote.kube());
+            let api: Api<Service> = self.remote.api(None);
             tokio::spawn(follow(api, self.known.clone()));
         });
     }
@@ -91,21 +92,18 @@ impl ClusterServices {
         if self.known().synced {
             return Ok(self.known().namespace(ns));
         }
-        let api: Api<Service> = Api::namespaced(self.remote.kube(), ns);
-        match tokio::time::timeout(TIMEOUT, api.list(&ListParams::default())).await {
-            Ok(Ok(l)) => Ok(l.items.into_iter().map(Arc::new).collect()),
-            Ok(Err(kube::Error::Api(s))) if s.code == 403 => Err(SourceError::Forbidden(s.message)),
-            failed => {
-                let why = match failed {
-                    Ok(Err(e)) => e.to_string(),
-                    _ => format!("no answer within {TIMEOUT:?}"),
-                };
-                let kept = self.known();
-                match kept.by_namespace.contains_key(ns) {
-                    true => Ok(kept.namespace(ns)),
-                    false => Err(SourceError::Unavailable(why)),
-                }
+        let api: Api<Service> = self.remote.api(Some(ns));
+        let failed = match tokio::time::timeout(TIMEOUT, api.list(&ListParams::default())).await {
+            Ok(Ok(l)) => return Ok(l.items.into_iter().map(Arc::new).collect()),
+            Ok(Err(e)) => source_error(from_kube(e, "Service", "")),
+            Err(_) => SourceError::Unavailable(format!("no answer within {TIMEOUT:?}")),
+        };
+        let kept = self.known();
+        match failed {
+            SourceError::Unavailable(_) if kept.by_namespace.contains_key(ns) => {
+                Ok(kept.namespace(ns))
             }
+            refused => Err(refused),
         }
     }
 }

@@ -69,7 +69,7 @@ impl Serving {
     ) -> Result<Issued, BootstrapError> {
         let key = rcgen::KeyPair::generate()?;
         let csr = csr(&self.node, &self.hosts, &key)?;
-        let api: Api<CertificateSigningRequest> = Api::all(remote.kube());
+        let api: Api<CertificateSigningRequest> = remote.api(None);
         let both = obtain(&api, &csr, &key, wait).await?;
         write_private(&self.pem(), &both)?;
         let renew_at = validity(&self.pem())

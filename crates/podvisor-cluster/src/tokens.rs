@@ -13,6 +13,7 @@ use kube::api::{Api, PostParams};
 use podvisor_volumes::{IssuedToken, SourceError, TokenCache, TokenIssuer, TokenSpec};
 
 use crate::RemoteClient;
+use crate::error::{from_kube, source_error};
 
 /// The longest one request may take.
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -42,7 +43,7 @@ impl ClusterTokens {
     }
 
     async fn request(&self, spec: &TokenSpec) -> Result<IssuedToken, SourceError> {
-        let api: Api<ServiceAccount> = Api::namespaced(self.remote.kube(), &spec.namespace);
+        let api: Api<ServiceAccount> = self.remote.api(Some(&spec.namespace));
         let req = TokenRequest {
             spec: spec.request(),
             ..TokenRequest::default()
@@ -51,10 +52,10 @@ impl ClusterTokens {
         let call = api.create_token_request(&spec.service_account, &pp, &req);
         let answer = match tokio::time::timeout(TIMEOUT, call).await {
             Ok(Ok(a)) => a,
-            Ok(Err(kube::Error::Api(s))) if s.code == 403 => {
-                return Err(SourceError::Forbidden(s.message));
+            Ok(Err(e)) => {
+                let e = from_kube(e, "ServiceAccount", &spec.service_account);
+                return Err(source_error(e));
             }
-            Ok(Err(e)) => return Err(SourceError::Unavailable(e.to_string())),
             Err(_) => {
                 return Err(SourceError::Unavailable(format!(
                     "no answer within {TIMEOUT:?}"
