@@ -27,9 +27,9 @@ fn keep_large_blocks_returnable() {
 
 fn main() -> ExitCode {
     keep_large_blocks_returnable();
-    let args = cli::Cli::parse();
+    let args = cli::Cli::parse_from(cli::default_to_run(std::env::args_os().collect()));
     let result = match args.command {
-        cli::Command::Run(run) => cli::run::run(run, args.global),
+        cli::Command::Run(run) => cli::run::run(*run, args.global),
         command => {
             cli::init_logging(args.global.log.as_deref().unwrap_or("warn"), false);
             match tokio::runtime::Builder::new_current_thread()

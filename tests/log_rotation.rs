@@ -1,7 +1,8 @@
 //! Log rotation against containerd, through a real agent: a chatty container's log is
 //! rotated once it passes `[logs] max_size` (the runtime reopens it), only `max_files`
 //! files are kept, and `kubectl logs -f` started before the rotations carries on across
-//! them without losing or repeating a line.
+//! them without losing or repeating a line; and each container's log is linked where log
+//! shippers look (`[logs] container_links`) until the container is gone.
 
 mod common;
 
@@ -114,4 +115,91 @@ async fn a_chatty_containers_log_is_rotated_and_a_follow_goes_on_across_rotation
         live[0],
         followed.last().unwrap()
     );
+}
+
+const CRASHY: &str = r#"apiVersion: v1
+kind: Pod
+metadata: {name: crashy}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: localhost/podvisor/busybox:test
+    command: ["sh", "-c", "echo started $(cat /proc/sys/kernel/random/uuid); sleep 2; exit 1"]
+"#;
+
+/// The links of `dir` whose name starts with `prefix`, with what reading through each gives.
+fn linked(dir: &std::path::Path, prefix: &str) -> Vec<(String, String)> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(prefix))
+        .map(|n| {
+            let text = std::fs::read_to_string(dir.join(&n)).unwrap_or_default();
+            (n, text)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_containers_log_is_linked_where_shippers_look_until_it_is_gone() {
+    let links = std::env::temp_dir().join(format!("podvisor-log-links-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&links);
+    let agent = Agent::start_with(
+        "loglinks",
+        &format!(
+            "[logs]\nmonitor_interval = \"500ms\"\ncontainer_links = \"{}\"\n",
+            links.display()
+        ),
+    )
+    .await;
+    agent.write("crashy.yaml", CRASHY);
+    let name = agent.name("crashy");
+    // The kubelet's name: <pod>_<namespace>_<container>-<container id>.log.
+    let prefix = format!("{name}_default_c-");
+    let (mut ids, mut starts) = (
+        std::collections::BTreeSet::new(),
+        std::collections::BTreeSet::new(),
+    );
+    common::eventually(
+        "links to two instances, read as a shipper reads",
+        Duration::from_secs(90),
+        || {
+            for (link, text) in linked(&links, &prefix) {
+                let id = link
+                    .trim_start_matches(&prefix)
+                    .trim_end_matches(".log")
+                    .to_string();
+                assert_eq!(id.len(), 64, "a container id: {link}");
+                let target = std::fs::read_link(links.join(&link)).unwrap();
+                assert!(
+                    target.starts_with(agent.dir.join("logs")),
+                    "{}",
+                    target.display()
+                );
+                ids.insert(id);
+                starts.extend(
+                    text.lines()
+                        .filter_map(|l| l.split_once("started "))
+                        .map(|(_, u)| u.to_string()),
+                );
+            }
+            let done = ids.len() >= 2 && starts.len() >= 2;
+            async move { done.then_some(()) }
+        },
+    )
+    .await;
+    agent.remove("crashy.yaml");
+    common::eventually(
+        "no link left once the pod is gone",
+        Duration::from_secs(60),
+        || {
+            let left = linked(&links, &prefix);
+            async move { left.is_empty().then_some(()) }
+        },
+    )
+    .await;
+    let _ = std::fs::remove_dir_all(&links);
 }

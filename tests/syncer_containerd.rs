@@ -35,6 +35,7 @@ fn a_container_created_but_never_started_is_started_not_doubled() {
                 cluster_domain: "cluster.local".into(),
                 memory_capacity: 4 << 30,
                 pod_cgroups: None,
+                container_links_dir: None,
             };
             let pod: SharedPod = SharedPod::new(
                 serde_json::from_value(serde_json::json!({

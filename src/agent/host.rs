@@ -89,5 +89,6 @@ pub(crate) fn facts(
             .iter()
             .filter_map(|t| podvisor_core::taints::parse(t).ok())
             .collect(),
+        labels: cfg.node.labels.clone(),
     }
 }

@@ -55,7 +55,12 @@ pub(crate) fn serve(bound: Bound, w: Wiring<'_>) -> anyhow::Result<Served> {
     let (reviewer, client_ca): (Arc<dyn Reviewer>, Option<String>) =
         match (w.cluster.clone(), &w.cfg.cluster.kubeconfig) {
             (Some(remote), Some(kubeconfig)) => {
-                let ca = cluster_ca_pem(kubeconfig).context("the cluster's CA")?;
+                let ca = match &w.cfg.server.client_ca_file {
+                    Some(file) => std::fs::read_to_string(file).with_context(|| {
+                        format!("the client CA {} (server.client_ca_file)", file.display())
+                    })?,
+                    None => cluster_ca_pem(kubeconfig).context("the cluster's CA")?,
+                };
                 (Arc::new(ClusterReviews::new(remote)), Some(ca))
             }
             _ => {

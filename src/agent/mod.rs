@@ -6,10 +6,12 @@
 mod accounts;
 pub mod api;
 pub mod config;
+mod healthz;
 mod host;
 mod kubelet_server;
 mod memory;
 mod node;
+mod notify;
 mod servers;
 mod tree;
 
@@ -98,7 +100,7 @@ pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
 
 /// The runtime, and its version as the Node reports it (empty while it cannot be reached:
 /// the PLEG retries every period and /healthz says what is wrong).
-async fn connect(cfg: &AgentConfig, metrics: &Metrics) -> anyhow::Result<(CriRuntime, String)> {
+async fn connect(cfg: &mut AgentConfig, metrics: &Metrics) -> anyhow::Result<(CriRuntime, String)> {
     let runtime = CriRuntime::new(&cfg.runtime_endpoint, cfg.runtime.timeouts())?
         .with_mutation_limit(cfg.runtime.max_mutations_in_flight)
         .with_observer(metrics.0.clone());
@@ -112,7 +114,33 @@ async fn connect(cfg: &AgentConfig, metrics: &Metrics) -> anyhow::Result<(CriRun
             String::new()
         }
     };
+    if cfg.node.cgroup_driver.is_none() {
+        cfg.node.cgroup_driver = Some(runtime_cgroup_driver(&runtime).await);
+    }
     Ok((runtime, version))
+}
+
+/// The runtime's cgroup driver, as the kubelet asks it (CRI RuntimeConfig); cgroupfs, the
+/// kubelet's default, where the runtime cannot say or cannot be reached yet.
+async fn runtime_cgroup_driver(runtime: &CriRuntime) -> config::CgroupDriver {
+    match runtime.client().systemd_cgroups().await {
+        Ok(Some(true)) => {
+            info!("cgroup driver systemd, as the runtime says");
+            config::CgroupDriver::Systemd
+        }
+        Ok(Some(false)) => {
+            info!("cgroup driver cgroupfs, as the runtime says");
+            config::CgroupDriver::Cgroupfs
+        }
+        Ok(None) => {
+            info!("the runtime does not say its cgroup driver; cgroupfs");
+            config::CgroupDriver::Cgroupfs
+        }
+        Err(e) => {
+            warn!(error = %e, "cannot ask the runtime for its cgroup driver; cgroupfs");
+            config::CgroupDriver::Cgroupfs
+        }
+    }
 }
 
 /// The cluster named by `[cluster] kubeconfig`, joined as `node` (bootstrapping the
@@ -138,10 +166,10 @@ async fn join(cfg: &AgentConfig, node: &str) -> anyhow::Result<node::Cluster> {
     Ok(Some((joined.remote, rotation)))
 }
 
-async fn serve(cfg: AgentConfig) -> anyhow::Result<()> {
+async fn serve(mut cfg: AgentConfig) -> anyhow::Result<()> {
     let prometheus = prometheus::Registry::new();
     let metrics = Metrics(KubeletMetrics::new(&prometheus)?);
-    let (runtime, runtime_version) = connect(&cfg, &metrics).await?;
+    let (runtime, runtime_version) = connect(&mut cfg, &metrics).await?;
     let node_name = cfg.node_name();
     let cluster = join(&cfg, &node_name).await?;
     let remote = cluster.as_ref().map(|(remote, _)| remote.clone());
@@ -188,14 +216,19 @@ async fn serve(cfg: AgentConfig) -> anyhow::Result<()> {
         .map(|b| kubelet_server::serve(b, wiring))
         .transpose()?;
     let endpoint = servers::debug(&cfg, registry, &tree.kubelet, (&metrics, prometheus))?;
+    let healthz = healthz::serve_ready(&cfg, &tree.kubelet)?;
     memory::return_freed_memory();
     info!(node = %node_name, manifests = %cfg.manifest_dir.display(), endpoint = %format!("http://{}", endpoint.address()), "podvisor running");
-    let signal = wait_for_signal().await;
-    info!(signal, "stopping; pods keep running");
+    stopping(wait_for_signal().await);
     let _ = root.send(Shutdown).await;
     api.stop().await;
-    stop_servers(kubelet_served, endpoint).await;
+    stop_servers(kubelet_served, endpoint, healthz).await;
     Ok(())
+}
+
+fn stopping(signal: &str) {
+    info!(signal, "stopping; pods keep running");
+    notify::notify("STOPPING=1");
 }
 
 /// What the tree is built on.
@@ -223,7 +256,11 @@ fn ground(
 async fn stop_servers(
     kubelet: Option<podvisor_streaming::front::Served>,
     endpoint: podvisor_debug::DebugServer,
+    healthz: Option<healthz::Healthz>,
 ) {
+    if let Some(h) = healthz {
+        h.stop().await;
+    }
     if let Some(k) = kubelet {
         k.stop().await;
     }

@@ -72,7 +72,9 @@ fn node_config(cfg: &AgentConfig, g: &Ground) -> NodeConfig {
         node_name: g.node_name.clone(),
         pod_log_dir: cfg.pod_log_dir.clone(),
         pod_dir: cfg.state_dir.join("pods"),
-        dns: read_dns(std::path::Path::new("/etc/resolv.conf")),
+        dns: Some(&cfg.node.resolv_conf)
+            .filter(|p| !p.is_empty())
+            .and_then(|p| read_dns(std::path::Path::new(p))),
         cluster_dns: cfg.node.cluster_dns.clone(),
         cluster_domain: cfg.node.cluster_domain.clone(),
         memory_capacity: super::host::memory_bytes(),
@@ -80,6 +82,9 @@ fn node_config(cfg: &AgentConfig, g: &Ground) -> NodeConfig {
             .node
             .cgroups_per_qos
             .then(|| PodCgroups::new(&cfg.node.cgroup_root, cfg.node.systemd_cgroups())),
+        container_links_dir: Some(&cfg.logs.container_links)
+            .filter(|d| !d.is_empty())
+            .map(std::path::PathBuf::from),
     }
 }
 

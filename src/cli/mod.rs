@@ -1,8 +1,10 @@
 //! Command-line interface: argument definitions and dispatch. Each subcommand lives in its
 //! own module.
 
+mod completions;
 mod inspect;
 mod kubeconfig;
+mod kubelet_flags;
 mod pods;
 pub mod run;
 mod runtime;
@@ -10,6 +12,7 @@ mod top;
 mod version;
 
 use clap::{Args, Parser, Subcommand};
+pub use kubelet_flags::default_to_run;
 use podvisor_cri::DEFAULT_ENDPOINT;
 
 #[derive(Debug, Parser)]
@@ -73,7 +76,7 @@ impl EndpointArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the node agent: the pods of a manifest directory, in containerd.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// List pods (a thin client of the agent's Kubernetes API; kubectl works as well).
     #[command(subcommand)]
     Get(pods::GetCommand),
@@ -95,6 +98,8 @@ pub enum Command {
     /// CPU and memory of pods or the node (what `kubectl top` shows).
     #[command(subcommand)]
     Top(top::TopCommand),
+    /// Print a shell's completion script (`podvisor completions bash > ...`).
+    Completions(completions::CompletionsArgs),
 }
 
 pub fn init_logging(filter: &str, json: bool) {
@@ -123,6 +128,10 @@ pub async fn dispatch(command: Command) -> anyhow::Result<()> {
         Command::Inspect(cmd) => inspect::run(cmd).await,
         Command::Kubeconfig(args) => kubeconfig::run(&args),
         Command::Top(cmd) => top::run(cmd).await,
+        Command::Completions(args) => {
+            completions::print(&args);
+            Ok(())
+        }
     }
 }
 

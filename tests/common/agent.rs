@@ -19,6 +19,8 @@ pub struct Agent {
     pub dir: PathBuf,
     pub endpoint: String,
     config: PathBuf,
+    /// How it is started: `run --config <config>`, or these arguments (kubelet-style).
+    args: Vec<String>,
     child: Option<Child>,
 }
 
@@ -71,6 +73,43 @@ impl Agent {
         Self::start_full(node, runtime, (top, extra), "127.0.0.1").await
     }
 
+    /// Started as a kubelet's unit starts one: flags only, no subcommand. `args` makes them
+    /// from the agent's directory (`manifests`, `state`, `logs`, `out` in it) and node
+    /// name; the debug endpoint's and the API's addresses are added.
+    pub async fn start_flags(
+        node: &str,
+        args: impl FnOnce(&std::path::Path, &str) -> Vec<String>,
+    ) -> Self {
+        super::runtime().await;
+        let (node, dir) = Self::fresh_dir(node);
+        let (debug_port, api_port) = free_ports();
+        let endpoint = format!("http://127.0.0.1:{debug_port}");
+        let mut all = args(&dir, &node);
+        all.push(format!("--debug-address=127.0.0.1:{debug_port}"));
+        all.push(format!("--api-address=127.0.0.1:{api_port}"));
+        let mut agent = Self {
+            node,
+            config: dir.join("unused.toml"),
+            dir,
+            endpoint,
+            args: all,
+            child: None,
+        };
+        agent.launch().await;
+        agent
+    }
+
+    /// The node's unique name and its fresh directory.
+    fn fresh_dir(node: &str) -> (String, PathBuf) {
+        let node = format!("{node}-{}", std::process::id());
+        let dir = std::env::temp_dir().join("podvisor-it").join(&node);
+        let _ = podvisor_kubelet::kuberuntime::subpath::remove_tree(&dir);
+        for sub in ["manifests", "state", "logs", "out"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        (node, dir)
+    }
+
     /// As `start_with`, the API listening on every address (pods reach it at the node's).
     pub async fn start_reachable(node: &str, extra: &str) -> Self {
         Self::start_full(node, &super::endpoint(), ("", extra), "0.0.0.0").await
@@ -90,12 +129,7 @@ impl Agent {
             ""
         };
         super::runtime().await; // fails with instructions if containerd is not up
-        let node = format!("{node}-{}", std::process::id());
-        let dir = std::env::temp_dir().join("podvisor-it").join(&node);
-        let _ = podvisor_kubelet::kuberuntime::subpath::remove_tree(&dir);
-        for sub in ["manifests", "state", "logs", "out"] {
-            std::fs::create_dir_all(dir.join(sub)).unwrap();
-        }
+        let (node, dir) = Self::fresh_dir(node);
         let (debug_port, api_port) = free_ports();
         let endpoint = format!("http://127.0.0.1:{debug_port}");
         let config = dir.join("podvisor.toml");
@@ -116,6 +150,7 @@ impl Agent {
             dir,
             endpoint,
             config,
+            args: Vec::new(),
             child: None,
         };
         agent.launch().await;
@@ -128,9 +163,12 @@ impl Agent {
             .append(true)
             .open(self.dir.join("agent.log"))
             .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_podvisor"))
-            .args(["run", "--config"])
-            .arg(&self.config)
+        let mut command = Command::new(env!("CARGO_BIN_EXE_podvisor"));
+        match self.args.is_empty() {
+            true => command.args(["run", "--config"]).arg(&self.config),
+            false => command.args(&self.args),
+        };
+        let child = command
             .env_remove("PODVISOR_LOG")
             .stdout(Stdio::from(log.try_clone().unwrap()))
             .stderr(Stdio::from(log))

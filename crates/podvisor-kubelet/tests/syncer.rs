@@ -56,6 +56,7 @@ fn syncer(fake: &FakeRuntime, dir: &std::path::Path) -> CriSyncer {
             cluster_domain: "cluster.local".into(),
             memory_capacity: 4 << 30,
             pod_cgroups: None,
+            container_links_dir: None,
         },
         SyncerOutputs {
             images: images.recipient(),

@@ -30,6 +30,7 @@ fn facts() -> NodeFacts {
         runtime_version: "containerd://test".into(),
         agent_version: "test".into(),
         taints: Vec::new(),
+        labels: [("example.com/rack".to_string(), "r1".to_string())].into(),
     }
 }
 
@@ -96,6 +97,22 @@ fn ready_follows_health_and_the_summary_shows_it_at_once() {
             tokio::time::sleep(Duration::from_millis(50)).await;
             assert_eq!(summary_ready(&registry), Some(Value::from(want)));
         }
+        let labels = nodes
+            .get("n1")
+            .await
+            .unwrap()
+            .metadata
+            .labels
+            .clone()
+            .unwrap();
+        assert_eq!(
+            labels.get("example.com/rack").map(String::as_str),
+            Some("r1")
+        );
+        assert_eq!(
+            labels.get("kubernetes.io/hostname").map(String::as_str),
+            Some("n1")
+        );
         let _ = std::fs::remove_dir_all(&dir);
     });
 }

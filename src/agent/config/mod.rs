@@ -1,9 +1,15 @@
 //! The agent's configuration: a TOML file (`config/podvisor.toml` documents every key and
-//! its default) plus the command-line flags people change most. Unknown keys and bad
-//! values are refused with the key and the reason.
+//! its default) or the kubelet's own `KubeletConfiguration` (`kubelet.rs`), plus flags
+//! (podvisor's and the kubelet's names for them). Unknown keys and bad values are refused
+//! with the key and the reason.
 
 mod duration;
+mod kubelet;
+mod kubelet_fields;
+mod kubelet_nested;
+mod node_labels;
 mod sections;
+mod serving;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -12,10 +18,14 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use duration::duration;
+pub use kubelet::from_kubelet_configuration;
+pub use kubelet_nested::verbosity_filter;
+pub use node_labels::parse_flag as parse_node_labels;
 pub use sections::{
-    Allocatable, Api, Cluster, Debug, Log, LogFormat, Logs, NodeSection, Pleg, Probes,
-    RuntimeSection, Server, Streaming, Supervisor,
+    Allocatable, Api, CgroupDriver, Cluster, Debug, Log, LogFormat, Logs, NodeSection, Pleg,
+    Probes, RuntimeSection, Supervisor,
 };
+pub use serving::{Healthz, Server, Streaming};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -47,6 +57,7 @@ pub struct AgentConfig {
     pub api: Api,
     pub server: Server,
     pub streaming: Streaming,
+    pub healthz: Healthz,
     pub cluster: Cluster,
     pub log: Log,
 }
@@ -75,6 +86,7 @@ impl Default for AgentConfig {
             api: Api::default(),
             server: Server::default(),
             streaming: Streaming::default(),
+            healthz: Healthz::default(),
             cluster: Cluster::default(),
             log: Log::default(),
         }
@@ -95,6 +107,13 @@ pub enum ConfigError {
     },
     #[error("invalid setting {key}: {message}")]
     Value { key: &'static str, message: String },
+    #[error("KubeletConfiguration field {field}: {message}")]
+    Kubelet { field: String, message: String },
+    #[error("in {path}: {source}")]
+    InFile {
+        path: PathBuf,
+        source: Box<ConfigError>,
+    },
 }
 
 impl AgentConfig {
@@ -106,6 +125,12 @@ impl AgentConfig {
             path: path.to_path_buf(),
             source,
         })?;
+        if kubelet::is_kubelet_configuration(&text) {
+            return from_kubelet_configuration(&text).map_err(|e| ConfigError::InFile {
+                path: path.to_path_buf(),
+                source: Box::new(e),
+            });
+        }
         Self::parse(&text).map_err(|source| ConfigError::Invalid {
             path: path.to_path_buf(),
             source: Box::new(source),

@@ -63,6 +63,9 @@ pub struct Logs {
     pub max_files: usize,
     #[serde(deserialize_with = "duration")]
     pub monitor_interval: Duration,
+    /// Where each container's log gets a link named `<pod>_<namespace>_<container>-<id>.log`
+    /// (what log shippers read, as the kubelet's); "": none.
+    pub container_links: String,
 }
 
 impl Default for Logs {
@@ -72,6 +75,7 @@ impl Default for Logs {
             max_size: format!("{}Mi", d.max_size >> 20),
             max_files: d.max_files,
             monitor_interval: d.monitor_interval,
+            container_links: "/var/log/containers".into(),
         }
     }
 }
@@ -165,8 +169,16 @@ pub struct NodeSection {
     /// Where the `kubepods` tree goes, as the kubelet's `--cgroup-root`.
     pub cgroup_root: String,
     /// The runtime's cgroup driver, as the kubelet's `cgroupDriver`: `cgroupfs` or
-    /// `systemd` (containerd's `SystemdCgroup = true`). They must agree, or no sandbox starts.
-    pub cgroup_driver: CgroupDriver,
+    /// `systemd` (containerd's `SystemdCgroup = true`). They must agree, or no sandbox
+    /// starts. Unset: the runtime is asked (CRI RuntimeConfig), as the kubelet asks it;
+    /// `cgroupfs` when it cannot say (containerd 1.6).
+    pub cgroup_driver: Option<CgroupDriver>,
+    /// Labels the Node registers with, beside the well-known ones, as the kubelet's
+    /// `--node-labels` (and refused as it refuses them: see `validate.rs`).
+    pub labels: std::collections::BTreeMap<String, String>,
+    /// The resolv.conf whose servers and searches `dnsPolicy: Default` pods get (and
+    /// ClusterFirst ones without a cluster DNS), as the kubelet's `resolvConf`; "": none.
+    pub resolv_conf: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -178,7 +190,7 @@ pub enum CgroupDriver {
 
 impl NodeSection {
     pub fn systemd_cgroups(&self) -> bool {
-        self.cgroup_driver == CgroupDriver::Systemd
+        self.cgroup_driver == Some(CgroupDriver::Systemd)
     }
 }
 
@@ -191,7 +203,9 @@ impl Default for NodeSection {
             address: None,
             cgroups_per_qos: true,
             cgroup_root: "/".into(),
-            cgroup_driver: CgroupDriver::Cgroupfs,
+            cgroup_driver: None,
+            labels: std::collections::BTreeMap::new(),
+            resolv_conf: "/etc/resolv.conf".into(),
         }
     }
 }
@@ -291,60 +305,6 @@ impl Default for Api {
             watch_window: 10_000,
             watcher_queue: 1_000,
             pod_security: Level::Baseline,
-        }
-    }
-}
-
-/// `[server]`: the kubelet's server, where the API server reaches the node (`kubectl logs`,
-/// `exec`, `port-forward` through a cluster) and monitoring scrapes it.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Server {
-    pub enabled: bool,
-    /// The kubelet's `0.0.0.0:10250` by default; the Node's `daemonEndpoints` says its port.
-    pub address: SocketAddr,
-    /// In a cluster, ask it for the serving certificate (signer
-    /// `kubernetes.io/kubelet-serving`; the kubelet's `serverTLSBootstrap`).
-    pub tls_bootstrap: bool,
-}
-
-impl Default for Server {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            address: SocketAddr::from(([0, 0, 0, 0], 10250)),
-            tls_bootstrap: true,
-        }
-    }
-}
-
-/// `[streaming]`: `kubectl exec`, `attach`, `port-forward` and `cp` sessions.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Streaming {
-    /// Sessions open at once on the node; one more is answered 429.
-    pub max_sessions: usize,
-    /// A session with no traffic either way for this long is closed (the kubelet's
-    /// `streamingConnectionIdleTimeout`).
-    #[serde(deserialize_with = "duration")]
-    pub idle_timeout: Duration,
-}
-
-impl Default for Streaming {
-    fn default() -> Self {
-        let d = podvisor_streaming::StreamLimits::default();
-        Self {
-            max_sessions: d.max_sessions,
-            idle_timeout: d.idle_timeout,
-        }
-    }
-}
-
-impl Streaming {
-    pub fn limits(&self) -> podvisor_streaming::StreamLimits {
-        podvisor_streaming::StreamLimits {
-            max_sessions: self.max_sessions,
-            idle_timeout: self.idle_timeout,
         }
     }
 }

@@ -45,6 +45,7 @@ impl AgentConfig {
     }
 
     fn check_node(&self) -> Result<(), ConfigError> {
+        super::node_labels::check(&self.node.labels).map_err(|e| refuse("node.labels", e))?;
         for t in &self.node.taints {
             podvisor_core::taints::parse(t).map_err(|e| refuse("node.taints", e.to_string()))?;
         }
@@ -83,6 +84,12 @@ impl AgentConfig {
             return Err(refuse(
                 "cluster.certificate_lifetime",
                 "the API's least is 10m",
+            ));
+        }
+        if self.server.client_ca_file.is_some() && c.kubeconfig.is_none() {
+            return Err(refuse(
+                "server.client_ca_file",
+                "takes effect in a cluster only: a node standing alone takes its own token",
             ));
         }
         if !self.node_name.is_empty() {

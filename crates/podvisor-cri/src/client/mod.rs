@@ -33,6 +33,7 @@ mod flow;
 mod images;
 pub(crate) mod listing;
 mod resources;
+mod runtime_config;
 mod stats;
 mod streams;
 

@@ -104,6 +104,7 @@ mod tests {
             cluster_domain: "cluster.local".into(),
             memory_capacity: 4 << 30,
             pod_cgroups: None,
+            container_links_dir: None,
         };
         for d in [
             "pods/known",

@@ -3,9 +3,11 @@
 //! log has grown past `max_size`, renames the log aside, has the runtime reopen it (CRI
 //! ReopenContainerLog) and keeps only the newest `max_files - 1` rotated files beside the
 //! live one, so a chatty container can fill neither the disk nor the memory of whoever
-//! reads its log. A runtime that cannot reopen gets the file back. Nothing is kept
-//! between checks: a restarted actor just checks again.
+//! reads its log. A runtime that cannot reopen gets the file back. Each check also makes
+//! the node's `/var/log/containers` links match the containers the runtime holds
+//! (`links.rs`). Nothing is kept between checks: a restarted actor just checks again.
 
+pub(crate) mod links;
 mod rotate;
 
 use std::path::PathBuf;
@@ -34,6 +36,9 @@ pub struct RotationReport {
     pub rotated: usize,
     pub removed: usize,
     pub failed: usize,
+    /// `/var/log/containers` links made and removed.
+    pub linked: usize,
+    pub unlinked: usize,
 }
 
 /// Removes the rotated files of a container instance's log (the instance is gone).
@@ -82,10 +87,13 @@ pub struct LogRotationSummary {
     pub totals: RotationReport,
 }
 
-/// One running container's log to look at.
+/// One container's log to look at.
 struct Live {
     id: String,
     path: PathBuf,
+    running: bool,
+    /// Its `/var/log/containers` link's name.
+    link: String,
 }
 
 impl LogRotation {
@@ -98,7 +106,7 @@ impl LogRotation {
         }
     }
 
-    /// This node's running containers and where their logs are.
+    /// This node's containers and where their logs are.
     async fn live(runtime: Arc<dyn Runtime>, node: NodeConfig) -> Vec<Live> {
         let Ok(pods) = runtime.list_pods().await else {
             return Vec::new();
@@ -109,13 +117,12 @@ impl LogRotation {
                 let dir = node
                     .pod_log_dir
                     .join(format!("{}_{}_{}", p.pod.namespace, p.pod.name, p.pod.uid));
-                p.containers
-                    .iter()
-                    .filter(|c| c.state == ContainerState::Running)
-                    .map(move |c| Live {
-                        id: c.id.clone(),
-                        path: dir.join(&c.name).join(format!("{}.log", c.attempt)),
-                    })
+                p.containers.iter().map(move |c| Live {
+                    id: c.id.clone(),
+                    path: dir.join(&c.name).join(format!("{}.log", c.attempt)),
+                    running: c.state == ContainerState::Running,
+                    link: links::name(&p.pod.name, &p.pod.namespace, &c.name, &c.id),
+                })
             })
             .collect()
     }
@@ -126,11 +133,31 @@ impl LogRotation {
     async fn full(live: Vec<Live>, max_size: u64) -> Vec<Live> {
         tokio::task::spawn_blocking(move || {
             live.into_iter()
-                .filter(|c| rotate::too_big(&c.path, max_size))
+                .filter(|c| c.running && rotate::too_big(&c.path, max_size))
                 .collect()
         })
         .await
         .unwrap_or_default()
+    }
+
+    /// Makes the node's container log links match `live` (when the node keeps them).
+    async fn link(node: &NodeConfig, live: &[Live], report: &mut RotationReport) {
+        let Some(dir) = node.container_links_dir.clone() else {
+            return;
+        };
+        let wanted = live
+            .iter()
+            .map(|c| (c.link.clone(), c.path.clone()))
+            .collect();
+        let pods = node.pod_log_dir.clone();
+        match tokio::task::spawn_blocking(move || links::sweep(&dir, &pods, &wanted)).await {
+            Ok(Ok(swept)) => {
+                report.linked += swept.made;
+                report.unlinked += swept.removed;
+            }
+            Ok(Err(e)) => warn!(error = %e, "cannot keep the container log links"),
+            Err(_) => {}
+        }
     }
 
     /// Rotates one full log (if it still is); adds what happened to `report`.
@@ -180,11 +207,12 @@ impl LogRotation {
         let (runtime, node, cfg) = (self.runtime.clone(), self.node.clone(), self.config);
         let (tx, rx) = tokio::sync::oneshot::channel();
         let work = async move {
-            let live = Self::live(runtime.clone(), node).await;
+            let live = Self::live(runtime.clone(), node.clone()).await;
             let mut report = RotationReport {
-                checked: live.len(),
+                checked: live.iter().filter(|c| c.running).count(),
                 ..Default::default()
             };
+            Self::link(&node, &live, &mut report).await;
             for c in Self::full(live, cfg.max_size).await {
                 Self::rotate_one(runtime.as_ref(), c, cfg, &mut report).await;
             }
@@ -196,6 +224,8 @@ impl LogRotation {
             act.totals.rotated += report.rotated;
             act.totals.removed += report.removed;
             act.totals.failed += report.failed;
+            act.totals.linked += report.linked;
+            act.totals.unlinked += report.unlinked;
             let _ = tx.send(report);
         });
         ctx.wait(work);

@@ -26,6 +26,9 @@ pub struct NodeFacts {
     pub agent_version: String,
     /// What the node registers with (`[node] taints`).
     pub taints: Vec<k8s_openapi::api::core::v1::Taint>,
+    /// Labels it registers with beside the well-known ones (`[node] labels`, the kubelet's
+    /// `--node-labels`); a well-known one given here gives way to the machine's own.
+    pub labels: BTreeMap<String, String>,
     /// The kubelet server's port (`daemonEndpoints`: where the API server reaches the
     /// node); 0 when it does not serve.
     pub kubelet_port: u16,
@@ -79,11 +82,13 @@ impl NodeFacts {
     pub fn object(&self) -> Node {
         let mut n = Node::default();
         n.metadata.name = Some(self.name.clone());
-        n.metadata.labels = Some(BTreeMap::from([
+        let mut labels = self.labels.clone();
+        labels.extend([
             ("kubernetes.io/hostname".into(), self.name.clone()),
             ("kubernetes.io/os".into(), std::env::consts::OS.into()),
             ("kubernetes.io/arch".into(), arch().into()),
-        ]));
+        ]);
+        n.metadata.labels = Some(labels);
         n.spec = Some(NodeSpec {
             taints: Some(self.taints.clone()),
             ..NodeSpec::default()

@@ -48,6 +48,9 @@ pub struct NodeConfig {
     /// Where pods' cgroups go, under a parent per QoS class (`None`: where the runtime
     /// puts them).
     pub pod_cgroups: Option<crate::kuberuntime::pod_cgroups::PodCgroups>,
+    /// Where each container's log gets a link named for its pod, namespace and container
+    /// (`/var/log/containers`, what log shippers read; `None`: no links).
+    pub container_links_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -55,6 +55,7 @@ fn node() -> NodeConfig {
         cluster_domain: "cluster.local".into(),
         memory_capacity: 4 << 30,
         pod_cgroups: None,
+        container_links_dir: None,
     }
 }
 

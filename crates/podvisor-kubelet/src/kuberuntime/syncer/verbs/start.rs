@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Container;
 use podvisor_core::{PodExt, SharedPod};
 use podvisor_cri::proto::{ContainerConfig, NamespaceMode};
 use podvisor_cri::{ContainerState, ContainerStatus, ImageUser, PodStatus};
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use super::super::{CriSyncError, CriSyncer};
 use super::SandboxInfo;
@@ -20,6 +20,7 @@ use crate::kuberuntime::config::{
     etc_hosts_path, hosts_file, must_check_image_user, next_attempt, pod_log_directory,
     termination_log_path,
 };
+use crate::log_rotation::links;
 use crate::protocol::images::{EnsureImage, PullPolicy};
 use crate::protocol::status::{EventType, Waiting, WaitingReason};
 use crate::protocol::sync::SyncError;
@@ -348,6 +349,7 @@ impl CriSyncer {
                 return Err(e.into());
             }
         };
+        self.link_log(t.pod, c, &id, attempt).await;
         self.event(
             t.pod,
             EventType::Normal,
@@ -363,5 +365,20 @@ impl CriSyncer {
         );
         debug!(pod_uid = %t.pod.uid(), container = %c.name, attempt, "container started");
         Ok(Started::Now(id))
+    }
+
+    /// The container's `/var/log/containers` link, made before it starts so that a log
+    /// shipper sees its first line (the log rotation's sweep repairs one missed here).
+    async fn link_log(&self, pod: &SharedPod, c: &Container, id: &str, attempt: u32) {
+        let Some(dir) = self.node.container_links_dir.clone() else {
+            return;
+        };
+        let log = format!("{attempt}.log");
+        let target = pod_log_directory(&self.node, pod).join(&c.name).join(log);
+        let name = links::name(pod.name(), pod.namespace(), &c.name, id);
+        let made = tokio::task::spawn_blocking(move || links::make(&dir, &name, &target)).await;
+        if let Ok(Err(e)) = made {
+            warn!(pod_uid = %pod.uid(), container = %c.name, error = %e, "cannot link the container's log");
+        }
     }
 }

@@ -1,0 +1,142 @@
+//! `/var/log/containers/<pod>_<namespace>_<container>-<id>.log`: a symlink to each
+//! container's log, where log shippers (Fluent Bit, Vector, Promtail) look for them, made
+//! when the container is created and removed once it is gone, as the kubelet does. The
+//! name is the kubelet's, so shippers parse pod, namespace and container out of it.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The longest file name (ext4's 255) less `.log`: longer names are cut, as the kubelet cuts.
+const MAX_STEM: usize = 255 - ".log".len();
+
+/// The link's file name for a container.
+pub(crate) fn name(pod: &str, namespace: &str, container: &str, id: &str) -> String {
+    let mut stem = format!("{pod}_{namespace}_{container}-{id}");
+    if stem.len() > MAX_STEM {
+        let mut cut = MAX_STEM;
+        while !stem.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        stem.truncate(cut);
+    }
+    format!("{stem}.log")
+}
+
+/// Points `dir/name` at `target`, replacing whatever link had that name.
+pub(crate) fn make(dir: &Path, name: &str, target: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let link = dir.join(name);
+    if std::fs::read_link(&link).is_ok_and(|t| t == target) {
+        return Ok(());
+    }
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(target, &link)
+}
+
+/// What one sweep did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Swept {
+    pub(crate) made: usize,
+    pub(crate) removed: usize,
+}
+
+/// Makes `dir` hold a link for each of `wanted` (name → the container's log), and removes
+/// the links into `pod_log_dir` that are not wanted (their container is gone) and any
+/// `.log` link whose target is gone (another agent's, left behind).
+pub(crate) fn sweep(
+    dir: &Path,
+    pod_log_dir: &Path,
+    wanted: &BTreeMap<String, PathBuf>,
+) -> io::Result<Swept> {
+    let mut swept = Swept::default();
+    let mut present = BTreeMap::new();
+    if dir.exists() {
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Ok(target) = std::fs::read_link(entry.path()) {
+                present.insert(name, target);
+            }
+        }
+    }
+    for (name, target) in &present {
+        let ours = target.starts_with(pod_log_dir) && wanted.get(name) != Some(target);
+        let dangling = name.ends_with(".log") && !dir.join(target).exists();
+        if ours || dangling {
+            std::fs::remove_file(dir.join(name))?;
+            swept.removed += 1;
+        }
+    }
+    for (name, target) in wanted {
+        if present.get(name) != Some(target) {
+            make(dir, name, target)?;
+            swept.made += 1;
+        }
+    }
+    Ok(swept)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("podvisor-links-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn the_name_is_the_kubelet_s_and_is_cut_to_fit_a_file_name() {
+        assert_eq!(
+            name("web-0", "prod", "nginx", "abc"),
+            "web-0_prod_nginx-abc.log"
+        );
+        let long = name(&"p".repeat(253), "ns", "c", &"f".repeat(64));
+        assert_eq!(long.len(), 255);
+        assert!(long.ends_with(".log"));
+    }
+
+    #[test]
+    fn a_sweep_makes_what_is_wanted_and_removes_only_what_is_ours_and_gone() {
+        let root = tmp("sweep");
+        let (links, pods) = (root.join("containers"), root.join("pods"));
+        let live = pods.join("ns_a_u1/c/0.log");
+        std::fs::create_dir_all(live.parent().unwrap()).unwrap();
+        std::fs::write(&live, "hello\n").unwrap();
+        let gone = pods.join("ns_b_u2/c/0.log");
+        let elsewhere = root.join("other.log");
+        std::fs::write(&elsewhere, "").unwrap();
+        make(&links, "b_ns_c-2.log", &gone).unwrap();
+        make(&links, "x_ns_c-3.log", &elsewhere).unwrap();
+        let wanted = BTreeMap::from([("a_ns_c-1.log".to_string(), live.clone())]);
+        let swept = sweep(&links, &pods, &wanted).unwrap();
+        assert_eq!(
+            swept,
+            Swept {
+                made: 1,
+                removed: 1
+            }
+        );
+        assert_eq!(
+            std::fs::read_to_string(links.join("a_ns_c-1.log")).unwrap(),
+            "hello\n"
+        );
+        assert!(
+            links.join("x_ns_c-3.log").exists(),
+            "another agent's live link is left"
+        );
+        assert_eq!(sweep(&links, &pods, &wanted).unwrap(), Swept::default());
+        let swept = sweep(&links, &pods, &BTreeMap::new()).unwrap();
+        assert_eq!(swept.removed, 1, "the container is gone: so is its link");
+        std::fs::remove_file(&elsewhere).unwrap();
+        assert_eq!(
+            sweep(&links, &pods, &BTreeMap::new()).unwrap().removed,
+            1,
+            "dangling"
+        );
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}

@@ -1,0 +1,123 @@
+//! podvisor in place of a kubeadm node's kubelet: started as kubelet.service starts one
+//! (flags only), with the KubeletConfiguration kubeadm 1.37 writes
+//! (tests/fixtures/kubelet-config.yaml) and the flags of its kubeadm-flags.env
+//! (tests/fixtures/kubeadm-flags.env), only this machine's paths and ports put in. It joins
+//! the real control plane with the bootstrap kubeconfig, registers with the labels and
+//! taints of the flags, answers /healthz where kubeadm looks, takes its cgroup driver from
+//! the runtime, and runs a pod the scheduler binds to it.
+
+mod common;
+
+use std::path::Path;
+
+use common::agent::{Agent, below_ephemeral};
+use common::eventually;
+use common::nodes::*;
+
+const KUBELET_CONFIG: &str = include_str!("fixtures/kubelet-config.yaml");
+const KUBEADM_FLAGS: &str = include_str!("fixtures/kubeadm-flags.env");
+
+/// kubeadm's file with this machine's paths and ports in place of a kubeadm node's.
+fn kubelet_config(dir: &Path, (port, healthz): (u16, u16)) -> String {
+    let ca = common::cluster::dir().join("pki/ca.crt");
+    let text = KUBELET_CONFIG
+        .replace("/etc/kubernetes/pki/ca.crt", &ca.display().to_string())
+        .replace(
+            "/etc/kubernetes/manifests",
+            &dir.join("manifests").display().to_string(),
+        )
+        .replace("/run/systemd/resolve/resolv.conf", "/etc/resolv.conf")
+        .replace("healthzPort: 10248", &format!("healthzPort: {healthz}"))
+        // Asked of the runtime instead: the test containerd's is cgroupfs.
+        .replace("cgroupDriver: systemd\n", "");
+    format!(
+        "{text}port: {port}\ncontainerRuntimeEndpoint: {}\npodLogsDir: {}\n",
+        common::endpoint(),
+        dir.join("logs").display()
+    )
+}
+
+/// The kubeadm-flags.env line, split as systemd splits it, naming this test's node.
+fn kubeadm_flags(node: &str) -> Vec<String> {
+    let line = KUBEADM_FLAGS
+        .lines()
+        .find_map(|l| l.strip_prefix("KUBELET_KUBEADM_ARGS="))
+        .unwrap()
+        .trim_matches('"')
+        .replace("worker-1", node)
+        .replace("192.0.2.10", "127.0.0.1");
+    line.split_whitespace().map(str::to_string).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_started_as_kubeadm_starts_a_kubelet_joins_and_runs_a_pod() {
+    let ports = (
+        below_ephemeral().local_addr().unwrap().port(),
+        below_ephemeral().local_addr().unwrap().port(),
+    );
+    let healthz = ports.1;
+    let agent = Agent::start_flags("kubeadm", |dir, node| {
+        let config = dir.join("config.yaml");
+        std::fs::write(&config, kubelet_config(dir, ports)).unwrap();
+        let mut args = vec![
+            format!("--config={}", config.display()),
+            format!(
+                "--bootstrap-kubeconfig={}",
+                common::cluster::bootstrap_kubeconfig().display()
+            ),
+            // Not there yet: the bootstrap kubeconfig is used, as a new kubeadm node's is.
+            format!("--kubeconfig={}", dir.join("kubelet.conf").display()),
+            format!("--root-dir={}", dir.join("state").display()),
+        ];
+        args.extend(kubeadm_flags(node));
+        args
+    })
+    .await;
+    let (admin, cleanup) = setup(&agent);
+    let (ns, node) = (cleanup.namespace.clone(), agent.node.clone());
+    node_ready(&admin, &node).await;
+    let label = admin.jsonpath(&["node", &node], "{.metadata.labels.example\\.com/pool}");
+    assert_eq!(label, "blue", "--node-labels");
+    let taint = admin.jsonpath(
+        &["node", &node],
+        "{.spec.taints[0].key}={.spec.taints[0].value}:{.spec.taints[0].effect}",
+    );
+    assert_eq!(
+        taint, "example.com/dedicated=infra:NoSchedule",
+        "--register-with-taints"
+    );
+    let body = http_get(&format!("http://127.0.0.1:{healthz}/healthz")).await;
+    assert_eq!(body, "ok", "/healthz where kubeadm asks");
+    let log = agent.agent_log();
+    assert!(
+        log.contains("as the runtime says"),
+        "the cgroup driver is the runtime's: {}",
+        agent.log_tail(30)
+    );
+
+    let tolerating = pod(&ns, "p", &node).replace(
+        "nodeSelector:",
+        "tolerations: [{key: example.com/dedicated, operator: Exists}]\n      nodeSelector:",
+    );
+    admin.apply(&tolerating);
+    running(&admin, &ns, &node, 1).await;
+    eventually("the pod's hostIP is --node-ip", MINUTE, || async {
+        let ip = admin.jsonpath(&["pod", "p", "-n", &ns], "{.status.hostIP}");
+        (ip == "127.0.0.1").then_some(())
+    })
+    .await;
+}
+
+/// A GET's body over plain HTTP (the health endpoint has no TLS, as the kubelet's).
+async fn http_get(url: &str) -> String {
+    let out = std::process::Command::new("curl")
+        .args(["-fsS", "--max-time", "5", url])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{url}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
