@@ -59,19 +59,27 @@ pub async fn join(
         node_credentials(kubeconfig, node, dir, (wait, lifetime)).await?
     };
     let remote = RemoteClient::from_kubeconfig(&path).await?;
-    match remote.kube().apiserver_version().await {
-        Ok(v) => match crate::skew(&v.major, &v.minor) {
-            Some(said) => tracing::warn!(server = %v.git_version, "{said}"),
-            None => {
-                tracing::info!(server = %v.git_version, "joined an API server of a supported version")
-            }
-        },
-        Err(e) => tracing::warn!(error = %e, "the API server's version is unknown"),
-    }
+    // Aside, never in the way: a node joins (and runs its pods) while the cluster is away.
+    tokio::spawn(say_skew(remote.kube()));
     Ok(Joined {
         remote,
         own_credentials,
     })
+}
+
+/// Logs, once, whether the API server's version is one podvisor supports (`skew`).
+async fn say_skew(client: kube::Client) {
+    let asked = tokio::time::timeout(Duration::from_secs(60), client.apiserver_version()).await;
+    match asked {
+        Ok(Ok(v)) => match crate::skew(&v.major, &v.minor) {
+            Some(said) => tracing::warn!(server = %v.git_version, "{said}"),
+            None => {
+                tracing::info!(server = %v.git_version, "the API server's version is supported")
+            }
+        },
+        Ok(Err(e)) => tracing::warn!(error = %e, "the API server's version is unknown"),
+        Err(_) => tracing::warn!("the API server did not say its version within a minute"),
+    }
 }
 
 #[cfg(test)]
