@@ -68,6 +68,34 @@ async fn bridge_sandbox_gets_an_ip_from_the_cni_range() {
     .await;
 }
 
+/// What the stats read of the runtime besides the containers' stats: the process holding a
+/// sandbox's namespaces (verbose PodSandboxStatus), whose network namespace is the pod's
+/// own, and the image filesystem (ImageFsInfo), where the images take room.
+#[tokio::test]
+async fn a_sandboxs_process_and_the_image_filesystem_are_told() {
+    let rt = common::runtime().await;
+    let uid = common::unique_uid("statsfs");
+    with_pod_cleanup(&uid, async {
+        let dir = common::log_dir(&uid);
+        let cfg = sandbox_config(&uid, "statsfs", false, dir.to_str().unwrap());
+        let id = rt.run_sandbox(&cfg).await.unwrap();
+        let pid = rt.sandbox_pid(&id).await.unwrap().expect("a pid");
+        let own = std::fs::read_link(format!("/proc/{pid}/ns/net")).unwrap();
+        assert_ne!(own, std::fs::read_link("/proc/self/ns/net").unwrap());
+        let dev = std::fs::read_to_string(format!("/proc/{pid}/net/dev")).unwrap();
+        assert!(dev.contains("eth0:"), "{dev}");
+        let fs = rt.image_fs().await.unwrap();
+        // What the images take is the runtime's periodic count (containerd 1.6 says 0 until
+        // its first), so only where they are is checked.
+        let images = fs.first().expect("an image filesystem");
+        assert!(
+            std::path::Path::new(&images.mountpoint).is_dir(),
+            "{images:?}"
+        );
+    })
+    .await;
+}
+
 /// A second create with the same name and attempt is refused as `AlreadyExists` (the name
 /// stays reserved until the object is removed; containerd 1.6 says so with code Unknown and
 /// its own words, later versions with the gRPC code): the sign the syncer uses to adopt what

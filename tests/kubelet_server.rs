@@ -126,6 +126,17 @@ async fn the_kubelet_server_answers_the_kubelets_paths_behind_the_nodes_token() 
         "{}",
         body("resource")
     );
+    assert_eq!(code("configz"), "200");
+    assert!(
+        body("configz").contains("\"kubeletconfig\""),
+        "{}",
+        body("configz")
+    );
+    assert!(
+        body("cadvisor").contains("machine_cpu_cores "),
+        "{}",
+        body("cadvisor")
+    );
     assert_eq!(code("unknown"), "404");
 
     assert_eq!(body("exec-stdout"), "out\n");

@@ -6,8 +6,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::agent::Agent;
@@ -20,29 +18,7 @@ async fn scrape(agent: &Agent) -> Families {
     let text = podvisor_debug::client::get(&agent.endpoint, "/metrics", None)
         .await
         .expect("/metrics");
-    let python =
-        std::env::var("PODVISOR_PYTHON").expect("PODVISOR_PYTHON (scripts/test-deps sets it)");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/parse_metrics.py");
-    let mut child = Command::new(python)
-        .arg(script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "Prometheus' parser refused the exposition: {}\n{text}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    common::parse_exposition(&text)
 }
 
 /// Every sample named `name` whose labels include `labels`: (labels, value).
@@ -51,7 +27,7 @@ fn samples(f: &Families, name: &str, labels: &[(&str, &str)]) -> Vec<(Value, f64
         .flat_map(|fam| fam["samples"].as_array().cloned().unwrap_or_default())
         .filter(|s| s[0] == name)
         .filter(|s| labels.iter().all(|(k, v)| s[1][*k] == *v))
-        .map(|s| (s[1].clone(), s[2].as_f64().unwrap()))
+        .map(|s| (s[1].clone(), common::metric_value(&s[2])))
         .collect()
 }
 

@@ -9,7 +9,11 @@ use podvisor_node::node::NodeFacts;
 use super::AgentConfig;
 
 fn cpu_milli() -> i64 {
-    std::thread::available_parallelism().map_or(1, |n| n.get()) as i64 * 1000
+    cpu_cores() as i64 * 1000
+}
+
+pub(crate) fn cpu_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 pub(crate) fn memory_bytes() -> i64 {

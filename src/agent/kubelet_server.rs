@@ -35,23 +35,12 @@ pub(crate) struct Wiring<'a> {
     pub kubelet: &'a Agent,
     pub metrics: Arc<dyn Fn() -> String + Send + Sync>,
     pub probe_metrics: Arc<dyn Fn() -> String + Send + Sync>,
+    /// Counts failed serving-certificate requests.
+    pub server_renew_errors: prometheus::IntCounter,
 }
 
 pub(crate) fn serve(bound: Bound, w: Wiring<'_>) -> anyhow::Result<Served> {
-    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    let hosts = [
-        w.node,
-        hostname.trim(),
-        &w.address.to_string(),
-        "localhost",
-        "127.0.0.1",
-    ];
-    let mut hosts: Vec<String> = hosts
-        .iter()
-        .filter(|h| !h.is_empty())
-        .map(|h| h.to_string())
-        .collect();
-    hosts.dedup();
+    let hosts = hosts(w.node, w.address);
     let (reviewer, client_ca): (Arc<dyn Reviewer>, Option<String>) =
         match (w.cluster.clone(), &w.cfg.cluster.kubeconfig) {
             (Some(remote), Some(kubeconfig)) => {
@@ -81,7 +70,13 @@ pub(crate) fn serve(bound: Bound, w: Wiring<'_>) -> anyhow::Result<Served> {
             rotate_after: w.cfg.cluster.rotate_after,
             cluster_ca: client_ca.clone().unwrap_or_default(),
         };
-        actix::spawn(serving_bootstrap(serving, remote.clone(), cert.clone()));
+        let errors = w.server_renew_errors.clone();
+        actix::spawn(serving_bootstrap(
+            serving,
+            remote.clone(),
+            cert.clone(),
+            errors,
+        ));
     }
     let config = ServerConfig {
         node: w.node.to_string(),
@@ -89,8 +84,30 @@ pub(crate) fn serve(bound: Bound, w: Wiring<'_>) -> anyhow::Result<Served> {
         client_ca,
     };
     let metrics = (w.metrics, w.probe_metrics);
-    let served = bound.serve(&config, reviewer, w.streams, sources(w.kubelet, metrics))?;
+    let mut sources = sources(w.kubelet, metrics);
+    sources.configz = Arc::new(super::config::configz(w.cfg));
+    sources.cadvisor = super::cadvisor::source(w.kubelet, w.cfg);
+    let served = bound.serve(&config, reviewer, w.streams, sources)?;
     Ok(served)
+}
+
+/// The names and addresses the serving certificate is for.
+fn hosts(node: &str, address: IpAddr) -> Vec<String> {
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let hosts = [
+        node,
+        hostname.trim(),
+        &address.to_string(),
+        "localhost",
+        "127.0.0.1",
+    ];
+    let mut hosts: Vec<String> = hosts
+        .iter()
+        .filter(|h| !h.is_empty())
+        .map(|h| h.to_string())
+        .collect();
+    hosts.dedup();
+    hosts
 }
 
 type Text = Arc<dyn Fn() -> String + Send + Sync>;
@@ -114,6 +131,8 @@ fn sources(kubelet: &Agent, (metrics, probe_metrics): (Text, Text)) -> Sources {
         }),
         metrics,
         probe_metrics,
+        configz: Arc::default(),
+        cadvisor: Arc::new(|| Box::pin(async { None })),
     }
 }
 
@@ -123,7 +142,12 @@ const CSR_RETRY: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The server's certificate from the cluster: the kept one, or one asked for, installed
 /// once issued and asked for again at its rotation point; self-signed meanwhile.
-async fn serving_bootstrap(serving: Serving, remote: RemoteClient, cert: Arc<ServingCert>) {
+async fn serving_bootstrap(
+    serving: Serving,
+    remote: RemoteClient,
+    cert: Arc<ServingCert>,
+    errors: prometheus::IntCounter,
+) {
     loop {
         let issued = match serving.kept() {
             Some(kept) => Ok(kept),
@@ -136,6 +160,7 @@ async fn serving_bootstrap(serving: Serving, remote: RemoteClient, cert: Arc<Ser
                 std::time::SystemTime::now() + CSR_RETRY
             }
             Err(e) => {
+                errors.inc();
                 warn!(error = %e, "no serving certificate from the cluster yet; serving a self-signed one");
                 // A refusal is someone's decision: ask again only after a while.
                 let refused = matches!(e, podvisor_cluster::BootstrapError::Refused { .. });

@@ -5,12 +5,14 @@
 
 mod accounts;
 pub mod api;
+mod cadvisor;
 pub mod config;
 mod healthz;
 mod host;
 mod kubelet_server;
 mod memory;
 mod node;
+mod node_metrics;
 mod notify;
 mod servers;
 mod tree;
@@ -146,7 +148,11 @@ async fn runtime_cgroup_driver(runtime: &CriRuntime) -> config::CgroupDriver {
 /// The cluster named by `[cluster] kubeconfig`, joined as `node` (bootstrapping the
 /// node's credentials first when the kubeconfig is a bootstrap one), as the kubelet joins
 /// before it starts anything.
-async fn join(cfg: &AgentConfig, node: &str) -> anyhow::Result<node::Cluster> {
+async fn join(
+    cfg: &AgentConfig,
+    node: &str,
+    renew_errors: &prometheus::IntCounter,
+) -> anyhow::Result<node::Cluster> {
     let Some(kubeconfig) = &cfg.cluster.kubeconfig else {
         return Ok(None);
     };
@@ -162,16 +168,28 @@ async fn join(cfg: &AgentConfig, node: &str) -> anyhow::Result<node::Cluster> {
         dir,
         rotate_after: c.rotate_after,
         lifetime: c.lifetime(),
+        renew_errors: renew_errors.clone(),
     });
     Ok(Some((joined.remote, rotation)))
+}
+
+/// The node's name, its metrics, and the cluster it joined.
+async fn named_and_joined(
+    cfg: &AgentConfig,
+    prometheus: &prometheus::Registry,
+) -> anyhow::Result<(String, node::Cluster, node_metrics::NodeMetrics)> {
+    let node_name = cfg.node_name();
+    let credentials = cfg.state_dir.join("cluster");
+    let metrics = node_metrics::register(prometheus, &node_name, &credentials)?;
+    let cluster = join(cfg, &node_name, &metrics.client_renew_errors).await?;
+    Ok((node_name, cluster, metrics))
 }
 
 async fn serve(mut cfg: AgentConfig) -> anyhow::Result<()> {
     let prometheus = prometheus::Registry::new();
     let metrics = Metrics(KubeletMetrics::new(&prometheus)?);
     let (runtime, runtime_version) = connect(&mut cfg, &metrics).await?;
-    let node_name = cfg.node_name();
-    let cluster = join(&cfg, &node_name).await?;
+    let (node_name, cluster, node_metrics) = named_and_joined(&cfg, &prometheus).await?;
     let remote = cluster.as_ref().map(|(remote, _)| remote.clone());
     let runtime: Arc<dyn Runtime> = Arc::new(runtime);
     let bound = kubelet_server::bind(&cfg)?;
@@ -211,6 +229,7 @@ async fn serve(mut cfg: AgentConfig) -> anyhow::Result<()> {
         kubelet: &tree.kubelet,
         metrics: servers::metrics_text(prometheus.clone()),
         probe_metrics: servers::probe_metrics_text(&metrics),
+        server_renew_errors: node_metrics.server_renew_errors,
     };
     let kubelet_served = bound
         .map(|b| kubelet_server::serve(b, wiring))

@@ -149,6 +149,39 @@ pub fn succeeded(out: std::process::Output) -> String {
 }
 
 /// The Python with the `kubernetes` and `websocket` modules (scripts/test-deps' venv).
+/// A Prometheus text exposition through Prometheus' own Python parser (which refuses a
+/// malformed one): its families by name, as `tests/python/parse_metrics.py` prints them.
+pub fn parse_exposition(text: &str) -> std::collections::BTreeMap<String, serde_json::Value> {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/parse_metrics.py");
+    let mut child = python()
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(text.as_bytes()).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "Prometheus' parser refused the exposition: {}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A sample's value as `parse_metrics.py` gives it: a number, or the text of one JSON
+/// cannot hold (`inf`, `-inf`, `nan`).
+pub fn metric_value(v: &serde_json::Value) -> f64 {
+    v.as_f64()
+        .or_else(|| v.as_str().and_then(|t| t.parse().ok()))
+        .unwrap_or_else(|| panic!("not a sample value: {v}"))
+}
+
 pub fn python() -> std::process::Command {
     let path =
         std::env::var("PODVISOR_PYTHON").expect("PODVISOR_PYTHON (scripts/test-deps sets it)");

@@ -2,8 +2,9 @@
 with TOKEN (or none: "-"), and prints one line per answer: `name code body-excerpt`.
 The exec goes over WebSocket (v4.channel.k8s.io) with the kubelet's query names.
 
-usage: kubelet_server.py PORT TOKEN POD CONTAINER [probes|logs]
-("probes": only `/metrics/probes`; "logs": only the container's whole log)
+usage: kubelet_server.py PORT TOKEN POD CONTAINER [probes|logs|endpoints]
+("probes": only `/metrics/probes`; "logs": only the container's whole log; "endpoints":
+only `/configz`, `/metrics/cadvisor`, `/stats/summary` and `/metrics`)
 """
 import json
 import ssl
@@ -31,6 +32,11 @@ def ask(name, path, method="GET", auth=token):
     print(name, code, json.dumps(body[:200000]))
 
 
+if sys.argv[5:] == ["endpoints"]:
+    for name, path in [("configz", "/configz"), ("cadvisor", "/metrics/cadvisor"),
+                       ("summary", "/stats/summary"), ("metrics", "/metrics")]:
+        ask(name, path)
+    sys.exit(0)
 if sys.argv[5:] == ["logs"]:
     ask("logs-all", f"/containerLogs/default/{pod}/{container}")
     sys.exit(0)
@@ -48,7 +54,9 @@ ask("run", f"/run/default/{pod}/{container}?cmd=echo+ran+here", method="POST")
 ask("summary", "/stats/summary")
 ask("metrics", "/metrics")
 ask("resource", "/metrics/resource")
-ask("unknown", "/configz")
+ask("configz", "/configz")
+ask("cadvisor", "/metrics/cadvisor")
+ask("unknown", "/nothing-here")
 
 ws = websocket.create_connection(
     f"wss://127.0.0.1:{port}/exec/default/{pod}/{container}?command=sh&command=-c&command=echo+out%3B+echo+err+%3E%262%3B+exit+4&output=1&error=1",

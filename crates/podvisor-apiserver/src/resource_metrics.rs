@@ -225,6 +225,9 @@ mod tests {
                 working_set_bytes: Some(4 << 20),
                 rss_bytes: None,
             }),
+            rootfs: None,
+            logs: None,
+            runtime_id: String::new(),
         }
     }
 
@@ -245,6 +248,10 @@ mod tests {
                 usage_core_nano_seconds: None,
             }),
             memory: None,
+            network: None,
+            volumes: vec![],
+            ephemeral_storage: None,
+            process_stats: None,
         };
         assert!(pod_metrics(&pod).is_none(), "b has no rate yet");
         pod.containers[1] = container("b", Some(0));

@@ -75,6 +75,8 @@ pub struct Rotation {
     pub rotate_after: f64,
     /// The lifetime asked of the cluster (`spec.expirationSeconds`); `None`: its default.
     pub lifetime: Option<Duration>,
+    /// Counts failed renewals (`kubelet_certificate_manager_client_expiration_renew_errors`).
+    pub renew_errors: prometheus::IntCounter,
 }
 
 async fn rotate(r: Rotation, remote: RemoteClient) -> Result<SystemTime, BootstrapError> {
@@ -174,6 +176,7 @@ impl Handler<Rotated> for CertRotation {
                 self.schedule(ctx);
             }
             Err(e) => {
+                self.settings.renew_errors.inc();
                 warn!(node = %self.settings.node, error = %e, "client certificate not rotated; trying again in 30 s");
                 ctx.run_later(RETRY, |act, ctx| act.start(ctx));
             }

@@ -2,7 +2,9 @@
 //! (`/stats/summary`, `k8s.io/kubelet/pkg/apis/stats/v1alpha1`): the node agent fills it
 //! from the runtime's container stats, the API serves it as `metrics.k8s.io` for
 //! `kubectl top`, and `podvisor top` prints it. Times are the API's (`metav1.Time`, second
-//! precision when written); every figure is optional, as in the kubelet's.
+//! precision when written); every figure is optional, as in the kubelet's. Besides CPU and
+//! memory: filesystems (the node's, the images', each container's writable layer and logs,
+//! each pod's volumes and ephemeral storage), the pods' networks and process counts.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::{Deserialize, Serialize};
@@ -22,6 +24,89 @@ pub struct NodeStats {
     pub cpu: Option<CpuStats>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub memory: Option<MemoryStats>,
+    /// The filesystem of the node's root directory (the kubelet's nodefs).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub fs: Option<FsStats>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub runtime: Option<RuntimeStats>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub rlimit: Option<RlimitStats>,
+}
+
+/// The runtime's filesystems: where images are kept (the kubelet's imagefs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeStats {
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub image_fs: Option<FsStats>,
+}
+
+/// Process ids: how many the kernel allows, how many run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RlimitStats {
+    pub time: Time,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub maxpid: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub curproc: Option<i64>,
+}
+
+/// A filesystem, or what something takes of one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FsStats {
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub time: Option<Time>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub available_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub capacity_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub used_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub inodes_free: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub inodes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub inodes_used: Option<u64>,
+}
+
+/// A pod's network: its default interface inline, every interface listed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetworkStats {
+    pub time: Time,
+    #[serde(flatten)]
+    pub default: InterfaceStats,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub interfaces: Vec<InterfaceStats>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InterfaceStats {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub rx_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub rx_errors: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub tx_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub tx_errors: Option<u64>,
+}
+
+/// One of a pod's volumes: what it holds, and what its filesystem has.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VolumeStats {
+    pub name: String,
+    #[serde(flatten)]
+    pub fs: FsStats,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessStats {
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub process_count: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,6 +119,23 @@ pub struct PodStats {
     pub cpu: Option<CpuStats>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub memory: Option<MemoryStats>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub network: Option<NetworkStats>,
+    #[serde(rename = "volume", skip_serializing_if = "Vec::is_empty", default)]
+    pub volumes: Vec<VolumeStats>,
+    /// The containers' writable layers and logs, and the pod's local volumes, together.
+    #[serde(
+        rename = "ephemeral-storage",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub ephemeral_storage: Option<FsStats>,
+    #[serde(
+        rename = "process_stats",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub process_stats: Option<ProcessStats>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,6 +154,16 @@ pub struct ContainerStats {
     pub cpu: Option<CpuStats>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub memory: Option<MemoryStats>,
+    /// Its writable layer.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub rootfs: Option<FsStats>,
+    /// Its log files.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub logs: Option<FsStats>,
+    /// The runtime's id of the container: not in the Summary API (never written), but
+    /// cadvisor's `name` label of `/metrics/cadvisor`.
+    #[serde(skip)]
+    pub runtime_id: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,6 +235,23 @@ impl MemoryStats {
     }
 }
 
+impl FsStats {
+    /// What several things take of one filesystem together (a pod's ephemeral storage):
+    /// used bytes and inodes add up, the filesystem's own figures are the first's.
+    pub fn used_together<'a>(all: impl IntoIterator<Item = &'a FsStats>) -> Option<FsStats> {
+        all.into_iter().fold(None, |acc: Option<FsStats>, f| {
+            Some(match acc {
+                None => f.clone(),
+                Some(a) => FsStats {
+                    used_bytes: add(a.used_bytes, f.used_bytes),
+                    inodes_used: add(a.inodes_used, f.inodes_used),
+                    ..a
+                },
+            })
+        })
+    }
+}
+
 fn add(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.saturating_add(b)),
@@ -154,11 +283,49 @@ mod tests {
             containers: vec![],
             cpu: Some(total),
             memory: None,
+            network: Some(NetworkStats {
+                time: t.clone(),
+                default: InterfaceStats {
+                    name: "eth0".into(),
+                    rx_bytes: Some(5),
+                    rx_errors: None,
+                    tx_bytes: None,
+                    tx_errors: None,
+                },
+                interfaces: vec![],
+            }),
+            volumes: vec![VolumeStats {
+                name: "data".into(),
+                fs: FsStats {
+                    used_bytes: Some(4096),
+                    ..FsStats::default()
+                },
+            }],
+            ephemeral_storage: None,
+            process_stats: Some(ProcessStats {
+                process_count: Some(2),
+            }),
         };
         let v = serde_json::to_value(&pod).unwrap();
         assert_eq!(v["podRef"]["name"], "web");
         assert_eq!(v["cpu"]["usageNanoCores"], 3);
         assert_eq!(v["cpu"]["usageCoreNanoSeconds"], 30);
         assert!(v.get("memory").is_none());
+        assert_eq!(v["network"]["name"], "eth0", "the default interface inline");
+        assert_eq!(v["network"]["rxBytes"], 5);
+        assert_eq!(v["volume"][0]["name"], "data");
+        assert_eq!(v["volume"][0]["usedBytes"], 4096);
+        assert_eq!(v["process_stats"]["process_count"], 2);
+        let fs = |used| FsStats {
+            used_bytes: Some(used),
+            capacity_bytes: Some(100),
+            inodes_used: Some(1),
+            ..FsStats::default()
+        };
+        let both = FsStats::used_together([&fs(10), &fs(20)]).unwrap();
+        assert_eq!(
+            (both.used_bytes, both.capacity_bytes, both.inodes_used),
+            (Some(30), Some(100), Some(2))
+        );
     }
 }

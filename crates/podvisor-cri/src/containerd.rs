@@ -239,6 +239,24 @@ impl Runtime for CriRuntime {
         Ok(stats.into_iter().map(ContainerUsage::from).collect())
     }
 
+    async fn sandbox_usage(&self) -> Result<Vec<SandboxUsage>, CriError> {
+        let stats = self.client.list_pod_sandbox_stats().await?;
+        Ok(stats.into_iter().map(SandboxUsage::from).collect())
+    }
+
+    async fn sandbox_pid(&self, id: &str) -> Result<Option<u32>, CriError> {
+        self.client.pod_sandbox_pid(id).await
+    }
+
+    async fn image_fs(&self) -> Result<Vec<FsSample>, CriError> {
+        let info = self.client.image_fs_info().await?;
+        Ok(info
+            .image_filesystems
+            .into_iter()
+            .map(FsSample::from)
+            .collect())
+    }
+
     async fn container_events(&self) -> Result<EventStream, CriError> {
         let client = self.client.clone();
         let endpoint = self.client.endpoint().to_string();

@@ -87,6 +87,17 @@ pub trait Runtime: Send + Sync + 'static {
     /// running task has no samples.
     async fn container_usage(&self) -> Result<Vec<ContainerUsage>, CriError>;
 
+    /// What each pod's sandbox measures (CRI ListPodSandboxStats): its network and its
+    /// processes. Runtimes without it answer [`CriError::Unimplemented`] (containerd 1.6).
+    async fn sandbox_usage(&self) -> Result<Vec<SandboxUsage>, CriError>;
+
+    /// The process holding a sandbox's namespaces (CRI PodSandboxStatus, verbose), where
+    /// the runtime says.
+    async fn sandbox_pid(&self, id: &str) -> Result<Option<u32>, CriError>;
+
+    /// What the images take, per filesystem (CRI ImageFsInfo).
+    async fn image_fs(&self) -> Result<Vec<FsSample>, CriError>;
+
     /// The runtime's container event stream. Runtimes that cannot stream answer
     /// [`CriError::Unimplemented`] (containerd 1.6 does).
     async fn container_events(&self) -> Result<EventStream, CriError>;

@@ -238,7 +238,11 @@ fn sources(p: &AgentParams, manifests: &ActorRef<ManifestSource>) -> Vec<Recipie
 
 fn stats_spec(p: &AgentParams) -> (ActorRef<StatsCollector>, ChildSpec) {
     let (runtime, node) = (p.runtime.clone(), p.node.node_name.clone());
-    ChildSpec::of(move || StatsCollector::new(runtime.clone(), node.clone())).build()
+    let paths = crate::stats::Paths {
+        pods: p.node.pod_dir.clone(),
+        logs: p.node.pod_log_dir.clone(),
+    };
+    ChildSpec::of(move || StatsCollector::new(runtime.clone(), node.clone(), paths.clone())).build()
 }
 
 fn sync_loop_deps(

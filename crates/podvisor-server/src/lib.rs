@@ -2,7 +2,8 @@
 //! logs`, `exec`, `attach`, `port-forward`, `cp`, `top` via metrics-server) and what
 //! monitoring scrapes. The kubelet's paths and semantics: `/healthz`, `/pods`,
 //! `/containerLogs/{ns}/{pod}/{container}`, `/exec`, `/attach`, `/portForward`, `/run`,
-//! `/stats/summary`, `/metrics`, `/metrics/resource`, `/metrics/probes`; every request authenticated (a
+//! `/stats/summary`, `/metrics`, `/metrics/resource`, `/metrics/cadvisor`, `/metrics/probes`,
+//! `/configz`; every request authenticated (a
 //! client certificate or a bearer token) and authorized on the node object.
 
 // Functions stay short in production code (clippy.toml sets the limit); tests may run long.
@@ -23,7 +24,9 @@ use podvisor_streaming::Streams;
 use podvisor_streaming::front::{self, Conn, Served};
 
 pub use auth::{Attributes, Guard, Identity, NodeToken, ReviewError, Reviewer};
-pub use sources::{MetricsSource, PodsSource, Sources, SummarySource};
+pub use sources::{
+    Cadvisor, CadvisorSource, Machine, MetricsSource, Placement, PodsSource, Sources, SummarySource,
+};
 pub use tls::ServingCert;
 
 #[derive(Debug, thiserror::Error)]

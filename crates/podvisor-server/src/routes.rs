@@ -14,9 +14,11 @@ use podvisor_streaming::Streams;
 use crate::auth::{Guard, Identity, attributes};
 use crate::sources::Sources;
 
+mod cadvisor;
 mod logs;
 mod resource;
 mod run;
+mod text;
 
 /// What the handlers share.
 pub(crate) struct ServerState {
@@ -31,10 +33,12 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig) {
         web::get().to(|| async { HttpResponse::Ok().body("ok") }),
     )
     .route("/pods", web::get().to(pods))
+    .route("/configz", web::get().to(configz))
     .route("/stats/summary", web::get().to(summary))
     .route("/stats/summary", web::post().to(summary))
     .route("/metrics", web::get().to(metrics))
     .route("/metrics/resource", web::get().to(resource::serve))
+    .route("/metrics/cadvisor", web::get().to(cadvisor::serve))
     .route("/metrics/probes", web::get().to(probe_metrics))
     .route(
         "/containerLogs/{ns}/{pod}/{container}",
@@ -83,6 +87,10 @@ async fn pods(state: web::Data<ServerState>) -> HttpResponse {
         "metadata": {},
         "items": items,
     }))
+}
+
+async fn configz(state: web::Data<ServerState>) -> HttpResponse {
+    HttpResponse::Ok().json(&*state.sources.configz)
 }
 
 async fn summary(state: web::Data<ServerState>) -> HttpResponse {

@@ -281,6 +281,13 @@ fn unset(v: &Value) -> bool {
     }
 }
 
+/// Every field podvisor does not map, at the kubelet's default (what `/configz` shows).
+pub(super) fn defaults() -> impl Iterator<Item = (&'static str, Value)> {
+    FIELDS
+        .iter()
+        .map(|(f, d, _)| (*f, serde_json::from_str(d).unwrap_or(Value::Null)))
+}
+
 pub(super) fn verdict(field: &str, v: &Value) -> Verdict {
     let Some((_, default, reason)) = FIELDS.iter().find(|(f, ..)| *f == field) else {
         return Verdict::Unknown;

@@ -3,6 +3,7 @@
 //! (podvisor's and the kubelet's names for them). Unknown keys and bad values are refused
 //! with the key and the reason.
 
+mod configz;
 mod duration;
 mod kubelet;
 mod kubelet_fields;
@@ -17,6 +18,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use configz::configz;
 use duration::duration;
 pub use kubelet::from_kubelet_configuration;
 pub use kubelet_nested::verbosity_filter;

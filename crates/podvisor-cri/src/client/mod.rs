@@ -236,19 +236,26 @@ impl CriClient {
     }
 
     pub async fn pod_sandbox_status(&self, id: &str) -> Result<PodSandboxStatus, CriError> {
-        let req = PodSandboxStatusRequest {
-            pod_sandbox_id: id.to_string(),
-            verbose: false,
-        };
-        let resp = self
-            .unary(
-                "PodSandboxStatus",
-                self.timeouts.call,
-                call!(self.runtime, pod_sandbox_status, req),
-            )
-            .await?;
+        let resp = self.pod_sandbox_status_response(id, false).await?;
         resp.status
             .ok_or_else(|| CriError::failed("PodSandboxStatus", "response without status"))
+    }
+
+    pub(crate) async fn pod_sandbox_status_response(
+        &self,
+        id: &str,
+        verbose: bool,
+    ) -> Result<PodSandboxStatusResponse, CriError> {
+        let req = PodSandboxStatusRequest {
+            pod_sandbox_id: id.to_string(),
+            verbose,
+        };
+        self.unary(
+            "PodSandboxStatus",
+            self.timeouts.call,
+            call!(self.runtime, pod_sandbox_status, req),
+        )
+        .await
     }
 
     pub async fn create_container(

@@ -1,4 +1,5 @@
-//! ListContainerStats: what each container uses, as the runtime measures it.
+//! ListContainerStats, ListPodSandboxStats and ImageFsInfo: what each container and each
+//! pod uses, and what the images take, as the runtime measures them.
 
 use super::CriClient;
 use crate::error::CriError;
@@ -17,5 +18,39 @@ impl CriClient {
         )
         .await
         .map(|r| r.stats)
+    }
+
+    pub async fn list_pod_sandbox_stats(&self) -> Result<Vec<PodSandboxStats>, CriError> {
+        let req = ListPodSandboxStatsRequest {
+            filter: Some(PodSandboxStatsFilter::default()),
+        };
+        self.unary(
+            "ListPodSandboxStats",
+            self.timeouts.call,
+            call!(self.runtime, list_pod_sandbox_stats, req),
+        )
+        .await
+        .map(|r| r.stats)
+    }
+
+    pub async fn image_fs_info(&self) -> Result<ImageFsInfoResponse, CriError> {
+        self.unary(
+            "ImageFsInfo",
+            self.timeouts.call,
+            call!(self.images, image_fs_info, ImageFsInfoRequest {}),
+        )
+        .await
+    }
+
+    /// The sandbox's process id, from the runtime's verbose status (`info.pid`, as
+    /// containerd writes it); `None` when it does not say.
+    pub async fn pod_sandbox_pid(&self, id: &str) -> Result<Option<u32>, CriError> {
+        let resp = self.pod_sandbox_status_response(id, true).await?;
+        let info = resp.info.get("info").map(String::as_str).unwrap_or("{}");
+        let v: serde_json::Value = serde_json::from_str(info).unwrap_or_default();
+        Ok(v["pid"]
+            .as_u64()
+            .and_then(|p| u32::try_from(p).ok())
+            .filter(|p| *p > 0))
     }
 }

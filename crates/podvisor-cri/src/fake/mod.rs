@@ -11,6 +11,7 @@ mod listing;
 mod resources;
 mod runtime;
 mod state;
+mod usage;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -54,6 +55,8 @@ pub enum Op {
     ListImages,
     ExecSync,
     ContainerUsage,
+    SandboxUsage,
+    ImageFs,
     Events,
 }
 

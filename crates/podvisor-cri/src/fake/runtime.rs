@@ -49,6 +49,26 @@ impl Runtime for FakeRuntime {
         Ok(inner.state.usage(now))
     }
 
+    async fn sandbox_usage(&self) -> Result<Vec<SandboxUsage>, CriError> {
+        self.enter(Op::SandboxUsage, "").await?;
+        let mut inner = self.lock();
+        let now = self.now(&mut inner);
+        Ok(inner.state.sandbox_usage(now))
+    }
+
+    /// The fake runs no processes.
+    async fn sandbox_pid(&self, id: &str) -> Result<Option<u32>, CriError> {
+        self.enter(Op::SandboxStatus, id).await?;
+        Ok(None)
+    }
+
+    async fn image_fs(&self) -> Result<Vec<FsSample>, CriError> {
+        self.enter(Op::ImageFs, "").await?;
+        let mut inner = self.lock();
+        let now = self.now(&mut inner);
+        Ok(inner.state.image_fs(now))
+    }
+
     async fn pod_status(&self, uid: &str) -> Result<PodStatus, CriError> {
         self.enter(Op::PodStatus, uid).await?;
         Ok(self.lock().state.pod_status(uid))

@@ -355,35 +355,4 @@ impl State {
             .collect();
         PodStatus::assemble(uid, sandboxes, containers)
     }
-
-    /// What each container uses at `now`: a running one 10 millicores since it started and
-    /// 1 MiB; any other, nothing measured.
-    pub fn usage(&self, now: i64) -> Vec<ContainerUsage> {
-        self.containers
-            .values()
-            .map(|c| {
-                let running = c.status.state == ContainerState::Running;
-                let pod = self
-                    .sandboxes
-                    .get(&c.sandbox_id)
-                    .map(|s| s.status.pod.clone());
-                ContainerUsage {
-                    id: c.status.id.clone(),
-                    name: c.status.name.clone(),
-                    pod: pod.unwrap_or_default(),
-                    labels: c.status.labels.clone(),
-                    cpu: running.then(|| CpuSample {
-                        at_ns: now,
-                        core_ns: u64::try_from(now - c.status.started_at).unwrap_or(0) / 100,
-                    }),
-                    memory: running.then_some(MemorySample {
-                        at_ns: now,
-                        working_set: 1 << 20,
-                        usage: Some(1 << 20),
-                        rss: None,
-                    }),
-                }
-            })
-            .collect()
-    }
 }

@@ -273,4 +273,4 @@ mod usage;
 
 pub use streams::{StreamIo, StreamRequest};
 
-pub use usage::{ContainerUsage, CpuSample, MemorySample};
+pub use usage::{ContainerUsage, CpuSample, FsSample, InterfaceSample, MemorySample, SandboxUsage};

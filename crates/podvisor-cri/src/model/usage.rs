@@ -24,7 +24,28 @@ pub struct MemorySample {
     pub rss: Option<u64>,
 }
 
-/// One container's use. A container without a running task has neither sample.
+/// What a filesystem holds of something (a container's writable layer, the images), and
+/// where that filesystem is mounted, as the runtime measures it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FsSample {
+    pub at_ns: i64,
+    pub mountpoint: String,
+    pub used_bytes: u64,
+    pub inodes_used: Option<u64>,
+}
+
+impl From<proto::FilesystemUsage> for FsSample {
+    fn from(f: proto::FilesystemUsage) -> Self {
+        Self {
+            at_ns: f.timestamp,
+            mountpoint: f.fs_id.map(|i| i.mountpoint).unwrap_or_default(),
+            used_bytes: f.used_bytes.map_or(0, |v| v.value),
+            inodes_used: f.inodes_used.map(|v| v.value),
+        }
+    }
+}
+
+/// One container's use. A container without a running task has neither CPU nor memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainerUsage {
     pub id: String,
@@ -33,6 +54,69 @@ pub struct ContainerUsage {
     pub labels: Labels,
     pub cpu: Option<CpuSample>,
     pub memory: Option<MemorySample>,
+    /// Its writable layer.
+    pub rootfs: Option<FsSample>,
+}
+
+/// A network interface's counters since the pod's network was made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InterfaceSample {
+    pub name: String,
+    pub rx_bytes: Option<u64>,
+    pub rx_errors: Option<u64>,
+    pub tx_bytes: Option<u64>,
+    pub tx_errors: Option<u64>,
+}
+
+/// What a pod's sandbox measures that no container does (CRI `PodSandboxStats`): its
+/// network, the default interface first, and how many processes the pod runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxUsage {
+    pub id: String,
+    pub pod: PodRef,
+    pub network_at_ns: i64,
+    pub interfaces: Vec<InterfaceSample>,
+    pub processes: Option<u64>,
+}
+
+impl From<proto::NetworkInterfaceUsage> for InterfaceSample {
+    fn from(i: proto::NetworkInterfaceUsage) -> Self {
+        Self {
+            name: i.name,
+            rx_bytes: i.rx_bytes.map(|v| v.value),
+            rx_errors: i.rx_errors.map(|v| v.value),
+            tx_bytes: i.tx_bytes.map(|v| v.value),
+            tx_errors: i.tx_errors.map(|v| v.value),
+        }
+    }
+}
+
+impl From<proto::PodSandboxStats> for SandboxUsage {
+    fn from(s: proto::PodSandboxStats) -> Self {
+        let a = s.attributes.unwrap_or_default();
+        let m = a.metadata.unwrap_or_default();
+        let linux = s.linux.unwrap_or_default();
+        let network = linux.network.unwrap_or_default();
+        let default = network.default_interface.map(InterfaceSample::from);
+        let others = network.interfaces.into_iter().map(InterfaceSample::from);
+        let mut interfaces: Vec<InterfaceSample> = default.into_iter().collect();
+        for i in others {
+            if !interfaces.iter().any(|d| d.name == i.name) {
+                interfaces.push(i);
+            }
+        }
+        Self {
+            id: a.id,
+            pod: PodRef {
+                uid: m.uid,
+                name: m.name,
+                namespace: m.namespace,
+            },
+            network_at_ns: network.timestamp,
+            interfaces,
+            processes: linux.process.and_then(|p| p.process_count).map(|v| v.value),
+        }
+    }
 }
 
 impl From<proto::ContainerStats> for ContainerUsage {
@@ -65,6 +149,7 @@ impl From<proto::ContainerStats> for ContainerUsage {
             labels: a.labels.into_iter().collect(),
             cpu,
             memory,
+            rootfs: s.writable_layer.map(FsSample::from),
         }
     }
 }
@@ -114,5 +199,44 @@ mod tests {
         assert_eq!(u.memory.map(|m| m.working_set), Some(4096));
         let stopped = ContainerUsage::from(proto::ContainerStats::default());
         assert!(stopped.cpu.is_none() && stopped.memory.is_none());
+    }
+
+    #[test]
+    fn a_sandboxs_network_lists_the_default_interface_first_and_once() {
+        let iface = |name: &str, rx| proto::NetworkInterfaceUsage {
+            name: name.into(),
+            rx_bytes: Some(proto::UInt64Value { value: rx }),
+            ..Default::default()
+        };
+        let stats = proto::PodSandboxStats {
+            attributes: Some(proto::PodSandboxAttributes {
+                id: "s1".into(),
+                metadata: Some(proto::PodSandboxMetadata {
+                    name: "web".into(),
+                    uid: "u1".into(),
+                    namespace: "default".into(),
+                    attempt: 0,
+                }),
+                ..Default::default()
+            }),
+            linux: Some(proto::LinuxPodSandboxStats {
+                network: Some(proto::NetworkUsage {
+                    timestamp: 9,
+                    default_interface: Some(iface("eth0", 100)),
+                    interfaces: vec![iface("eth0", 100), iface("eth1", 7)],
+                }),
+                process: Some(proto::ProcessUsage {
+                    timestamp: 9,
+                    process_count: Some(proto::UInt64Value { value: 3 }),
+                }),
+                ..Default::default()
+            }),
+        };
+        let u = SandboxUsage::from(stats);
+        assert_eq!((u.id.as_str(), u.pod.uid.as_str()), ("s1", "u1"));
+        let names: Vec<_> = u.interfaces.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names, ["eth0", "eth1"]);
+        assert_eq!(u.interfaces[1].rx_bytes, Some(7));
+        assert_eq!(u.processes, Some(3));
     }
 }

@@ -1,18 +1,37 @@
 //! The samples the summary is computed from: for each container, the newest measurement
-//! and the CPU time of the one before it (a rate needs two), and the same for the node.
+//! and the CPU time of the one before it (a rate needs two), the same for the node, and
+//! the newest of what is measured less often (pods' networks, the filesystems).
 
 use std::collections::HashMap;
 
 use podvisor_core::stats::{
-    ContainerStats, CpuStats, MemoryStats, NodeStats, PodReference, PodStats, Summary,
+    ContainerStats, CpuStats, FsStats, InterfaceStats, MemoryStats, NetworkStats, NodeStats,
+    PodReference, PodStats, ProcessStats, RuntimeStats, Summary,
 };
-use podvisor_cri::{ContainerState, ContainerUsage, CpuSample, MemorySample, Pod, SandboxState};
+use podvisor_cri::{
+    ContainerState, ContainerUsage, CpuSample, FsSample, InterfaceSample, MemorySample, Pod,
+    SandboxState, SandboxUsage,
+};
 
+use super::local::DiskSample;
 use super::node::NodeSample;
 
 struct Sampled {
     now: ContainerUsage,
     before: Option<CpuSample>,
+}
+
+/// One sample of everything.
+pub(crate) struct Sample {
+    pub usage: Vec<ContainerUsage>,
+    /// Empty where the runtime cannot say (containerd 1.6).
+    pub sandboxes: Vec<SandboxUsage>,
+    /// The image filesystem, with the size of the filesystem it is on.
+    pub image_fs: Option<(FsSample, Option<FsStats>)>,
+    pub pods: Vec<Pod>,
+    pub host: NodeSample,
+    /// Taken at most once a minute.
+    pub disk: Option<DiskSample>,
 }
 
 #[derive(Default)]
@@ -23,6 +42,10 @@ pub(crate) struct Book {
     booted: Option<i64>,
     /// The pods of the newest sample (which pod a container is in, when each started).
     pods: Vec<Pod>,
+    /// Each sandbox's network and processes, by sandbox id.
+    sandboxes: HashMap<String, SandboxUsage>,
+    image_fs: Option<FsStats>,
+    disk: Option<DiskSample>,
     samples: u64,
 }
 
@@ -53,19 +76,57 @@ fn memory(m: Option<MemorySample>) -> Option<MemoryStats> {
     })
 }
 
+/// What something takes of a filesystem, with that filesystem's own figures.
+fn fs_used(f: &FsSample, on: Option<&FsStats>) -> FsStats {
+    // containerd leaves a writable layer's time unset: then the filesystem's.
+    let at = (f.at_ns > 0).then(|| podvisor_core::time::from_nanos(f.at_ns));
+    FsStats {
+        time: at.flatten().or_else(|| on.and_then(|o| o.time.clone())),
+        used_bytes: Some(f.used_bytes),
+        inodes_used: f.inodes_used,
+        ..on.cloned().unwrap_or_default()
+    }
+}
+
+fn interface(i: &InterfaceSample) -> InterfaceStats {
+    InterfaceStats {
+        name: i.name.clone(),
+        rx_bytes: i.rx_bytes,
+        rx_errors: i.rx_errors,
+        tx_bytes: i.tx_bytes,
+        tx_errors: i.tx_errors,
+    }
+}
+
+fn network(s: &SandboxUsage) -> Option<NetworkStats> {
+    let first = s.interfaces.first()?;
+    // containerd 2.1 leaves the network's time unset: it was measured just now.
+    let at = (s.network_at_ns > 0).then(|| podvisor_core::time::from_nanos(s.network_at_ns));
+    Some(NetworkStats {
+        time: at.flatten().unwrap_or_else(podvisor_core::time::now),
+        default: interface(first),
+        interfaces: s.interfaces.iter().map(interface).collect(),
+    })
+}
+
 impl Book {
     /// A new sample: every container's use, the node's, and the pods they run in.
-    pub(crate) fn record(&mut self, usage: Vec<ContainerUsage>, node: NodeSample, pods: Vec<Pod>) {
-        let mut next = HashMap::with_capacity(usage.len());
-        for u in usage {
+    pub(crate) fn record(&mut self, s: Sample) {
+        let mut next = HashMap::with_capacity(s.usage.len());
+        for u in s.usage {
             let before = self.containers.get(&u.id).and_then(|s| s.now.cpu);
             next.insert(u.id.clone(), Sampled { now: u, before });
         }
         self.containers = next;
-        self.node_cpu = (self.node_cpu.1.or(self.node_cpu.0), node.cpu);
-        self.node_memory = node.memory;
-        self.booted = node.booted.or(self.booted);
-        self.pods = pods;
+        self.node_cpu = (self.node_cpu.1.or(self.node_cpu.0), s.host.cpu);
+        self.node_memory = s.host.memory;
+        self.booted = s.host.booted.or(self.booted);
+        self.pods = s.pods;
+        self.sandboxes = s.sandboxes.into_iter().map(|u| (u.id.clone(), u)).collect();
+        self.image_fs = s.image_fs.map(|(f, on)| fs_used(&f, on.as_ref()));
+        if s.disk.is_some() {
+            self.disk = s.disk;
+        }
         self.samples += 1;
     }
 
@@ -77,6 +138,7 @@ impl Book {
     /// running containers.
     pub(crate) fn summary(&self, node_name: &str) -> Summary {
         let pods = self.pods.iter().filter_map(|p| self.pod(p)).collect();
+        let disk = self.disk.as_ref();
         Summary {
             node: NodeStats {
                 node_name: node_name.to_string(),
@@ -85,8 +147,28 @@ impl Book {
                     .and_then(|s| podvisor_core::time::from_nanos(s.saturating_mul(1_000_000_000))),
                 cpu: cpu(self.node_cpu.0, self.node_cpu.1),
                 memory: memory(self.node_memory),
+                fs: disk.and_then(|d| d.nodefs.clone()),
+                runtime: Some(RuntimeStats {
+                    image_fs: self.image_fs.clone(),
+                }),
+                rlimit: disk.and_then(|d| d.rlimit.clone()),
             },
             pods,
+        }
+    }
+
+    fn container(&self, uid: &str, c: &podvisor_cri::Container) -> ContainerStats {
+        let s = self.containers.get(&c.id);
+        let disk = self.disk.as_ref().and_then(|d| d.pods.get(uid));
+        let rootfs = s.and_then(|s| s.now.rootfs.as_ref());
+        ContainerStats {
+            name: c.name.clone(),
+            start_time: podvisor_core::time::from_nanos(c.created_at),
+            cpu: s.and_then(|s| cpu(s.before, s.now.cpu)),
+            memory: s.and_then(|s| memory(s.now.memory)),
+            rootfs: rootfs.map(|f| fs_used(f, self.image_fs.as_ref())),
+            logs: disk.and_then(|d| d.logs.get(&c.name).cloned()),
+            runtime_id: c.id.clone(),
         }
     }
 
@@ -100,16 +182,14 @@ impl Book {
             .containers
             .iter()
             .filter(|c| c.state == ContainerState::Running && c.sandbox_id == sandbox.id)
-            .map(|c| {
-                let s = self.containers.get(&c.id);
-                ContainerStats {
-                    name: c.name.clone(),
-                    start_time: podvisor_core::time::from_nanos(c.created_at),
-                    cpu: s.and_then(|s| cpu(s.before, s.now.cpu)),
-                    memory: s.and_then(|s| memory(s.now.memory)),
-                }
-            })
+            .map(|c| self.container(&p.pod.uid, c))
             .collect();
+        let disk = self.disk.as_ref().and_then(|d| d.pods.get(&p.pod.uid));
+        let measured = self.sandboxes.get(&sandbox.id);
+        let held = containers
+            .iter()
+            .flat_map(|c| c.rootfs.iter().chain(c.logs.iter()))
+            .chain(disk.iter().flat_map(|d| d.local_volumes.iter()));
         Some(PodStats {
             pod_ref: PodReference {
                 name: p.pod.name.clone(),
@@ -119,28 +199,17 @@ impl Book {
             start_time: podvisor_core::time::from_nanos(sandbox.created_at),
             cpu: CpuStats::sum(containers.iter().filter_map(|c| c.cpu.as_ref())),
             memory: MemoryStats::sum(containers.iter().filter_map(|c| c.memory.as_ref())),
+            network: measured.and_then(network),
+            volumes: disk.map(|d| d.volumes.clone()).unwrap_or_default(),
+            ephemeral_storage: FsStats::used_together(held),
+            process_stats: measured.map(|m| ProcessStats {
+                process_count: m.processes,
+            }),
             containers,
         })
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_rate_needs_two_samples_and_time_between_them() {
-        let s = |at_ns, core_ns| Some(CpuSample { at_ns, core_ns });
-        assert_eq!(rate(None, s(10, 5)), None);
-        assert_eq!(
-            rate(s(1_000_000_000, 0), s(3_000_000_000, 500_000_000)),
-            Some(250_000_000)
-        );
-        assert_eq!(rate(s(5, 10), s(5, 20)), None, "no time passed");
-        assert_eq!(
-            rate(s(1, 20), s(5, 10)),
-            None,
-            "the counter went back: a new container"
-        );
-    }
-}
+#[path = "book_tests.rs"]
+mod tests;

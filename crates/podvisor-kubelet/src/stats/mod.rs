@@ -1,13 +1,18 @@
 //! The stats actor (kind `stats`): what the node and each of its pods use, as the
 //! kubelet's Summary API gives it (`/stats/summary`, and through the API
 //! `metrics.k8s.io` for `kubectl top` and `podvisor top`). It samples the runtime's
-//! container stats (CRI ListContainerStats), this node's pods (the listing the PLEG also
-//! makes) and the node's /proc every 10 s, but only while someone asks: a question that
+//! container and sandbox stats (CRI ListContainerStats, ListPodSandboxStats), the images'
+//! filesystem (ImageFsInfo), this node's pods (the listing the PLEG also makes) and the
+//! node's /proc every 10 s, and its local storage once a minute (`local.rs`), but only
+//! while someone asks: a question that
 //! finds no recent sample takes two a second apart (a CPU rate needs two) and starts
 //! the sampling, which stops a minute after the last question, so an unwatched node pays
 //! nothing. A restarted actor has no samples; the next question starts again.
 
 mod book;
+pub(crate) mod disk;
+mod local;
+mod netdev;
 mod node;
 
 use std::sync::Arc;
@@ -21,7 +26,8 @@ use serde::Serialize;
 use tokio::time::Instant;
 use tracing::warn;
 
-use book::Book;
+use book::{Book, Sample};
+pub use local::Paths;
 
 // ---- messages ------------------------------------------------------------------------------
 
@@ -38,11 +44,16 @@ pub const PERIOD: Duration = Duration::from_secs(10);
 const WATCHED_FOR: Duration = Duration::from_secs(60);
 /// Between the two samples a question takes when none is recent.
 const WARM_UP: Duration = Duration::from_secs(1);
+/// How often the local storage is walked (the kubelet's `volumeStatsAggPeriod`).
+const DISK_PERIOD: Duration = Duration::from_secs(60);
 
 pub struct StatsCollector {
     runtime: Arc<dyn Runtime>,
     node: String,
+    paths: Paths,
     book: Book,
+    disk_at: Option<Instant>,
+    pids: netdev::Pids,
     last_sample: Option<Instant>,
     watched_until: Option<Instant>,
     timer: Option<SpawnHandle>,
@@ -56,21 +67,17 @@ pub struct StatsSummary {
     pub failures: u64,
 }
 
-type Sampled = Result<
-    (
-        Vec<podvisor_cri::ContainerUsage>,
-        Vec<podvisor_cri::Pod>,
-        node::NodeSample,
-    ),
-    CriError,
->;
+type Sampled = Result<Sample, CriError>;
 
 impl StatsCollector {
-    pub fn new(runtime: Arc<dyn Runtime>, node: String) -> Self {
+    pub fn new(runtime: Arc<dyn Runtime>, node: String, paths: Paths) -> Self {
         Self {
             runtime,
             node,
+            paths,
             book: Book::default(),
+            disk_at: None,
+            pids: netdev::Pids::default(),
             last_sample: None,
             watched_until: None,
             timer: None,
@@ -78,9 +85,16 @@ impl StatsCollector {
         }
     }
 
-    /// One sample of the runtime (this node's pods only) and of the node.
-    fn sample(&self) -> impl Future<Output = Sampled> + 'static {
+    /// One sample of the runtime (this node's pods only) and of the node; of the local
+    /// storage too when a minute has passed since it was last walked.
+    fn sample(&mut self) -> impl Future<Output = Sampled> + 'static {
         let (runtime, node) = (self.runtime.clone(), self.node.clone());
+        let disk_due = self.disk_at.is_none_or(|t| t.elapsed() >= DISK_PERIOD);
+        if disk_due {
+            self.disk_at = Some(Instant::now());
+        }
+        let paths = disk_due.then(|| self.paths.clone());
+        let pids = self.pids.clone();
         async move {
             let (usage, pods) = tokio::try_join!(runtime.container_usage(), runtime.list_pods())?;
             let pods: Vec<_> = pods
@@ -90,14 +104,27 @@ impl StatsCollector {
             // Read with the containers', not when the sample is recorded: the two samples
             // of a first question are recorded together.
             let host = node::read(podvisor_core::time::now_nanos());
-            Ok((usage, pods, host))
+            let (sandboxes, image_fs) = tokio::join!(sandboxes(&*runtime), image_fs(&*runtime));
+            let sandboxes = netdev::complete(&*runtime, &pods, sandboxes, &pids).await;
+            let disk = match paths {
+                Some(paths) => walk(paths, &pods).await,
+                None => None,
+            };
+            Ok(Sample {
+                usage,
+                sandboxes,
+                image_fs,
+                pods,
+                host,
+                disk,
+            })
         }
     }
 
     fn record(&mut self, sampled: Sampled) {
         match sampled {
-            Ok((usage, pods, host)) => {
-                self.book.record(usage, host, pods);
+            Ok(sample) => {
+                self.book.record(sample);
                 self.last_sample = Some(Instant::now());
             }
             Err(e) => {
@@ -125,6 +152,47 @@ impl StatsCollector {
     }
 }
 
+/// The sandboxes' networks; none where the runtime cannot say (containerd 1.6).
+async fn sandboxes(runtime: &dyn Runtime) -> Vec<podvisor_cri::SandboxUsage> {
+    match runtime.sandbox_usage().await {
+        Ok(s) => s,
+        Err(CriError::Unimplemented { .. }) => Vec::new(),
+        Err(e) => {
+            warn!(error = %e, "the runtime's pod sandbox stats could not be read");
+            Vec::new()
+        }
+    }
+}
+
+/// The image filesystem, with the size of the filesystem it is on.
+async fn image_fs(
+    runtime: &dyn Runtime,
+) -> Option<(
+    podvisor_cri::FsSample,
+    Option<podvisor_core::stats::FsStats>,
+)> {
+    let fs = match runtime.image_fs().await {
+        Ok(mut all) if !all.is_empty() => all.swap_remove(0),
+        Ok(_) => return None,
+        Err(e) => {
+            warn!(error = %e, "the runtime's image filesystem could not be read");
+            return None;
+        }
+    };
+    let at = podvisor_core::time::now();
+    let on = disk::filesystem(std::path::Path::new(&fs.mountpoint), &at);
+    Some((fs, on))
+}
+
+/// The local storage of `pods`, walked on a blocking thread.
+async fn walk(paths: Paths, pods: &[podvisor_cri::Pod]) -> Option<local::DiskSample> {
+    let refs: Vec<_> = pods.iter().map(|p| p.pod.clone()).collect();
+    let at = podvisor_core::time::now();
+    tokio::task::spawn_blocking(move || local::read(&paths, &refs, &at))
+        .await
+        .ok()
+}
+
 /// How many samples a question needs first, given the newest one's age and how many were
 /// taken: none while a rate is fresh; one while the newest is recent enough for a rate
 /// over at most two periods; otherwise two, a second apart. A book left from sampling that
@@ -146,14 +214,15 @@ impl Handler<GetSummary> for StatsCollector {
         self.keep_sampling(ctx);
         let age = self.last_sample.map(|t| t.elapsed());
         let samples = samples_needed(age, self.book.samples());
-        let first = self.sample();
-        let second = self.sample();
+        // Made only when taken: making one marks the local storage walked.
+        let first = (samples >= 1).then(|| self.sample());
+        let second = (samples == 2).then(|| self.sample());
         let work = async move {
             let mut out = Vec::new();
-            if samples >= 1 {
+            if let Some(first) = first {
                 out.push(first.await);
             }
-            if samples == 2 {
+            if let Some(second) = second {
                 tokio::time::sleep(WARM_UP).await;
                 out.push(second.await);
             }

@@ -5,8 +5,6 @@
 //! never evicted (the kubelet's critical pods), nor finished ones. (A memory-backed
 //! emptyDir is a tmpfs of its limit's size: writes past it fail instead.)
 
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus as ApiPodStatus};
@@ -14,6 +12,7 @@ use podvisor_core::{Phase, SharedPod, quantity};
 
 use crate::kuberuntime::config::{NodeConfig, empty_dir_path};
 use crate::protocol::updates::StatusFn;
+use crate::stats::disk::usage;
 
 pub(crate) const REASON: &str = "Evicted";
 
@@ -32,44 +31,6 @@ impl Exceeded {
             self.volume, self.limit
         )
     }
-}
-
-/// The most entries one measurement looks at: a volume of millions of empty files cannot
-/// make a walk endless (the kubelet's `du` has no bound; past this the pod's usage is
-/// what was counted so far).
-pub(crate) const MAX_ENTRIES: usize = 1 << 20;
-
-/// The space `dir` takes on disk (allocated blocks, as `du`), counting no further than
-/// `stop_above` or [`MAX_ENTRIES`]: symbolic links are not followed, each inode is counted
-/// once per walk.
-pub(crate) fn usage(dir: &Path, stop_above: u64) -> u64 {
-    let mut total: u64 = 0;
-    let mut entries = 0usize;
-    let mut pending = vec![dir.to_path_buf()];
-    let mut seen = std::collections::HashSet::new();
-    while let Some(d) = pending.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            entries += 1;
-            if entries > MAX_ENTRIES {
-                tracing::warn!(dir = %dir.display(), "an emptyDir of over a million entries: its usage is counted in part");
-                return total;
-            }
-            let Ok(m) = e.path().symlink_metadata() else {
-                continue;
-            };
-            if m.nlink() > 1 && !seen.insert((m.dev(), m.ino())) {
-                continue;
-            }
-            total = total.saturating_add(m.blocks().saturating_mul(512));
-            if total > stop_above {
-                return total;
-            }
-            if m.is_dir() {
-                pending.push(e.path());
-            }
-        }
-    }
-    total
 }
 
 /// The pod's emptyDir volumes on disk with a `sizeLimit` above zero (the kubelet ignores a
@@ -95,7 +56,7 @@ pub(crate) fn limited(pod: &Pod) -> Vec<(String, String, u64)> {
 pub(crate) fn over_limit(node: &NodeConfig, pod: &SharedPod) -> Option<Exceeded> {
     limited(pod).into_iter().find_map(|(volume, limit, bytes)| {
         let dir = empty_dir_path(node, pod.uid(), &volume);
-        (usage(&dir, bytes) > bytes).then_some(Exceeded { volume, limit })
+        (usage(&dir, bytes).bytes > bytes).then_some(Exceeded { volume, limit })
     })
 }
 
@@ -122,20 +83,6 @@ pub(crate) fn evicted(ex: &Exceeded) -> StatusFn {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn usage_counts_blocks_once_and_stops_early() {
-        let dir = std::env::temp_dir().join(format!("podvisor-usage-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("sub")).unwrap();
-        std::fs::write(dir.join("sub/a"), vec![1u8; 64 << 10]).unwrap();
-        std::fs::hard_link(dir.join("sub/a"), dir.join("b")).unwrap();
-        std::os::unix::fs::symlink("/usr", dir.join("out")).unwrap();
-        let all = usage(&dir, u64::MAX);
-        assert!((64 << 10..(64 << 10) + (64 << 10)).contains(&all), "{all}");
-        assert!(usage(&dir, 10) > 10);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
 
     #[test]
     fn only_disk_empty_dirs_with_a_limit_are_watched_and_the_status_says_why() {

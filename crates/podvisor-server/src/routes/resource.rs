@@ -1,40 +1,17 @@
 //! `GET /metrics/resource`: the node's, pods' and containers' CPU and memory in the
 //! Prometheus text format, under the kubelet's stable names (what metrics-server scrapes).
 
-use std::fmt::Write as _;
-
 use actix_web::{HttpResponse, web};
 use podvisor_core::stats::{CpuStats, MemoryStats, Summary};
 
 use super::ServerState;
+use super::text::{Family, escape as label, render as text};
 
 pub(super) async fn serve(state: web::Data<ServerState>) -> HttpResponse {
     let summary = (state.sources.summary)().await;
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")
         .body(render(summary.as_ref()))
-}
-
-struct Family {
-    name: &'static str,
-    kind: &'static str,
-    help: &'static str,
-    samples: Vec<String>,
-}
-
-fn family(name: &'static str, kind: &'static str, help: &'static str) -> Family {
-    Family {
-        name,
-        kind,
-        help,
-        samples: Vec::new(),
-    }
-}
-
-fn label(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }
 
 fn cpu(f: &mut Family, labels: &str, c: Option<&CpuStats>) {
@@ -103,7 +80,7 @@ const FAMILIES: [(&str, &str, &str); 8] = [
 
 /// The text for `summary`; without one, only `resource_scrape_error 1`.
 pub(crate) fn render(summary: Option<&Summary>) -> String {
-    let mut fams = FAMILIES.map(|(name, kind, help)| family(name, kind, help));
+    let mut fams = FAMILIES.map(Family::new);
     let error = u8::from(summary.is_none());
     fams[7]
         .samples
@@ -111,18 +88,7 @@ pub(crate) fn render(summary: Option<&Summary>) -> String {
     if let Some(s) = summary {
         samples(&mut fams, s);
     }
-    let mut out = String::new();
-    for f in fams.iter().filter(|f| !f.samples.is_empty()) {
-        let _ = writeln!(
-            out,
-            "# HELP {} [STABLE] {}\n# TYPE {} {}",
-            f.name, f.help, f.name, f.kind
-        );
-        for s in &f.samples {
-            let _ = writeln!(out, "{s}");
-        }
-    }
-    out
+    text(&fams, "[STABLE] ")
 }
 
 fn samples(fams: &mut [Family; 8], s: &Summary) {
