@@ -95,6 +95,24 @@ async fn a_node_started_as_kubeadm_starts_a_kubelet_joins_and_runs_a_pod() {
         agent.log_tail(30)
     );
 
+    // What monitoring reads of the node's :10250, as the API server's client (its node
+    // proxy refuses a loopback node address, which this node has).
+    let proxy = |path: &str| kubelet_get(ports.0, path);
+    let configz: serde_json::Value = serde_json::from_str(&proxy("/configz")).unwrap();
+    let driver = configz["kubeletconfig"]["cgroupDriver"].as_str();
+    assert!(matches!(driver, Some("cgroupfs" | "systemd")), "{configz}");
+    let metrics = proxy("/metrics");
+    let ttl = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("kubelet_certificate_manager_client_ttl_seconds "))
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no client certificate TTL in:\n{metrics}"));
+    assert!(
+        ttl.is_finite() && ttl > 60.0,
+        "the node's own certificate: {ttl}"
+    );
+    assert!(metrics.contains(&format!("kubelet_node_name{{node=\"{node}\"}} 1")));
+
     let tolerating = pod(&ns, "p", &node).replace(
         "nodeSelector:",
         "tolerations: [{key: example.com/dedicated, operator: Exists}]\n      nodeSelector:",
@@ -106,6 +124,32 @@ async fn a_node_started_as_kubeadm_starts_a_kubelet_joins_and_runs_a_pod() {
         (ip == "127.0.0.1").then_some(())
     })
     .await;
+    let cadvisor = proxy("/metrics/cadvisor");
+    assert!(
+        cadvisor
+            .lines()
+            .any(|l| l.starts_with("container_cpu_usage_seconds_total{")
+                && l.contains("container=\"c\",")
+                && l.contains(&format!("namespace=\"{ns}\""))),
+        "{cadvisor}"
+    );
+}
+
+/// A GET of the node's :10250 with the API server's kubelet-client certificate.
+fn kubelet_get(port: u16, path: &str) -> String {
+    let pki = common::cluster::admin_kubeconfig();
+    let pki = pki.parent().unwrap();
+    let cert = pki.join("apiserver-kubelet-client.crt");
+    let key = pki.join("apiserver-kubelet-client.key");
+    let out = std::process::Command::new("curl")
+        .args(["-fsSk", "--max-time", "30", "--cert"])
+        .arg(&cert)
+        .arg("--key")
+        .arg(&key)
+        .arg(format!("https://127.0.0.1:{port}{path}"))
+        .output()
+        .unwrap();
+    common::succeeded(out)
 }
 
 /// A GET's body over plain HTTP (the health endpoint has no TLS, as the kubelet's).

@@ -151,7 +151,15 @@ fn cadvisor(text: &str, uid: &str, cid: &str) {
     let keys: Vec<&String> = labels.as_object().unwrap().keys().collect();
     assert_eq!(
         keys,
-        ["container", "id", "image", "name", "namespace", "pod"]
+        [
+            "container",
+            "cpu",
+            "id",
+            "image",
+            "name",
+            "namespace",
+            "pod"
+        ]
     );
     assert!(find("container_memory_working_set_bytes", "main").1 > 0.0);
     let (pod, _) = find("container_memory_working_set_bytes", "");

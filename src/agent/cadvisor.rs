@@ -22,12 +22,20 @@ pub(crate) fn source(kubelet: &Agent, cfg: &AgentConfig) -> CadvisorSource {
             .cgroups_per_qos
             .then(|| PodCgroups::new(&cfg.node.cgroup_root, systemd)),
     );
+    let read = |path: &str| {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        text.trim().to_string()
+    };
     let machine = Machine {
         cpu_cores: super::host::cpu_cores(),
         memory_bytes: u64::try_from(super::host::memory_bytes()).unwrap_or(0),
+        boot_id: read("/proc/sys/kernel/random/boot_id"),
+        machine_id: read("/etc/machine-id"),
+        system_uuid: read("/sys/class/dmi/id/product_uuid"),
     };
     Arc::new(move || {
         let (desired, stats, cgroups) = (desired.clone(), stats.clone(), cgroups.clone());
+        let machine = machine.clone();
         Box::pin(async move {
             let summary = stats.send(GetSummary).await.ok().flatten()?;
             let pods = desired.send(GetDesiredPods).await.ok()?;

@@ -239,8 +239,8 @@ impl Runtime for CriRuntime {
         Ok(stats.into_iter().map(ContainerUsage::from).collect())
     }
 
-    async fn sandbox_usage(&self) -> Result<Vec<SandboxUsage>, CriError> {
-        let stats = self.client.list_pod_sandbox_stats().await?;
+    async fn sandbox_usage(&self, node: &str) -> Result<Vec<SandboxUsage>, CriError> {
+        let stats = self.client.list_pod_sandbox_stats(node).await?;
         Ok(stats.into_iter().map(SandboxUsage::from).collect())
     }
 

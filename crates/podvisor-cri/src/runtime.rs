@@ -87,9 +87,11 @@ pub trait Runtime: Send + Sync + 'static {
     /// running task has no samples.
     async fn container_usage(&self) -> Result<Vec<ContainerUsage>, CriError>;
 
-    /// What each pod's sandbox measures (CRI ListPodSandboxStats): its network and its
+    /// What each sandbox `node`'s agent made measures (CRI ListPodSandboxStats, filtered by
+    /// [`crate::labels::MANAGED_BY`]: containerd fails the whole list on one sandbox it
+    /// cannot measure, such as another agent's without a cgroup): its network and its
     /// processes. Runtimes without it answer [`CriError::Unimplemented`] (containerd 1.6).
-    async fn sandbox_usage(&self) -> Result<Vec<SandboxUsage>, CriError>;
+    async fn sandbox_usage(&self, node: &str) -> Result<Vec<SandboxUsage>, CriError>;
 
     /// The process holding a sandbox's namespaces (CRI PodSandboxStatus, verbose), where
     /// the runtime says.

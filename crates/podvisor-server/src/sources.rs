@@ -49,9 +49,13 @@ pub struct Placement {
     pub images: HashMap<String, String>,
 }
 
-/// The machine's size.
-#[derive(Debug, Clone, Copy, Default)]
+/// The machine: its size, and what names it (cAdvisor's `machine_*` labels; empty where
+/// the machine does not say).
+#[derive(Debug, Clone, Default)]
 pub struct Machine {
     pub cpu_cores: usize,
     pub memory_bytes: u64,
+    pub boot_id: String,
+    pub machine_id: String,
+    pub system_uuid: String,
 }

@@ -20,9 +20,17 @@ impl CriClient {
         .map(|r| r.stats)
     }
 
-    pub async fn list_pod_sandbox_stats(&self) -> Result<Vec<PodSandboxStats>, CriError> {
+    /// The stats of the sandboxes `node`'s agent made.
+    pub async fn list_pod_sandbox_stats(
+        &self,
+        node: &str,
+    ) -> Result<Vec<PodSandboxStats>, CriError> {
+        let selector = [(crate::labels::MANAGED_BY.to_string(), node.to_string())];
         let req = ListPodSandboxStatsRequest {
-            filter: Some(PodSandboxStatsFilter::default()),
+            filter: Some(PodSandboxStatsFilter {
+                id: String::new(),
+                label_selector: selector.into_iter().collect(),
+            }),
         };
         self.unary(
             "ListPodSandboxStats",

@@ -49,11 +49,11 @@ impl Runtime for FakeRuntime {
         Ok(inner.state.usage(now))
     }
 
-    async fn sandbox_usage(&self) -> Result<Vec<SandboxUsage>, CriError> {
+    async fn sandbox_usage(&self, node: &str) -> Result<Vec<SandboxUsage>, CriError> {
         self.enter(Op::SandboxUsage, "").await?;
         let mut inner = self.lock();
         let now = self.now(&mut inner);
-        Ok(inner.state.sandbox_usage(now))
+        Ok(inner.state.sandbox_usage(node, now))
     }
 
     /// The fake runs no processes.

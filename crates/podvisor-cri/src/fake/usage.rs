@@ -41,11 +41,16 @@ impl State {
             .collect()
     }
 
-    /// Each ready sandbox's network: an `eth0` that received 1 KiB and sent 512 bytes.
-    pub fn sandbox_usage(&self, now: i64) -> Vec<SandboxUsage> {
+    /// Each ready sandbox `node` made (or with no maker): an `eth0` that received 1 KiB
+    /// and sent 512 bytes.
+    pub fn sandbox_usage(&self, node: &str, now: i64) -> Vec<SandboxUsage> {
         self.sandboxes
             .values()
             .filter(|s| s.status.state == SandboxState::Ready)
+            .filter(|s| {
+                let maker = s.status.labels.get(crate::labels::MANAGED_BY);
+                maker.is_none_or(|m| m == node)
+            })
             .map(|s| SandboxUsage {
                 id: s.status.id.clone(),
                 pod: s.status.pod.clone(),

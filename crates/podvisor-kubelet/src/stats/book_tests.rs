@@ -1,5 +1,5 @@
 use super::*;
-use podvisor_cri::sample::{container_config, sandbox_config};
+use podvisor_cri::sample::{SAMPLE_OWNER, container_config, sandbox_config};
 use podvisor_cri::{FakeRuntime, Runtime};
 
 #[test]
@@ -29,9 +29,14 @@ async fn a_pods_network_and_storage_reach_the_summary() {
     let cfg = container_config(&sb_cfg, "app", &["sleep"]);
     let id = runtime.create_container(&sb, &cfg, &sb_cfg).await.unwrap();
     runtime.start_container(&id).await.unwrap();
+    let others = runtime.sandbox_usage("another-node").await.unwrap();
+    assert!(
+        others.is_empty(),
+        "only the node's own sandboxes are measured"
+    );
     let sample = Sample {
         usage: runtime.container_usage().await.unwrap(),
-        sandboxes: runtime.sandbox_usage().await.unwrap(),
+        sandboxes: runtime.sandbox_usage(SAMPLE_OWNER).await.unwrap(),
         image_fs: runtime.image_fs().await.unwrap().pop().map(|f| {
             (
                 f,

@@ -104,7 +104,8 @@ impl StatsCollector {
             // Read with the containers', not when the sample is recorded: the two samples
             // of a first question are recorded together.
             let host = node::read(podvisor_core::time::now_nanos());
-            let (sandboxes, image_fs) = tokio::join!(sandboxes(&*runtime), image_fs(&*runtime));
+            let (sandboxes, image_fs) =
+                tokio::join!(sandboxes(&*runtime, &node), image_fs(&*runtime));
             let sandboxes = netdev::complete(&*runtime, &pods, sandboxes, &pids).await;
             let disk = match paths {
                 Some(paths) => walk(paths, &pods).await,
@@ -153,8 +154,8 @@ impl StatsCollector {
 }
 
 /// The sandboxes' networks; none where the runtime cannot say (containerd 1.6).
-async fn sandboxes(runtime: &dyn Runtime) -> Vec<podvisor_cri::SandboxUsage> {
-    match runtime.sandbox_usage().await {
+async fn sandboxes(runtime: &dyn Runtime, node: &str) -> Vec<podvisor_cri::SandboxUsage> {
+    match runtime.sandbox_usage(node).await {
         Ok(s) => s,
         Err(CriError::Unimplemented { .. }) => Vec::new(),
         Err(e) => {

@@ -105,38 +105,42 @@ struct Series<'a> {
 }
 
 impl Series<'_> {
-    fn labels(&self) -> String {
-        labels(&[
+    fn pairs(&self) -> Vec<(&str, &str)> {
+        vec![
             ("container", self.container),
             ("id", self.id),
             ("image", self.image),
             ("name", self.name),
             ("namespace", self.namespace),
             ("pod", self.pod),
-        ])
+        ]
     }
 
-    fn with_interface(&self, interface: &str) -> String {
-        labels(&[
-            ("container", self.container),
-            ("id", self.id),
-            ("image", self.image),
-            ("interface", interface),
-            ("name", self.name),
-            ("namespace", self.namespace),
-            ("pod", self.pod),
-        ])
+    fn labels(&self) -> String {
+        labels(&self.pairs())
+    }
+
+    /// With one more label, in its place (`cpu`, `interface`).
+    fn with(&self, key: &str, value: &str) -> String {
+        let mut pairs = self.pairs();
+        pairs.push((key, value));
+        pairs.sort_by_key(|(k, _)| *k);
+        labels(&pairs)
     }
 }
 
 pub(crate) fn render(c: &Cadvisor) -> String {
     let mut fams = FAMILIES.map(Family::new);
-    fams[CORES]
-        .samples
-        .push(format!("machine_cpu_cores {}", c.machine.cpu_cores));
-    fams[MEMORY]
-        .samples
-        .push(format!("machine_memory_bytes {}", c.machine.memory_bytes));
+    let m = &c.machine;
+    let machine = labels(&[
+        ("boot_id", &m.boot_id),
+        ("machine_id", &m.machine_id),
+        ("system_uuid", &m.system_uuid),
+    ]);
+    let cores = format!("machine_cpu_cores{machine} {}", m.cpu_cores);
+    fams[CORES].samples.push(cores);
+    let memory = format!("machine_memory_bytes{machine} {}", m.memory_bytes);
+    fams[MEMORY].samples.push(memory);
     let root = Series {
         container: "",
         id: "/",
@@ -146,12 +150,7 @@ pub(crate) fn render(c: &Cadvisor) -> String {
         pod: "",
     };
     let node = &c.summary.node;
-    usage(
-        &mut fams,
-        &root.labels(),
-        node.cpu.as_ref(),
-        node.memory.as_ref(),
-    );
+    usage(&mut fams, &root, node.cpu.as_ref(), node.memory.as_ref());
     for p in &c.summary.pods {
         let placement = c.pods.get(&p.pod_ref.uid);
         pod(&mut fams, p, placement, c.systemd);
@@ -169,7 +168,7 @@ fn pod(fams: &mut [Family; 13], p: &PodStats, placement: Option<&Placement>, sys
         namespace: &p.pod_ref.namespace,
         pod: &p.pod_ref.name,
     };
-    usage(fams, &series.labels(), p.cpu.as_ref(), p.memory.as_ref());
+    usage(fams, &series, p.cpu.as_ref(), p.memory.as_ref());
     if let Some(n) = &p.network {
         network(fams, &series, n);
     }
@@ -200,19 +199,22 @@ fn container(
         name: &c.runtime_id,
         ..*pod
     };
+    usage(fams, &series, c.cpu.as_ref(), c.memory.as_ref());
     let labels = series.labels();
-    usage(fams, &labels, c.cpu.as_ref(), c.memory.as_ref());
     if let Some(t) = &c.start_time {
         let line = format!("container_start_time_seconds{labels} {}", t.0.as_second());
         fams[START].samples.push(line);
     }
 }
 
-/// CPU and memory of one series, each stamped with when it was measured.
-fn usage(fams: &mut [Family; 13], labels: &str, cpu: Option<&CpuStats>, m: Option<&MemoryStats>) {
+/// CPU and memory of one series, each stamped with when it was measured (CPU time as
+/// cAdvisor gives it without per-CPU figures: `cpu="total"`).
+fn usage(fams: &mut [Family; 13], s: &Series<'_>, cpu: Option<&CpuStats>, m: Option<&MemoryStats>) {
+    let labels = s.labels();
     if let Some((c, ns)) = cpu.and_then(|c| Some((c, c.usage_core_nano_seconds?))) {
         let (secs, at) = (ns as f64 / 1e9, c.time.0.as_millisecond());
-        let line = format!("container_cpu_usage_seconds_total{labels} {secs} {at}");
+        let total = s.with("cpu", "total");
+        let line = format!("container_cpu_usage_seconds_total{total} {secs} {at}");
         fams[CPU].samples.push(line);
         let seen = format!("container_last_seen{labels} {} {at}", c.time.0.as_second());
         fams[LAST_SEEN].samples.push(seen);
@@ -240,7 +242,7 @@ fn network(fams: &mut [Family; 13], series: &Series<'_>, n: &NetworkStats) {
         &n.interfaces
     };
     for i in interfaces {
-        let labels = series.with_interface(&i.name);
+        let labels = series.with("interface", &i.name);
         let figures = [i.rx_bytes, i.rx_errors, i.tx_bytes, i.tx_errors];
         for (k, v) in figures.into_iter().enumerate() {
             if let Some(v) = v {

@@ -44,6 +44,9 @@ fn input(systemd: bool) -> Cadvisor {
         machine: Machine {
             cpu_cores: 2,
             memory_bytes: 1 << 30,
+            boot_id: "b".into(),
+            machine_id: "m".into(),
+            system_uuid: String::new(),
         },
     }
 }
@@ -54,10 +57,10 @@ fn containers_pods_and_the_machine_have_cadvisors_names_and_labels() {
     let has = |line: &str| assert!(text.contains(line), "no {line:?} in:\n{text}");
     has("# TYPE container_cpu_usage_seconds_total counter\n");
     has(
-        r#"container_cpu_usage_seconds_total{container="",id="/",image="",name="",namespace="",pod=""} 4 1795687200000"#,
+        r#"container_cpu_usage_seconds_total{container="",cpu="total",id="/",image="",name="",namespace="",pod=""} 4 1795687200000"#,
     );
     has(
-        r#"container_cpu_usage_seconds_total{container="app",id="/kubepods/burstable/podu-1/c0ffee",image="docker.io/library/nginx:1",name="c0ffee",namespace="default",pod="web"} 1.5 "#,
+        r#"container_cpu_usage_seconds_total{container="app",cpu="total",id="/kubepods/burstable/podu-1/c0ffee",image="docker.io/library/nginx:1",name="c0ffee",namespace="default",pod="web"} 1.5 "#,
     );
     has(
         r#"container_memory_working_set_bytes{container="",id="/kubepods/burstable/podu-1",image="",name="",namespace="default",pod="web"} 77 "#,
@@ -75,8 +78,8 @@ fn containers_pods_and_the_machine_have_cadvisors_names_and_labels() {
         r#"container_processes{container="",id="/kubepods/burstable/podu-1",image="",name="",namespace="default",pod="web"} 3"#,
     );
     has(r#"container_start_time_seconds{container="app","#);
-    has("machine_cpu_cores 2\n");
-    has("machine_memory_bytes 1073741824\n");
+    has("machine_cpu_cores{boot_id=\"b\",machine_id=\"m\",system_uuid=\"\"} 2\n");
+    has("machine_memory_bytes{boot_id=\"b\",machine_id=\"m\",system_uuid=\"\"} 1073741824\n");
     assert!(
         !text.contains("container_memory_rss"),
         "no RSS was measured"
