@@ -169,6 +169,10 @@ async fn pods_the_node_cannot_take_are_failed_with_the_kubelet_s_reasons() {
     let sysctl = "securityContext: {sysctls: [{name: kernel.msgmax, value: '10000000000'}]}";
     admin.apply(&bound_by_hand(&ns, "sysctl", &node, sysctl));
     admin.apply(&bound_by_hand(&ns, "windows", &node, "os: {name: windows}"));
+    // A field 1.35's types lacked (1.37's alpha emptyDir mode, its gate on in
+    // scripts/cluster-up): it reaches the node and is refused by name, not dropped.
+    let newer = "volumes: [{name: v, emptyDir: {mode: 493}}]";
+    admin.apply(&bound_by_hand(&ns, "newer", &node, newer));
     let path = "{.status.phase} {.status.reason}";
     for (pod, want) in [
         ("huge", "Failed OutOfcpu"),
@@ -176,6 +180,7 @@ async fn pods_the_node_cannot_take_are_failed_with_the_kubelet_s_reasons() {
         ("unsupported", "Failed UnsupportedPodSpec"),
         ("sysctl", "Failed SysctlForbidden"),
         ("windows", "Failed PodOSNotSupported"),
+        ("newer", "Failed UnsupportedPodSpec"),
     ] {
         let what = format!("{pod} Failed by the node");
         let got = eventually(&what, MINUTE, || async {
@@ -185,6 +190,11 @@ async fn pods_the_node_cannot_take_are_failed_with_the_kubelet_s_reasons() {
         .await;
         assert_eq!(got, want, "{pod}");
     }
+    let message = admin.jsonpath(&["pod", "newer", "-n", &ns], "{.status.message}");
+    assert!(
+        message.contains("spec.volumes[0].emptyDir.mode"),
+        "{message}"
+    );
     assert_eq!(running_containers(&agent).await, 0);
     drop(cleanup);
 }

@@ -288,7 +288,7 @@ fn role_ref_changed(old: Option<RoleRef>, new: &RoleRef) -> Vec<FieldError> {
 
 /// A ReplicaSet's `spec.selector` must not change.
 fn selector_changed(old: &ReplicaSet, new: &ReplicaSet) -> Vec<FieldError> {
-    let selector = |rs: &ReplicaSet| rs.spec.as_ref().map(|s| s.selector.clone());
+    let selector = |rs: &ReplicaSet| rs.spec.selector.clone();
     if selector(old) == selector(new) {
         return Vec::new();
     }

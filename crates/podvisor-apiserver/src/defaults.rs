@@ -189,9 +189,7 @@ pub fn pod(p: &mut Pod) {
 }
 
 pub fn replica_set(rs: &mut ReplicaSet) {
-    let Some(spec) = rs.spec.as_mut() else {
-        return;
-    };
+    let spec = &mut rs.spec;
     set(&mut spec.replicas, || 1);
     set(&mut spec.min_ready_seconds, || 0);
     if let Some(pod) = spec.template.as_mut().and_then(|t| t.spec.as_mut()) {
@@ -301,7 +299,7 @@ mod tests {
             "template": {"spec": {"containers": [{"name": "c", "image": "x:1"}]}}}}))
         .unwrap();
         replica_set(&mut rs);
-        let spec = rs.spec.unwrap();
+        let spec = rs.spec;
         assert_eq!(spec.replicas, Some(1));
         let template = spec.template.unwrap().spec.unwrap();
         assert_eq!(template.restart_policy.as_deref(), Some("Always"));

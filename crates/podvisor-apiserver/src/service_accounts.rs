@@ -65,6 +65,7 @@ fn projected(name: String) -> Volume {
             expiration_seconds: Some(TOKEN_SECONDS),
             path: "token".into(),
             audience: None,
+            user: None,
         }),
         ..VolumeProjection::default()
     };
@@ -75,6 +76,7 @@ fn projected(name: String) -> Volume {
                 key: "ca.crt".into(),
                 path: "ca.crt".into(),
                 mode: None,
+                user: None,
             }]),
             optional: None,
         }),
@@ -97,6 +99,7 @@ fn projected(name: String) -> Volume {
         name,
         projected: Some(ProjectedVolumeSource {
             default_mode: Some(0o644),
+            default_user: None,
             sources: Some(vec![token, ca, namespace]),
         }),
         ..Volume::default()

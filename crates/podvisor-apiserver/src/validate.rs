@@ -13,10 +13,7 @@ use podvisor_core::validation::{FieldError, FieldErrors, FieldPath, validate_pod
 pub fn replica_set(rs: &ReplicaSet) -> Result<(), FieldErrors> {
     let mut errors = FieldErrors(Vec::new());
     let spec_path = FieldPath::new("spec");
-    let Some(spec) = rs.spec.as_ref() else {
-        errors.push(FieldError::required(&spec_path, ""));
-        return errors.into_result();
-    };
+    let spec = &rs.spec;
     non_negative(
         &[
             ("replicas", spec.replicas),

@@ -170,7 +170,7 @@ fn binding(name: &str, group: &str) -> ClusterRoleBinding {
     ClusterRoleBinding {
         metadata: meta(name),
         role_ref: RoleRef {
-            api_group: "rbac.authorization.k8s.io".into(),
+            api_group: Some("rbac.authorization.k8s.io".into()),
             kind: "ClusterRole".into(),
             name: name.into(),
         },

@@ -44,7 +44,10 @@ pub async fn may_bind(
     role: &RoleRef,
     namespace: Option<&str>,
 ) -> Result<bool, AuthError> {
-    if role.api_group != RBAC || !matches!(role.kind.as_str(), "Role" | "ClusterRole") {
+    // Unset since 1.37 means RBAC's own group, the only one a role can be in.
+    if role.api_group.as_deref().unwrap_or(RBAC) != RBAC
+        || !matches!(role.kind.as_str(), "Role" | "ClusterRole")
+    {
         return Ok(false);
     }
     if rbac::authorize(client, user, &bind_request(role, namespace)).await? {

@@ -75,7 +75,7 @@ fn a_role_too_large_to_compare_is_not_covered() {
 #[test]
 fn binding_a_cluster_role_asks_bind_on_that_cluster_role() {
     let role = RoleRef {
-        api_group: RBAC.into(),
+        api_group: Some(RBAC.into()),
         kind: "ClusterRole".into(),
         name: "cluster-admin".into(),
     };

@@ -97,10 +97,9 @@ pub async fn issue(
             name: account.into(),
         })?;
     let pod = bound_pod(client, namespace, account, spec).await?;
-    let aud = if spec.audiences.is_empty() {
-        vec![ISSUER.to_string()]
-    } else {
-        spec.audiences.clone()
+    let aud = match spec.audiences.as_deref() {
+        Some(asked) if !asked.is_empty() => asked.to_vec(),
+        _ => vec![ISSUER.to_string()],
     };
     let claims = Claims {
         iss: ISSUER.into(),
@@ -123,7 +122,7 @@ pub async fn issue(
     let expires = k8s_openapi::jiff::Timestamp::from_second(claims.exp)
         .map_err(|e| AuthError::Invalid(format!("spec.expirationSeconds: {e}")))?;
     Ok(TokenRequestStatus {
-        token: signer.sign(&claims)?,
-        expiration_timestamp: Time(expires),
+        token: Some(signer.sign(&claims)?),
+        expiration_timestamp: Some(Time(expires)),
     })
 }

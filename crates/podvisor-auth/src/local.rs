@@ -44,9 +44,14 @@ impl LocalTokens {
                 }
                 other => SourceError::Unsupported(other.to_string()),
             })?;
-        let life = u64::try_from(status.expiration_timestamp.0.as_second() - at).unwrap_or(0);
+        let (Some(token), Some(expires)) = (status.token, status.expiration_timestamp) else {
+            return Err(SourceError::Unsupported(
+                "a token was issued without its expiry".into(),
+            ));
+        };
+        let life = u64::try_from(expires.0.as_second() - at).unwrap_or(0);
         Ok(IssuedToken {
-            token: status.token,
+            token,
             issued: now,
             expires: now + Duration::from_secs(life),
         })

@@ -66,7 +66,8 @@ async fn setup(c: &Client) -> (Arc<ServiceAccount>, Arc<Pod>) {
 
 fn bound_to(pod: &Pod) -> TokenRequestSpec {
     TokenRequestSpec {
-        audiences: vec![],
+        audiences: None,
+        attestations: None,
         expiration_seconds: Some(3600),
         bound_object_ref: Some(BoundObjectReference {
             api_version: Some("v1".into()),
@@ -91,7 +92,7 @@ async fn a_bound_token_is_accepted_while_its_pod_lives_and_refused_after() {
     let status = issue(&s, &c, ("default", "robot"), &bound_to(&pod), now())
         .await
         .unwrap();
-    let who = authenticate(&s, &c, &status.token, &[], now())
+    let who = authenticate(&s, &c, status.token.as_deref().unwrap(), &[], now())
         .await
         .unwrap();
     assert_eq!(
@@ -105,15 +106,22 @@ async fn a_bound_token_is_accepted_while_its_pod_lives_and_refused_after() {
     assert_eq!(extra["authentication.kubernetes.io/pod-name"], vec!["p"]);
 
     // Another audience than the token's is refused.
-    let other = authenticate(&s, &c, &status.token, &["vault".into()], now()).await;
+    let other = authenticate(
+        &s,
+        &c,
+        status.token.as_deref().unwrap(),
+        &["vault".into()],
+        now(),
+    )
+    .await;
     assert!(matches!(other, Err(AuthError::Unauthenticated(m)) if m.contains("audiences")));
 
     // An altered token, or one of another key, is refused.
-    let mut altered = status.token.clone();
+    let mut altered = status.token.clone().unwrap();
     altered.pop();
     assert!(authenticate(&s, &c, &altered, &[], now()).await.is_err());
     assert!(
-        authenticate(&signer(), &c, &status.token, &[], now())
+        authenticate(&signer(), &c, status.token.as_deref().unwrap(), &[], now())
             .await
             .is_err()
     );
@@ -129,7 +137,7 @@ async fn a_bound_token_is_accepted_while_its_pod_lives_and_refused_after() {
     )
     .await
     .unwrap();
-    let gone = authenticate(&s, &c, &status.token, &[], now()).await;
+    let gone = authenticate(&s, &c, status.token.as_deref().unwrap(), &[], now()).await;
     assert!(
         matches!(&gone, Err(AuthError::Unauthenticated(m)) if m.contains("deleted")),
         "{gone:?}"
@@ -184,7 +192,7 @@ async fn a_role_binding_grants_its_role_in_its_namespace_only() {
     let status = issue(&s, &c, ("default", "robot"), &bound_to(&pod), now())
         .await
         .unwrap();
-    let user = authenticate(&s, &c, &status.token, &[], now())
+    let user = authenticate(&s, &c, status.token.as_deref().unwrap(), &[], now())
         .await
         .unwrap()
         .user;
@@ -204,7 +212,7 @@ async fn a_role_binding_grants_its_role_in_its_namespace_only() {
     let mut binding = RoleBinding::default();
     binding.metadata.name = Some("robot-reads".into());
     binding.role_ref = RoleRef {
-        api_group: "rbac.authorization.k8s.io".into(),
+        api_group: Some("rbac.authorization.k8s.io".into()),
         kind: "Role".into(),
         name: "pod-reader".into(),
     };

@@ -22,6 +22,7 @@ pub mod merge_keys;
 mod object;
 mod params;
 pub mod selector;
+pub mod unknown;
 
 pub use api::Api;
 pub use backend::{Backend, Client, Deleted, ObjectList, Scope, Target, WatchEvent, WatchStream};

@@ -39,7 +39,7 @@ impl Reviewer for ClusterReviews {
         let api: Api<TokenReview> = self.remote.api(None);
         let review = TokenReview {
             spec: TokenReviewSpec {
-                token: Some(token.to_string()),
+                token: token.to_string(),
                 audiences: None,
             },
             ..TokenReview::default()

@@ -45,7 +45,7 @@ impl ClusterTokens {
     async fn request(&self, spec: &TokenSpec) -> Result<IssuedToken, SourceError> {
         let api: Api<ServiceAccount> = self.remote.api(Some(&spec.namespace));
         let req = TokenRequest {
-            spec: spec.request(),
+            spec: Some(spec.request()),
             ..TokenRequest::default()
         };
         let pp = PostParams::default();
@@ -65,10 +65,15 @@ impl ClusterTokens {
         let status = answer.status.ok_or_else(|| {
             SourceError::Unavailable("the TokenRequest came back without a token".into())
         })?;
+        let (Some(token), Some(expires)) = (status.token, status.expiration_timestamp) else {
+            return Err(SourceError::Unavailable(
+                "the TokenRequest came back without a token or its expiry".into(),
+            ));
+        };
         Ok(IssuedToken {
-            token: status.token,
+            token,
             issued: SystemTime::now(),
-            expires: SystemTime::from(status.expiration_timestamp.0),
+            expires: SystemTime::from(expires.0),
         })
     }
 }

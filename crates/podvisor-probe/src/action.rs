@@ -191,6 +191,7 @@ mod tests {
             grpc: Some(GRPCAction {
                 port: 9090,
                 service: None,
+                mode: None,
             }),
             ..Default::default()
         };

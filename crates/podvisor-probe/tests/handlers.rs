@@ -81,7 +81,7 @@ async fn http_probes_judge_by_status_follow_only_local_redirects_and_send_kubele
     let head = heads.recv().await.unwrap();
     for h in [
         "GET /ok HTTP/1.1",
-        "user-agent: kube-probe/1.35",
+        "user-agent: kube-probe/1.37",
         "accept: */*",
         "x-probe: yes",
         &format!("host: 127.0.0.1:{port}"),

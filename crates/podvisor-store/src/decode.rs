@@ -37,29 +37,13 @@ fn check_type(res: &Resource, v: &mut Value) -> Result<(), Error> {
     Ok(())
 }
 
-/// A field's path as the API names it: `spec.containers[0].image`.
-fn render(path: &serde_ignored::Path<'_>) -> String {
-    use serde_ignored::Path;
-    match path {
-        Path::Root => String::new(),
-        Path::Seq { parent, index } => format!("{}[{index}]", render(parent)),
-        Path::Map { parent, key } => match render(parent) {
-            p if p.is_empty() => key.clone(),
-            p => format!("{p}.{key}"),
-        },
-        Path::Some { parent }
-        | Path::NewtypeStruct { parent }
-        | Path::NewtypeVariant { parent } => render(parent),
-    }
-}
-
 /// Decodes `v` as an object of `res`; with `strict`, unknown fields are refused.
 pub fn object(res: &Resource, mut v: Value, strict: bool) -> Result<AnyObject, Error> {
     check_type(res, &mut v)?;
     let mut unknown = Vec::new();
     let mut note = |path: serde_ignored::Path<'_>| {
         if unknown.len() < MAX_NAMED {
-            unknown.push(render(&path));
+            unknown.push(podvisor_client::unknown::field_path(&path));
         }
     };
     let de = serde_ignored::Deserializer::new(v, &mut note);

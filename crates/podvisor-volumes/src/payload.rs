@@ -148,6 +148,7 @@ mod tests {
             key: key.into(),
             path: path.into(),
             mode,
+            user: None,
         }
     }
 

@@ -32,7 +32,8 @@ impl TokenSpec {
     /// The TokenRequest that asks for it: the pod's account, bound to the pod.
     pub fn request(&self) -> TokenRequestSpec {
         TokenRequestSpec {
-            audiences: self.audience.clone().into_iter().collect(),
+            // None: the API server's own audiences, as an empty list meant before 1.37.
+            audiences: self.audience.clone().map(|a| vec![a]),
             expiration_seconds: Some(self.expiration_seconds),
             bound_object_ref: Some(BoundObjectReference {
                 api_version: Some("v1".into()),
@@ -40,6 +41,7 @@ impl TokenSpec {
                 name: Some(self.pod_name.clone()),
                 uid: Some(self.pod_uid.clone()),
             }),
+            attestations: None,
         }
     }
 }

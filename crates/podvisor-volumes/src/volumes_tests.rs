@@ -73,12 +73,14 @@ fn api_access() -> Volume {
         name: "kube-api-access-x".into(),
         projected: Some(ProjectedVolumeSource {
             default_mode: Some(0o644),
+            default_user: None,
             sources: Some(vec![
                 VolumeProjection {
                     service_account_token: Some(ServiceAccountTokenProjection {
                         path: "token".into(),
                         expiration_seconds: Some(3607),
                         audience: None,
+                        user: None,
                     }),
                     ..Default::default()
                 },
@@ -89,6 +91,7 @@ fn api_access() -> Volume {
                             key: "ca.crt".into(),
                             path: "ca.crt".into(),
                             mode: None,
+                            user: None,
                         }]),
                         optional: None,
                     }),

@@ -69,9 +69,9 @@ pub async fn request(
             "a service account outside a namespace (POST /api/v1/namespaces/{ns}/serviceaccounts/{name}/token)",
         ));
     };
-    let spec = &mut tr.spec;
-    if spec.audiences.is_empty() {
-        spec.audiences = vec![ISSUER.to_string()];
+    let spec = tr.spec.get_or_insert_with(Default::default);
+    if spec.audiences.as_ref().is_none_or(Vec::is_empty) {
+        spec.audiences = Some(vec![ISSUER.to_string()]);
     }
     spec.expiration_seconds = Some(
         spec.expiration_seconds
@@ -111,7 +111,7 @@ async fn review_of(
 ) -> Result<TokenReview, ApiError> {
     let accounts = accounts(state)?;
     let mut review: TokenReview = decode(req, raw)?;
-    let token = review.spec.token.clone().unwrap_or_default();
+    let token = review.spec.token.clone();
     let wanted = review.spec.audiences.clone().unwrap_or_default();
     let answer =
         podvisor_auth::authenticate(&accounts.signer, &accounts.client, &token, &wanted, now())
@@ -130,6 +130,6 @@ async fn review_of(
             ..TokenReviewStatus::default()
         },
     });
-    review.spec.token = None;
+    review.spec.token = String::new();
     Ok(review)
 }

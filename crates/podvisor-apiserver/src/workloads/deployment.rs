@@ -1,9 +1,7 @@
 //! Deployments: apps/v1 defaults (one replica, RollingUpdate with 25 % surge and 25 %
 //! unavailable, ten revisions kept, a 600 s progress deadline) and validation.
 
-use k8s_openapi::api::apps::v1::{
-    Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
-};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentStrategy, RollingUpdateDeployment};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use podvisor_core::intstr::{percent, scaled};
 use podvisor_core::validation::{FieldError, FieldErrors, FieldPath};
@@ -18,7 +16,7 @@ fn set<T>(field: &mut Option<T>, value: impl FnOnce() -> T) {
 }
 
 pub(crate) fn default(d: &mut Deployment) {
-    let Some(spec) = d.spec.as_mut() else { return };
+    let spec = &mut d.spec;
     set(&mut spec.replicas, || 1);
     set(&mut spec.revision_history_limit, || 10);
     set(&mut spec.progress_deadline_seconds, || 600);
@@ -96,10 +94,7 @@ fn strategy(s: &DeploymentStrategy, errors: &mut FieldErrors) {
 fn validate(d: &Deployment) -> Result<(), FieldErrors> {
     let mut errors = FieldErrors(Vec::new());
     let path = FieldPath::new("spec");
-    let Some(spec) = d.spec.as_ref() else {
-        errors.push(FieldError::required(&path, ""));
-        return errors.into_result();
-    };
+    let spec = &d.spec;
     non_negative(
         &[
             ("replicas", spec.replicas),
@@ -143,8 +138,7 @@ pub(crate) fn admit(
     validate(d)?;
     let mut errors = Vec::new();
     if let Some(old) = old {
-        let selector =
-            |d: &Deployment| d.spec.as_ref().map(|s: &DeploymentSpec| s.selector.clone());
+        let selector = |d: &Deployment| d.spec.selector.clone();
         super::immutable("selector", &selector(old), &selector(d), &mut errors);
     }
     Ok(errors)
@@ -191,7 +185,7 @@ mod tests {
         v["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 0.into();
         let mut d = deployment(v);
         admit(&mut d, None).unwrap();
-        let t = serde_json::to_value(&d.spec.unwrap().template).unwrap();
+        let t = serde_json::to_value(&d.spec.template).unwrap();
         let c = &t["spec"]["containers"][0];
         assert!(c["readinessProbe"]["initialDelaySeconds"].is_null(), "{c}");
         assert!(c["stdin"].is_null(), "{c}");

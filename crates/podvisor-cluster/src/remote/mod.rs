@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::sync::{Arc, RwLock};
 
+mod noted;
 mod typed;
 
 use async_trait::async_trait;

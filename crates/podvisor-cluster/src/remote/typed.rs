@@ -17,6 +17,7 @@ use podvisor_client::{
 };
 use podvisor_core::Kind;
 
+use super::noted::Noted;
 use crate::error::{from_kube, from_status};
 
 /// What a request is about: one object (`name`), or a collection (`name` empty) in
@@ -152,8 +153,9 @@ where
     <K as kube::Resource>::Scope: Place,
 {
     async fn get(&self, c: kube::Client, at: At<'_>) -> Result<AnyObject> {
-        let o = api::<K>(c, at.namespace).get(at.name).await;
-        o.map(AnyObject::new).map_err(failed::<K>(at))
+        let o = api::<Noted<K>>(c, at.namespace).get(at.name).await;
+        o.map(|o| AnyObject::new(o.surfaced()))
+            .map_err(failed::<K>(at))
     }
 
     async fn list(
@@ -162,10 +164,14 @@ where
         at: At<'_>,
         lp: &kp::ListParams,
     ) -> Result<ObjectList<AnyObject>> {
-        let list = api::<K>(c, at.namespace).list(lp).await;
+        let list = api::<Noted<K>>(c, at.namespace).list(lp).await;
         let list = list.map_err(failed::<K>(at))?;
         Ok(ObjectList {
-            items: list.items.into_iter().map(AnyObject::new).collect(),
+            items: list
+                .items
+                .into_iter()
+                .map(|o| AnyObject::new(o.surfaced()))
+                .collect(),
             resource_version: list.metadata.resource_version.unwrap_or_default(),
             continue_token: list.metadata.continue_.filter(|c| !c.is_empty()),
         })
@@ -178,7 +184,7 @@ where
         wp: &kp::WatchParams,
         version: &str,
     ) -> Result<WatchStream<AnyObject>> {
-        let events = api::<K>(c, at.namespace).watch(wp, version).await;
+        let events = api::<Noted<K>>(c, at.namespace).watch(wp, version).await;
         let events = events.map_err(failed::<K>(at))?;
         let stream = events.map(|e| {
             e.map_err(|e| from_kube(e, K::TYPE.as_str(), ""))
@@ -242,11 +248,13 @@ where
     }
 }
 
-fn event<K: Object>(e: KubeEvent<K>) -> Result<WatchEvent<AnyObject>> {
+fn event<K: Object + kube::Resource<DynamicType = ()>>(
+    e: KubeEvent<Noted<K>>,
+) -> Result<WatchEvent<AnyObject>> {
     Ok(match e {
-        KubeEvent::Added(o) => WatchEvent::Added(AnyObject::new(o)),
-        KubeEvent::Modified(o) => WatchEvent::Modified(AnyObject::new(o)),
-        KubeEvent::Deleted(o) => WatchEvent::Deleted(AnyObject::new(o)),
+        KubeEvent::Added(o) => WatchEvent::Added(AnyObject::new(o.surfaced())),
+        KubeEvent::Modified(o) => WatchEvent::Modified(AnyObject::new(o.surfaced())),
+        KubeEvent::Deleted(o) => WatchEvent::Deleted(AnyObject::new(o.surfaced())),
         KubeEvent::Bookmark(b) => WatchEvent::Bookmark(b.metadata.resource_version),
         KubeEvent::Error(s) => return Err(from_status(*s, K::TYPE.as_str(), "")),
     })

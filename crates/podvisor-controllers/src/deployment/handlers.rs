@@ -43,11 +43,7 @@ fn selecting(deployments: &Cache<Deployment>, rs: &ReplicaSet) -> Vec<ObjectKey>
     let labels = rs.metadata.labels.clone().unwrap_or_default();
     deployments
         .in_namespace(ns)
-        .filter(|d| {
-            d.spec
-                .as_ref()
-                .is_some_and(|s| selects(&s.selector, &labels))
-        })
+        .filter(|d| selects(&d.spec.selector, &labels))
         .map(|d| key(ns, d.metadata.name.as_deref().unwrap_or_default()))
         .collect()
 }

@@ -39,10 +39,7 @@ fn rs_labels(rs: &ReplicaSet) -> std::collections::BTreeMap<String, String> {
 }
 
 fn selector(d: &Deployment) -> LabelSelector {
-    d.spec
-        .as_ref()
-        .map(|s| s.selector.clone())
-        .unwrap_or_default()
+    d.spec.selector.clone()
 }
 
 /// The Deployment's ReplicaSets among `sets`: those it controls and still selects, and
@@ -78,7 +75,7 @@ fn claim(d: &Deployment, sets: &[Arc<ReplicaSet>], w: &mut World) {
 
 /// The ReplicaSet running the Deployment's template: the oldest with it, if several.
 fn find_new(d: &Deployment, w: &World) -> Option<String> {
-    let template = d.spec.as_ref().map(|s| s.template.clone())?;
+    let template = d.spec.template.clone();
     let mut same: Vec<_> = w
         .sets
         .iter()
@@ -113,15 +110,13 @@ fn sync_new(d: &Deployment, w: &mut World, new: &str) -> String {
         _ => next,
     };
     annotations.insert(REVISION.into(), revision.to_string());
-    let min_ready = d.spec.as_ref().and_then(|s| s.min_ready_seconds);
-    let spec = rs.spec.get_or_insert_with(Default::default);
+    let min_ready = d.spec.min_ready_seconds;
+    let spec = &mut rs.spec;
     let changed = rs.metadata.annotations.as_ref() != Some(&annotations)
         || spec.min_ready_seconds != min_ready;
     if changed {
         rs.metadata.annotations = Some(annotations);
-        rs.spec
-            .get_or_insert_with(Default::default)
-            .min_ready_seconds = min_ready;
+        rs.spec.min_ready_seconds = min_ready;
         w.put(rs);
     }
     revision.to_string()
@@ -129,7 +124,7 @@ fn sync_new(d: &Deployment, w: &mut World, new: &str) -> String {
 
 /// The ReplicaSet for the Deployment's template, named `<deployment>-<hash>`.
 fn new_rs(d: &Deployment, hash: &str, revision: i64, replicas: i32) -> ReplicaSet {
-    let spec = d.spec.clone().unwrap_or_default();
+    let spec = d.spec.clone();
     let mut template = spec.template.clone();
     let meta = template.metadata.get_or_insert_with(ObjectMeta::default);
     let labels = meta.labels.get_or_insert_with(Default::default);
@@ -155,12 +150,12 @@ fn new_rs(d: &Deployment, hash: &str, revision: i64, replicas: i32) -> ReplicaSe
             owner_references: Some(vec![crate::owners::controller_ref(d)]),
             ..ObjectMeta::default()
         },
-        spec: Some(ReplicaSetSpec {
+        spec: ReplicaSetSpec {
             replicas: Some(replicas),
             min_ready_seconds: spec.min_ready_seconds,
             selector,
             template: Some(template),
-        }),
+        },
         status: None,
     }
 }
@@ -183,12 +178,7 @@ fn get_or_create_new(
         return None;
     }
     let collisions = d.status.as_ref().and_then(|s| s.collision_count);
-    let template = d
-        .spec
-        .as_ref()
-        .map(|s| s.template.clone())
-        .unwrap_or_default();
-    let hash = util::template_hash(&template, collisions);
+    let hash = util::template_hash(&d.spec.template, collisions);
     let name = format!("{}-{hash}", d.metadata.name.as_deref().unwrap_or_default());
     if all
         .iter()
@@ -215,11 +205,7 @@ fn get_or_create_new(
 /// Old ReplicaSets beyond `revisionHistoryLimit`, scaled to zero and settled, deleted
 /// oldest revision first.
 fn cleanup(d: &Deployment, w: &mut World, new: Option<&str>) {
-    let limit = d
-        .spec
-        .as_ref()
-        .and_then(|s| s.revision_history_limit)
-        .unwrap_or(10);
+    let limit = d.spec.revision_history_limit.unwrap_or(10);
     let limit = usize::try_from(limit).unwrap_or(0);
     // As `cleanupDeployment`: the old ones alive count against the limit; of the oldest
     // revisions beyond it, those scaled down and settled go.
@@ -280,7 +266,7 @@ pub fn plan(d: &Deployment, sets: &[Arc<ReplicaSet>], old_pods_running: bool, no
     let mut w = World::new(Vec::new());
     claim(d, sets, &mut w);
     let mut p = Progress::default();
-    let spec = d.spec.clone().unwrap_or_default();
+    let spec = d.spec.clone();
     let deleting = d.metadata.deletion_timestamp.is_some();
     if !deleting {
         if spec.paused == Some(true) || rolling::is_scaling_event(d, &w) {

@@ -26,7 +26,7 @@ fn rolling(surge: Value, unavailable: Value) -> Value {
 
 /// A ReplicaSet of `d`'s controlling made for `image`, at `replicas`, all available.
 fn rs_for(d: &Deployment, image: &str, revision: i64, replicas: i32, age: i64) -> Arc<ReplicaSet> {
-    let mut t = d.spec.as_ref().unwrap().template.clone();
+    let mut t = d.spec.template.clone();
     t.spec.as_mut().unwrap().containers[0].image = Some(image.into());
     let hash = template_hash(&t, None);
     t.metadata
@@ -79,12 +79,12 @@ fn a_new_deployment_gets_its_replica_set_named_by_the_template_hash() {
     let new = created(&p);
     assert_eq!(new.len(), 1);
     let rs = new[0];
-    let hash = template_hash(&d.spec.as_ref().unwrap().template, None);
+    let hash = template_hash(&d.spec.template, None);
     assert_eq!(
         rs.metadata.name.as_deref(),
         Some(format!("web-{hash}").as_str())
     );
-    let spec = rs.spec.as_ref().unwrap();
+    let spec = &rs.spec;
     assert_eq!(spec.replicas, Some(3));
     assert_eq!(
         spec.selector.match_labels.as_ref().unwrap()[HASH_LABEL],
@@ -102,7 +102,7 @@ fn a_new_deployment_gets_its_replica_set_named_by_the_template_hash() {
         .as_ref()
         .unwrap()
         .iter()
-        .find(|c| c.type_ == "Progressing")
+        .find(|c| c.type_.as_deref() == Some("Progressing"))
         .unwrap();
     assert_eq!(progressing.reason.as_deref(), Some("NewReplicaSetCreated"));
     assert_eq!(
@@ -139,7 +139,7 @@ fn recreate_scales_the_old_down_then_waits_for_its_pods_before_creating() {
     );
     assert!(created(&p).is_empty());
     let mut stopped = (*old).clone();
-    stopped.spec.as_mut().unwrap().replicas = Some(0);
+    stopped.spec.replicas = Some(0);
     stopped.status = Some(Default::default());
     let stopped = Arc::new(stopped);
     let p = plan(&d, std::slice::from_ref(&stopped), true, NOW);
@@ -151,7 +151,7 @@ fn recreate_scales_the_old_down_then_waits_for_its_pods_before_creating() {
 #[test]
 fn a_paused_deployment_rolls_nothing_out() {
     let mut d = deployment("x:2", 2, rolling(json!(1), json!(0)));
-    d.spec.as_mut().unwrap().paused = Some(true);
+    d.spec.paused = Some(true);
     let old = rs_for(&d, "x:1", 1, 2, 100);
     let p = plan(&d, std::slice::from_ref(&old), false, NOW);
     assert!(created(&p).is_empty(), "{:?}", p.writes);
@@ -162,7 +162,7 @@ fn a_paused_deployment_rolls_nothing_out() {
         .as_ref()
         .unwrap()
         .iter()
-        .find(|c| c.type_ == "Progressing")
+        .find(|c| c.type_.as_deref() == Some("Progressing"))
         .unwrap();
     assert_eq!(progressing.reason.as_deref(), Some("DeploymentPaused"));
 }
@@ -170,7 +170,7 @@ fn a_paused_deployment_rolls_nothing_out() {
 #[test]
 fn history_beyond_the_limit_goes_oldest_revision_first_once_complete() {
     let mut d = deployment("x:4", 1, rolling(json!(1), json!(0)));
-    d.spec.as_mut().unwrap().revision_history_limit = Some(1);
+    d.spec.revision_history_limit = Some(1);
     let sets = vec![
         rs_for(&d, "x:1", 1, 0, 400),
         rs_for(&d, "x:2", 2, 0, 300),
@@ -193,7 +193,7 @@ fn history_beyond_the_limit_goes_oldest_revision_first_once_complete() {
 fn a_name_taken_by_another_template_counts_a_collision() {
     let d = deployment("x:1", 1, rolling(json!(1), json!(0)));
     let mut squatter = (*rs_for(&d, "x:9", 1, 1, 100)).clone();
-    let hash = template_hash(&d.spec.as_ref().unwrap().template, None);
+    let hash = template_hash(&d.spec.template, None);
     squatter.metadata.name = Some(format!("web-{hash}"));
     squatter.metadata.owner_references = None;
     squatter.metadata.labels = Some([("other".to_string(), "x".to_string())].into());
@@ -249,10 +249,10 @@ fn no_progress_past_the_deadline_times_out() {
         .as_ref()
         .unwrap()
         .iter()
-        .find(|c| c.type_ == "Progressing")
+        .find(|c| c.type_.as_deref() == Some("Progressing"))
         .unwrap();
     assert_eq!(
-        (progressing.status.as_str(), progressing.reason.as_deref()),
-        ("False", Some("ProgressDeadlineExceeded"))
+        (progressing.status.as_deref(), progressing.reason.as_deref()),
+        (Some("False"), Some("ProgressDeadlineExceeded"))
     );
 }

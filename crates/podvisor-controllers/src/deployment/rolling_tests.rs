@@ -94,8 +94,6 @@ fn roll(replicas: i32, surge: i32, unavailable: i32) -> usize {
         settle(&mut sets);
         let new_done = sets.iter().any(|rs| {
             rs.spec
-                .as_ref()
-                .unwrap()
                 .template
                 .as_ref()
                 .unwrap()

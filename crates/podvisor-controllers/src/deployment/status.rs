@@ -23,7 +23,10 @@ pub struct Progress {
 }
 
 fn condition<'a>(s: &'a DeploymentStatus, type_: &str) -> Option<&'a DeploymentCondition> {
-    s.conditions.as_ref()?.iter().find(|c| c.type_ == type_)
+    s.conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_.as_deref() == Some(type_))
 }
 
 fn time(ms: i64) -> Time {
@@ -42,26 +45,26 @@ fn set(
 ) {
     let old = condition(s, type_).cloned();
     if let Some(o) = &old
-        && o.status == status
+        && o.status.as_deref() == Some(status)
         && o.reason.as_deref() == Some(reason)
         && o.message.as_deref() == Some(message.as_str())
     {
         return;
     }
     let transition = match &old {
-        Some(o) if o.status == status => o.last_transition_time.clone(),
+        Some(o) if o.status.as_deref() == Some(status) => o.last_transition_time.clone(),
         _ => Some(time(now_ms)),
     };
     let c = DeploymentCondition {
-        type_: type_.into(),
-        status: status.into(),
+        type_: Some(type_.into()),
+        status: Some(status.into()),
         reason: Some(reason.into()),
         message: Some(message),
         last_update_time: Some(time(now_ms)),
         last_transition_time: transition,
     };
     let all = s.conditions.get_or_insert_with(Vec::new);
-    all.retain(|c| c.type_ != type_);
+    all.retain(|c| c.type_.as_deref() != Some(type_));
     all.push(c);
 }
 
@@ -124,7 +127,10 @@ impl Progressing<'_> {
     /// Progress restarts the deadline's clock even when the message stays the same.
     fn touch(&mut self) {
         let all = self.s.conditions.iter_mut().flatten();
-        if let Some(c) = all.into_iter().find(|c| c.type_ == "Progressing") {
+        if let Some(c) = all
+            .into_iter()
+            .find(|c| c.type_.as_deref() == Some("Progressing"))
+        {
             c.last_update_time = Some(time(self.now_ms));
         }
     }
@@ -132,7 +138,7 @@ impl Progressing<'_> {
 
 /// Paused, or resumed: the condition says so; whether paused.
 fn pause_state(d: &Deployment, c: &mut Progressing<'_>) -> bool {
-    let paused = d.spec.as_ref().and_then(|x| x.paused) == Some(true);
+    let paused = d.spec.paused == Some(true);
     if paused {
         c.set("Unknown", "DeploymentPaused", "Deployment is paused".into());
     } else if c.reason() == Some("DeploymentPaused") {
@@ -156,7 +162,7 @@ fn progressing(
     p: &Progress,
     now_ms: i64,
 ) -> Option<Duration> {
-    let deadline = d.spec.as_ref().and_then(|x| x.progress_deadline_seconds);
+    let deadline = d.spec.progress_deadline_seconds;
     let deadline_ms = i64::from(deadline.unwrap_or(600)) * 1000;
     let rs = new.unwrap_or_default();
     let is_complete = complete(d, s);
@@ -247,7 +253,9 @@ pub fn compute(
     let failure = new.and_then(|n| w.get(n)).and_then(|rs| {
         let c = rs.status.as_ref()?.conditions.as_ref()?;
         c.iter()
-            .find(|c| c.type_ == "ReplicaFailure" && c.status == "True")
+            .find(|c| {
+                c.type_.as_deref() == Some("ReplicaFailure") && c.status.as_deref() == Some("True")
+            })
             .cloned()
     });
     match failure {
@@ -261,7 +269,7 @@ pub fn compute(
         ),
         None => {
             if let Some(all) = s.conditions.as_mut() {
-                all.retain(|c| c.type_ != "ReplicaFailure");
+                all.retain(|c| c.type_.as_deref() != Some("ReplicaFailure"));
             }
         }
     }

@@ -36,11 +36,7 @@ async fn old_pods_running(
     d: &Deployment,
     sets: &[Arc<ReplicaSet>],
 ) -> Result<bool, Error> {
-    let template = d
-        .spec
-        .as_ref()
-        .map(|s| s.template.clone())
-        .unwrap_or_default();
+    let template = d.spec.template.clone();
     let uid = d.metadata.uid.as_deref();
     let old: Vec<&str> = sets
         .iter()
@@ -57,11 +53,7 @@ async fn old_pods_running(
     if old.is_empty() {
         return Ok(false);
     }
-    let selector = d
-        .spec
-        .as_ref()
-        .map(|s| selector_string(&s.selector))
-        .unwrap_or_default();
+    let selector = selector_string(&d.spec.selector);
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace(d));
     let labels = podvisor_client::selector::LabelSelector::parse(&selector)?;
     let list = pods.list(&ListParams::default().labels(labels)).await?;

@@ -24,11 +24,11 @@ const NOT_COPIED: [&str; 5] = [
 ];
 
 pub fn replicas(d: &Deployment) -> i32 {
-    d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
+    d.spec.replicas.unwrap_or(1)
 }
 
 pub fn rs_replicas(rs: &ReplicaSet) -> i32 {
-    rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0)
+    rs.spec.replicas.unwrap_or(0)
 }
 
 pub fn available(rs: &ReplicaSet) -> i32 {
@@ -53,15 +53,15 @@ pub fn annotation<'a>(rs: &'a ReplicaSet, key: &str) -> Option<&'a str> {
 }
 
 pub fn is_recreate(d: &Deployment) -> bool {
-    let strategy = d.spec.as_ref().and_then(|s| s.strategy.as_ref());
+    let strategy = d.spec.strategy.as_ref();
     strategy.and_then(|s| s.type_.as_deref()) == Some("Recreate")
 }
 
 fn rolling_value(d: &Deployment, surge: bool) -> IntOrString {
     let r = d
         .spec
+        .strategy
         .as_ref()
-        .and_then(|s| s.strategy.as_ref())
         .and_then(|s| s.rolling_update.as_ref());
     let v = r.and_then(|r| {
         if surge {
@@ -144,10 +144,7 @@ pub fn same_template(a: &PodTemplateSpec, b: &PodTemplateSpec) -> bool {
 }
 
 pub fn rs_template(rs: &ReplicaSet) -> PodTemplateSpec {
-    rs.spec
-        .as_ref()
-        .and_then(|s| s.template.clone())
-        .unwrap_or_default()
+    rs.spec.template.clone().unwrap_or_default()
 }
 
 /// The hash naming a template's ReplicaSet: FNV-1a (32 bits) over its JSON and the

@@ -102,7 +102,7 @@ impl World {
         };
         let from = util::rs_replicas(rs);
         let mut next = (**rs).clone();
-        next.spec.get_or_insert_with(Default::default).replicas = Some(to);
+        next.spec.replicas = Some(to);
         let annotations = next
             .metadata
             .annotations

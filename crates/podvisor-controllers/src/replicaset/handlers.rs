@@ -55,11 +55,7 @@ fn selecting(sets: &Cache<ReplicaSet>, pod: &Pod) -> Vec<Enqueue> {
     let ns = pod.metadata.namespace.as_deref().unwrap_or("");
     let have = labels(pod);
     sets.in_namespace(ns)
-        .filter(|rs| {
-            rs.spec
-                .as_ref()
-                .is_some_and(|s| selects(&s.selector, &have))
-        })
+        .filter(|rs| selects(&rs.spec.selector, &have))
         .map(|rs| now(rs_key(ns, rs.metadata.name.as_deref().unwrap_or(""))))
         .collect()
 }
@@ -86,7 +82,10 @@ pub fn failing(sets: &Cache<ReplicaSet>) -> Vec<Enqueue> {
     sets.values()
         .filter(|rs| {
             let conditions = rs.status.as_ref().and_then(|s| s.conditions.as_ref());
-            conditions.is_some_and(|c| c.iter().any(|c| c.type_ == "ReplicaFailure"))
+            conditions.is_some_and(|c| {
+                c.iter()
+                    .any(|c| c.type_.as_deref() == Some("ReplicaFailure"))
+            })
         })
         .map(|rs| {
             let m = &rs.metadata;
@@ -100,7 +99,7 @@ pub fn failing(sets: &Cache<ReplicaSet>) -> Vec<Enqueue> {
 
 fn min_ready(sets: &Cache<ReplicaSet>, key: &ObjectKey) -> i32 {
     sets.get(key)
-        .and_then(|rs| rs.spec.as_ref())
+        .map(|rs| &rs.spec)
         .and_then(|s| s.min_ready_seconds)
         .unwrap_or(0)
 }

@@ -46,13 +46,9 @@ pub fn plan<'a>(
 ) -> Plan {
     let mut p = Plan::default();
     let uid = rs.metadata.uid.as_deref().unwrap_or_default();
-    let selector = rs
-        .spec
-        .as_ref()
-        .map(|s| s.selector.clone())
-        .unwrap_or_default();
+    let selector = &rs.spec.selector;
     for pod in namespace_pods.filter(|p| is_active(p)) {
-        let matches = selects(&selector, &labels(pod));
+        let matches = selects(selector, &labels(pod));
         match controller_of(pod) {
             Some(r) if r.uid != uid => {}
             Some(_) if matches => p.claimed.push(pod.clone()),
@@ -66,12 +62,7 @@ pub fn plan<'a>(
         }
     }
     if may_manage && !deleting(rs) {
-        let want = rs
-            .spec
-            .as_ref()
-            .and_then(|s| s.replicas)
-            .unwrap_or(1)
-            .max(0) as usize;
+        let want = rs.spec.replicas.unwrap_or(1).max(0) as usize;
         let have = p.claimed.len();
         p.manage = match have.cmp(&want) {
             std::cmp::Ordering::Less => Manage::Create((want - have).min(BURST)),

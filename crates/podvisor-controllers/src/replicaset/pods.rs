@@ -66,11 +66,7 @@ pub use podvisor_core::labels::{selector_string, selects};
 /// The pod the ReplicaSet's template makes: `generateName` `<rs>-`, the template's labels,
 /// annotations, finalizers and spec, owned by the ReplicaSet.
 pub fn from_template(rs: &ReplicaSet) -> Pod {
-    let template = rs
-        .spec
-        .as_ref()
-        .and_then(|s| s.template.clone())
-        .unwrap_or_default();
+    let template = rs.spec.template.clone().unwrap_or_default();
     let meta = template.metadata.unwrap_or_default();
     let name = rs.metadata.name.clone().unwrap_or_default();
     let mut pod = Pod {

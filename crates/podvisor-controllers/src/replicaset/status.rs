@@ -20,10 +20,7 @@ pub struct ManageError {
 }
 
 fn min_ready(rs: &ReplicaSet) -> i32 {
-    rs.spec
-        .as_ref()
-        .and_then(|s| s.min_ready_seconds)
-        .unwrap_or(0)
+    rs.spec.min_ready_seconds.unwrap_or(0)
 }
 
 /// The status `rs` should show, given the active pods it owns.
@@ -35,8 +32,8 @@ pub fn compute(
 ) -> ReplicaSetStatus {
     let template_labels = rs
         .spec
+        .template
         .as_ref()
-        .and_then(|s| s.template.as_ref())
         .and_then(|t| t.metadata.as_ref())
         .and_then(|m| m.labels.clone())
         .unwrap_or_default();
@@ -71,14 +68,16 @@ fn conditions(
     mut old: Vec<ReplicaSetCondition>,
     error: Option<&ManageError>,
 ) -> Option<Vec<ReplicaSetCondition>> {
-    let existing = old.iter().position(|c| c.type_ == "ReplicaFailure");
+    let existing = old
+        .iter()
+        .position(|c| c.type_.as_deref() == Some("ReplicaFailure"));
     match (error, existing) {
         (None, Some(i)) => {
             old.remove(i);
         }
         (Some(e), None) => old.push(ReplicaSetCondition {
-            type_: "ReplicaFailure".into(),
-            status: "True".into(),
+            type_: Some("ReplicaFailure".into()),
+            status: Some("True".into()),
             reason: Some(e.reason.into()),
             message: Some(e.message.clone()),
             last_transition_time: Some(podvisor_core::time::now()),
@@ -179,8 +178,8 @@ mod tests {
         let s = compute(&set, &[], Some(&e), 0);
         let c = &s.conditions.as_ref().unwrap()[0];
         assert_eq!(
-            (c.type_.as_str(), c.reason.as_deref()),
-            ("ReplicaFailure", Some("FailedCreate"))
+            (c.type_.as_deref(), c.reason.as_deref()),
+            (Some("ReplicaFailure"), Some("FailedCreate"))
         );
         set.status = Some(s.clone());
         let again = compute(&set, &[], Some(&e), 0);

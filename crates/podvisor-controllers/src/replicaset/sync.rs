@@ -69,11 +69,7 @@ async fn can_adopt(client: &Client, rs: &ReplicaSet) -> Result<bool, Error> {
 /// Adopts and releases as planned.
 async fn claim(client: &Client, rs: &ReplicaSet, plan: &Plan) -> Result<(), Error> {
     let uid = rs.metadata.uid.clone().unwrap_or_default();
-    let selector = rs
-        .spec
-        .as_ref()
-        .map(|s| s.selector.clone())
-        .unwrap_or_default();
+    let selector = rs.spec.selector.clone();
     if !plan.adopt.is_empty() && !can_adopt(client, rs).await? {
         return Err(Error::conflict(
             "replicasets.apps",

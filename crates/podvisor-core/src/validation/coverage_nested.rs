@@ -41,13 +41,8 @@ fn nested() -> Vec<(&'static str, Fields)> {
             all(&["containerName", "divisor", "resource"]),
         ),
         ("ExecAction", all(&["command"])),
-        (
-            "HTTPGetAction",
-            all(&["host", "httpHeaders", "path", "port", "scheme"]),
-        ),
         ("HTTPHeader", all(&["name", "value"])),
         ("TCPSocketAction", all(&["host", "port"])),
-        ("GRPCAction", all(&["port", "service"])),
         ("SleepAction", all(&["seconds"])),
         (
             "ContainerResizePolicy",
@@ -69,28 +64,9 @@ fn nested() -> Vec<(&'static str, Fields)> {
         ),
         ("Sysctl", all(&["name", "value"])),
         ("HostPathVolumeSource", all(&["path", "type"])),
-        (
-            "ConfigMapVolumeSource",
-            all(&["defaultMode", "items", "name", "optional"]),
-        ),
-        (
-            "SecretVolumeSource",
-            all(&["defaultMode", "items", "optional", "secretName"]),
-        ),
-        ("KeyToPath", all(&["key", "mode", "path"])),
-        ("DownwardAPIVolumeSource", all(&["defaultMode", "items"])),
-        (
-            "DownwardAPIVolumeFile",
-            all(&["fieldRef", "mode", "path", "resourceFieldRef"]),
-        ),
-        ("ProjectedVolumeSource", all(&["defaultMode", "sources"])),
         ("ConfigMapProjection", all(&["items", "name", "optional"])),
         ("SecretProjection", all(&["items", "name", "optional"])),
         ("DownwardAPIProjection", all(&["items"])),
-        (
-            "ServiceAccountTokenProjection",
-            all(&["audience", "expirationSeconds", "path"]),
-        ),
         (
             "NodeAffinity",
             vec![

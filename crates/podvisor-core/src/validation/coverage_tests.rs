@@ -43,7 +43,14 @@ fn base() -> Value {
             "affinity": {},
             "volumes": [
                 {"name": "v", "emptyDir": {}},
-                {"name": "p", "projected": {"sources": [{"downwardAPI": {"items": []}}]}}
+                {"name": "p", "projected": {"sources": [
+                    {"downwardAPI": {"items": []}}, {"serviceAccountToken": {"path": "t"}}
+                ]}},
+                {"name": "c", "configMap": {"name": "cm", "items": [{"key": "k", "path": "k"}]}},
+                {"name": "s", "secret": {"secretName": "s"}},
+                {"name": "d", "downwardAPI": {"items": [
+                    {"path": "n", "fieldRef": {"fieldPath": "metadata.name"}}
+                ]}}
             ],
             "containers": [{
                 "name": "c", "image": "i",
@@ -52,6 +59,8 @@ fn base() -> Value {
                 "volumeMounts": [{"name": "v", "mountPath": "/v"}],
                 "env": [{"name": "E", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
                 "livenessProbe": {"exec": {"command": ["true"]}},
+                "readinessProbe": {"grpc": {"port": 9090}},
+                "startupProbe": {"httpGet": {"port": 80}},
                 "lifecycle": {"preStop": {"exec": {"command": ["true"]}}}
             }],
             "ephemeralContainers": [{"name": "dbg", "image": "i", "securityContext": {}}]
@@ -108,7 +117,8 @@ fn pod_spec() -> Table {
             h("tolerations"),
             c("topologySpreadConstraints"),
             h("volumes"),
-            c("workloadRef"),
+            c("schedulingGroup"),
+            c("evictionResponders"),
         ],
     }
 }
@@ -309,6 +319,7 @@ fn volume_mount() -> Table {
             ("recursiveReadOnly", Refused(json!("Enabled"))),
             h("subPath"),
             ("subPathExpr", Refused(json!("$(POD_NAME)"))),
+            ("bindMountOptions", Refused(json!(["noexec"]))),
         ],
     }
 }
@@ -345,7 +356,7 @@ fn small_tables() -> Vec<Table> {
             name: "EmptyDirVolumeSource",
             fields: fields::<EmptyDirVolumeSource>(),
             at: "/spec/volumes/0/emptyDir",
-            classes: vec![h("medium"), h("sizeLimit")],
+            classes: vec![h("medium"), h("sizeLimit"), ("mode", Refused(json!(493)))],
         },
         Table {
             name: "Lifecycle",
@@ -420,6 +431,104 @@ fn small_tables() -> Vec<Table> {
     ]
 }
 
+/// Types whose 1.37 alpha fields are refused (`alpha.rs`), each where `base()` has one.
+fn alpha_tables() -> Vec<Table> {
+    let h = |f| (f, Honoured);
+    let user = || Refused(json!(1000));
+    let table = |name, fields, at, classes| Table {
+        name,
+        fields,
+        at,
+        classes,
+    };
+    vec![
+        table(
+            "ConfigMapVolumeSource",
+            fields::<ConfigMapVolumeSource>(),
+            "/spec/volumes/2/configMap",
+            vec![
+                h("defaultMode"),
+                h("items"),
+                h("name"),
+                h("optional"),
+                ("defaultUser", user()),
+            ],
+        ),
+        table(
+            "KeyToPath",
+            fields::<KeyToPath>(),
+            "/spec/volumes/2/configMap/items/0",
+            vec![h("key"), h("mode"), h("path"), ("user", user())],
+        ),
+        table(
+            "SecretVolumeSource",
+            fields::<SecretVolumeSource>(),
+            "/spec/volumes/3/secret",
+            vec![
+                h("defaultMode"),
+                h("items"),
+                h("optional"),
+                h("secretName"),
+                ("defaultUser", user()),
+            ],
+        ),
+        table(
+            "DownwardAPIVolumeSource",
+            fields::<DownwardAPIVolumeSource>(),
+            "/spec/volumes/4/downwardAPI",
+            vec![h("defaultMode"), h("items"), ("defaultUser", user())],
+        ),
+        table(
+            "DownwardAPIVolumeFile",
+            fields::<DownwardAPIVolumeFile>(),
+            "/spec/volumes/4/downwardAPI/items/0",
+            vec![
+                h("fieldRef"),
+                h("mode"),
+                h("path"),
+                h("resourceFieldRef"),
+                ("user", user()),
+            ],
+        ),
+        table(
+            "ProjectedVolumeSource",
+            fields::<ProjectedVolumeSource>(),
+            "/spec/volumes/1/projected",
+            vec![h("defaultMode"), h("sources"), ("defaultUser", user())],
+        ),
+        table(
+            "ServiceAccountTokenProjection",
+            fields::<ServiceAccountTokenProjection>(),
+            "/spec/volumes/1/projected/sources/1/serviceAccountToken",
+            vec![
+                h("audience"),
+                h("expirationSeconds"),
+                h("path"),
+                ("user", user()),
+            ],
+        ),
+        table(
+            "GRPCAction",
+            fields::<GRPCAction>(),
+            "/spec/containers/0/readinessProbe/grpc",
+            vec![h("port"), h("service"), ("mode", Partly(json!("TLS")))],
+        ),
+        table(
+            "HTTPGetAction",
+            fields::<HTTPGetAction>(),
+            "/spec/containers/0/startupProbe/httpGet",
+            vec![
+                h("host"),
+                h("httpHeaders"),
+                h("path"),
+                h("port"),
+                h("scheme"),
+                ("protocol", Partly(json!("HTTP/2"))),
+            ],
+        ),
+    ]
+}
+
 pub(super) fn tables() -> Vec<Table> {
     let mut t = vec![
         pod_spec(),
@@ -431,6 +540,7 @@ pub(super) fn tables() -> Vec<Table> {
         volume_mount(),
     ];
     t.extend(small_tables());
+    t.extend(alpha_tables());
     t
 }
 

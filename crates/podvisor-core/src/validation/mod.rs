@@ -2,6 +2,7 @@
 //! field paths and error kinds, so a refusal names the field and the reason the way the
 //! API server would.
 
+mod alpha;
 #[cfg(test)]
 mod coverage_fields;
 #[cfg(test)]
@@ -24,4 +25,5 @@ mod volumes;
 
 pub use field::{FieldError, FieldErrorKind, FieldErrors, FieldPath};
 pub use pod::validate_pod;
+pub use unsupported::UNKNOWN_FIELDS;
 pub use volumes::{ENV_FIELD_PATHS, FILE_FIELD_PATHS, RESOURCES};

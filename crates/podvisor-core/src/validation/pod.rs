@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, VolumeMount};
 
 use super::field::{FieldError, FieldErrors, FieldPath};
 use super::lifecycle::{self, Role};
-use super::{dns, ephemeral, names, resize_policy, restart, security, unsupported, volumes};
+use super::{alpha, dns, ephemeral, names, resize_policy, restart, security, unsupported, volumes};
 use crate::grace::GracePeriod;
 use crate::phase::RestartPolicy;
 use crate::quantity;
@@ -27,6 +27,7 @@ pub fn validate_pod(pod: &Pod) -> Result<(), FieldErrors> {
     if let Some(ns) = &pod.metadata.namespace {
         errs.0.extend(names::label(&meta.child("namespace"), ns));
     }
+    unsupported::validate_unknown(pod, &mut errs);
     match &pod.spec {
         Some(spec) => validate_spec(spec, &FieldPath::new("spec"), &mut errs),
         None => errs.push(FieldError::required(&FieldPath::new("spec"), "")),
@@ -81,6 +82,7 @@ fn validate_spec(spec: &PodSpec, path: &FieldPath, errs: &mut FieldErrors) {
     security::validate_pod(spec, path, errs);
     dns::validate(spec, path, errs);
     unsupported::validate_spec(spec, path, errs);
+    alpha::validate(spec, path, errs);
     validate_containers(spec, path, &volumes, errs);
 }
 

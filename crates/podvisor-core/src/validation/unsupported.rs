@@ -2,9 +2,40 @@
 //! ignored (`coverage_tests.rs` classifies every field of the pod's types and fails on a
 //! new one).
 
-use k8s_openapi::api::core::v1::{Container, PodSpec, VolumeMount};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, VolumeMount};
 
 use super::field::{FieldError, FieldErrors, FieldPath};
+
+/// The annotation naming the fields a pod came with from the cluster that podvisor's
+/// types (Kubernetes 1.37's) do not know: a newer API server's, set by the cluster client.
+pub const UNKNOWN_FIELDS: &str = "podvisor.io/unknown-fields";
+
+/// Each field [`UNKNOWN_FIELDS`] names, refused: running the pod without it would ignore
+/// it silently.
+pub(super) fn validate_unknown(pod: &Pod, errs: &mut FieldErrors) {
+    let annotations = pod.metadata.annotations.as_ref();
+    let Some(list) = annotations.and_then(|a| a.get(UNKNOWN_FIELDS)) else {
+        return;
+    };
+    let why = "not a field of Kubernetes 1.37's Pod, whose types podvisor speaks: the API \
+               server is newer and podvisor cannot honour it";
+    for field in list.split(',').filter(|f| !f.is_empty()) {
+        errs.push(FieldError::forbidden(&FieldPath::new(field), why));
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn fields_a_newer_server_sent_are_refused_by_name() {
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "p", "annotations": {UNKNOWN_FIELDS: "spec.futureField,spec.containers[0].knob"}},
+        "spec": {"containers": [{"name": "c", "image": "i"}]}
+    }))
+    .unwrap();
+    let e = super::validate_pod(&pod).unwrap_err().to_string();
+    assert!(e.contains("spec.futureField: Forbidden"), "{e}");
+    assert!(e.contains("spec.containers[0].knob: Forbidden"), "{e}");
+}
 
 fn refuse(set: bool, at: FieldPath, why: &str, errs: &mut FieldErrors) {
     if set {
