@@ -30,8 +30,9 @@ fn kubelet_config(dir: &Path, (port, healthz): (u16, u16)) -> String {
         .replace("healthzPort: 10248", &format!("healthzPort: {healthz}"))
         // Asked of the runtime instead: the test containerd's is cgroupfs.
         .replace("cgroupDriver: systemd\n", "");
+    // This machine is cgroup v1, where kubeadm's admin sets failCgroupV1: false too.
     format!(
-        "{text}port: {port}\ncontainerRuntimeEndpoint: {}\npodLogsDir: {}\n",
+        "{text}port: {port}\ncontainerRuntimeEndpoint: {}\npodLogsDir: {}\nfailCgroupV1: false\n",
         common::endpoint(),
         dir.join("logs").display()
     )

@@ -28,6 +28,19 @@ pub(crate) fn memory_bytes() -> i64 {
         .map_or(i64::MAX, |kb| kb * 1024)
 }
 
+/// As the kubelet with `failCgroupV1`: a cgroup v1 host (no `cgroup.controllers` at the
+/// top of the cgroup filesystem) is refused, with the kubelet's reason.
+pub(crate) fn check_cgroup_version(c: &AgentConfig, fs: &std::path::Path) -> anyhow::Result<()> {
+    if c.node.fail_cgroup_v1 && !fs.join("cgroup.controllers").exists() {
+        anyhow::bail!(
+            "this host uses cgroup v1, which the configuration refuses (failCgroupV1: true, \
+             the kubelet's default in a KubeletConfiguration): set failCgroupV1: false \
+             (node.fail_cgroup_v1 = false) to run on cgroup v1"
+        );
+    }
+    Ok(())
+}
+
 /// The node's address: configured, else the one the default route leaves by (a UDP
 /// socket's route lookup; nothing is sent), else loopback.
 pub(crate) fn address(c: &AgentConfig) -> std::net::IpAddr {
@@ -94,5 +107,27 @@ pub(crate) fn facts(
             .filter_map(|t| podvisor_core::taints::parse(t).ok())
             .collect(),
         labels: cfg.node.labels.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cgroup_v1_host_is_refused_only_when_the_configuration_says_so() {
+        let dir = std::env::temp_dir().join(format!("podvisor-cgroupfs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut c = AgentConfig::default();
+        assert!(
+            check_cgroup_version(&c, &dir).is_ok(),
+            "podvisor's TOML runs on v1"
+        );
+        c.node.fail_cgroup_v1 = true;
+        let e = check_cgroup_version(&c, &dir).unwrap_err().to_string();
+        assert!(e.contains("failCgroupV1"), "{e}");
+        std::fs::write(dir.join("cgroup.controllers"), "cpu memory pids\n").unwrap();
+        assert!(check_cgroup_version(&c, &dir).is_ok(), "cgroup v2");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -81,6 +81,7 @@ const BLOCKING_THREADS: usize = 4;
 
 pub fn run(cfg: AgentConfig) -> anyhow::Result<()> {
     cfg.validate()?;
+    host::check_cgroup_version(&cfg, std::path::Path::new("/sys/fs/cgroup"))?;
     for dir in [&cfg.state_dir, &cfg.pod_log_dir, &cfg.manifest_dir] {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }

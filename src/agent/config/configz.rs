@@ -54,6 +54,7 @@ fn node(cfg: &AgentConfig) -> Vec<(&'static str, Value)> {
         ("clusterDNS", json!(n.cluster_dns)),
         ("cgroupRoot", json!(n.cgroup_root)),
         ("cgroupsPerQOS", json!(n.cgroups_per_qos)),
+        ("failCgroupV1", json!(n.fail_cgroup_v1)),
         ("cgroupDriver", json!(driver)),
         ("registerWithTaints", taints(&n.taints)),
         ("maxPods", json!(cfg.allocatable.pods)),

@@ -93,6 +93,7 @@ pub fn from_kubelet_configuration(text: &str) -> Result<AgentConfig, ConfigError
     };
     let mut cfg = AgentConfig::default();
     cfg.healthz.address = Some(SocketAddr::from(([127, 0, 0, 1], 10248)));
+    cfg.node.fail_cgroup_v1 = true;
     let mut server = Server::default();
     for (field, value) in &fields {
         apply(&mut cfg, &mut server, field, value)?;
@@ -232,6 +233,11 @@ fn apply_node(cfg: &mut AgentConfig, field: &str, v: &Value) -> Result<bool, Con
             }
         }
         "cgroupsPerQOS" => node.cgroups_per_qos = typed(field, v)?,
+        "failCgroupV1" => {
+            if let Some(fail) = typed::<Option<bool>>(field, v)? {
+                node.fail_cgroup_v1 = fail;
+            }
+        }
         "cgroupDriver" => match typed::<String>(field, v)?.as_str() {
             "" => {}
             "cgroupfs" => node.cgroup_driver = Some(CgroupDriver::Cgroupfs),

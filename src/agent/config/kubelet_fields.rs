@@ -262,7 +262,6 @@ const FIELDS: &[(&str, &str, &str)] = &[
         "true",
         "podvisor reports ephemeral-storage capacity and counts requests against it",
     ),
-    ("failCgroupV1", "true", "podvisor runs on cgroup v2"),
     (
         "userNamespaces",
         "null",

@@ -33,6 +33,10 @@ fn kubeadm_s_file_is_taken_whole_and_maps_onto_podvisor_s_keys() {
     assert_eq!(cfg.node.cluster_dns, ["10.96.0.10"]);
     assert_eq!(cfg.node.cluster_domain, "cluster.local");
     assert_eq!(cfg.node.cgroup_driver, Some(CgroupDriver::Systemd));
+    assert!(
+        cfg.node.fail_cgroup_v1,
+        "unset: the kubelet's default, true"
+    );
     assert_eq!(cfg.node.resolv_conf, "/run/systemd/resolve/resolv.conf");
     assert_eq!(
         cfg.server.client_ca_file.as_deref(),

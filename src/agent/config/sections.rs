@@ -179,6 +179,9 @@ pub struct NodeSection {
     /// The resolv.conf whose servers and searches `dnsPolicy: Default` pods get (and
     /// ClusterFirst ones without a cluster DNS), as the kubelet's `resolvConf`; "": none.
     pub resolv_conf: String,
+    /// Refuse to start on a cgroup v1 host, as the kubelet's `failCgroupV1` (true by
+    /// default in a KubeletConfiguration, as the kubelet's; false in podvisor's TOML).
+    pub fail_cgroup_v1: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -206,6 +209,7 @@ impl Default for NodeSection {
             cgroup_driver: None,
             labels: std::collections::BTreeMap::new(),
             resolv_conf: "/etc/resolv.conf".into(),
+            fail_cgroup_v1: false,
         }
     }
 }
