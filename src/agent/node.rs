@@ -197,9 +197,16 @@ pub(crate) fn build(
         .with(move || ApiPodSource::new(&node, c.clone(), sink.clone()));
     let pleg = kubelet.pleg_health.clone();
     let health = Arc::new(move || pleg.check().map_err(|e| Unhealthy(e.to_string())));
-    let c = node_api.clone();
-    let (_, registrar) =
-        ChildSpec::of(move || NodeRegistrar::new(facts.clone(), health.clone(), c.clone())).build();
+    let (c, pressure, taints) = (
+        node_api.clone(),
+        kubelet.pressure.clone(),
+        cluster.is_none(),
+    );
+    let (_, registrar) = ChildSpec::of(move || {
+        NodeRegistrar::new(facts.clone(), health.clone(), c.clone())
+            .with_pressure(pressure.clone(), taints)
+    })
+    .build();
     let mut last = vec![source, registrar];
     match &cluster {
         None => last.extend(controllers(

@@ -176,6 +176,10 @@ fn kubelet_params(
         },
         metrics: g.metrics.clone(),
         objects,
+        // Checked when the configuration was read.
+        eviction: cfg.eviction.config().ok().flatten(),
+        image_gc: cfg.image_gc.config(),
+        node_events: Some(node_side.writer.recipient()),
     }
 }
 

@@ -116,6 +116,17 @@ impl Kubectl {
         r.stdout
     }
 
+    /// The default namespace's events with `reason`, as the API serves them.
+    pub fn events(&self, reason: &str) -> Vec<serde_json::Value> {
+        let all: serde_json::Value =
+            serde_json::from_str(&self.ok(&["get", "events", "-o", "json"])).unwrap();
+        let items = all["items"].as_array().cloned().unwrap_or_default();
+        items
+            .into_iter()
+            .filter(|e| e["reason"] == reason)
+            .collect()
+    }
+
     /// `kubectl get ... -o jsonpath=...`.
     pub fn jsonpath(&self, what: &[&str], path: &str) -> String {
         let mut args = vec!["get"];

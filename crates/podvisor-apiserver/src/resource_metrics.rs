@@ -220,6 +220,7 @@ mod tests {
                 usage_core_nano_seconds: Some(1),
             }),
             memory: Some(MemoryStats {
+                available_bytes: None,
                 time: t,
                 usage_bytes: None,
                 working_set_bytes: Some(4 << 20),

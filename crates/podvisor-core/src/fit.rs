@@ -43,7 +43,7 @@ fn request(
 
 /// A pod's effective request: its containers' sum, or its largest init container if that
 /// is more (init containers run one at a time, before the others).
-pub(crate) fn pod_request(pod: &Pod, resource: &str) -> i64 {
+pub fn pod_request(pod: &Pod, resource: &str) -> i64 {
     let parse = if resource == "cpu" {
         quantity::parse_milli
     } else {

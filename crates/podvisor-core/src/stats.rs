@@ -182,6 +182,10 @@ pub struct CpuStats {
 #[serde(rename_all = "camelCase")]
 pub struct MemoryStats {
     pub time: Time,
+    /// The node's: what is left of its memory (capacity less the working set), the
+    /// figure `memory.available` evicts on.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub available_bytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub usage_bytes: Option<u64>,
     /// What `kubectl top` calls memory: usage less the inactive page cache.
@@ -226,6 +230,7 @@ impl MemoryStats {
                     } else {
                         a.time
                     },
+                    available_bytes: None,
                     usage_bytes: add(a.usage_bytes, m.usage_bytes),
                     working_set_bytes: add(a.working_set_bytes, m.working_set_bytes),
                     rss_bytes: add(a.rss_bytes, m.rss_bytes),

@@ -207,6 +207,14 @@ impl Runtime for CriRuntime {
             .collect())
     }
 
+    async fn remove_image(&self, id: &str) -> Result<(), CriError> {
+        self.client.remove_image(id).await
+    }
+
+    async fn images_in_use(&self) -> Result<Vec<String>, CriError> {
+        self.client.images_in_use().await
+    }
+
     async fn stream_url(&self, request: &StreamRequest) -> Result<String, CriError> {
         self.client.stream_url(request).await
     }

@@ -41,6 +41,8 @@ pub fn operation_type(method: &str) -> &'static str {
         "ImageStatus" => "image_status",
         "ListImages" => "list_images",
         "PullImage" => "pull_image",
+        "RemoveImage" => "remove_image",
+        "ImageFsInfo" => "image_fs_info",
         _ => "unknown",
     }
 }

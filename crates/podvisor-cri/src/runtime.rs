@@ -75,6 +75,12 @@ pub trait Runtime: Send + Sync + 'static {
         sandbox: Option<&PodSandboxConfig>,
     ) -> Result<String, CriError>;
     async fn list_images(&self) -> Result<Vec<Image>, CriError>;
+    /// Removes an image by id (what image garbage collection frees); a missing one is
+    /// not an error, as in CRI.
+    async fn remove_image(&self, id: &str) -> Result<(), CriError>;
+    /// The images the runtime's containers use (any state, any owner), by the names,
+    /// references and ids the runtime gives.
+    async fn images_in_use(&self) -> Result<Vec<String>, CriError>;
 
     async fn exec_sync(
         &self,

@@ -13,9 +13,11 @@ use std::time::Duration;
 use podvisor_actors::{ActorRef, ChildSpec, Recipient, Registry, Reserved, SupervisorConfig};
 use podvisor_cri::Runtime;
 
+use crate::eviction::{EvictionConfig, EvictionDeps, EvictionManager};
 use crate::groups::{
     PodWorkerGroup, PodWorkerWiring, StatusGroup, StatusWiring, pod_worker_group, status_group,
 };
+use crate::image_gc::{ImageGc, ImageGcConfig};
 use crate::kuberuntime::config::NodeConfig;
 use crate::kuberuntime::images::ImageManager;
 use crate::kuberuntime::syncer::{CriSyncer, SyncerOutputs};
@@ -24,6 +26,7 @@ use crate::manifest_source::ManifestSource;
 use crate::pleg::{PlegConfig, PlegHealth};
 use crate::pod_workers::{PodWorkers, Timings};
 use crate::prober::{Prober, ProberDeps};
+use crate::protocol::eviction::{NodeEvent, NodePressure};
 use crate::protocol::sources::{GetDesiredPods, Rescan, SourcePods};
 use crate::protocol::status::{PriorStatuses, PublishedStatus};
 use crate::stats::StatsCollector;
@@ -56,6 +59,11 @@ pub struct AgentParams {
     pub metrics: crate::metrics::Metrics,
     /// What pods' object volumes and environments are read from.
     pub objects: crate::kuberuntime::syncer::PodObjects,
+    /// Node-pressure eviction; `None` when no threshold is set.
+    pub eviction: Option<EvictionConfig>,
+    pub image_gc: ImageGcConfig,
+    /// Where events about the node itself go (`EvictionThresholdMet`, image removals).
+    pub node_events: Option<Recipient<NodeEvent>>,
 }
 
 /// The built tree: children for the root supervisor, in start order, and the handles the
@@ -71,6 +79,8 @@ pub struct Agent {
     pub sources_ready: Arc<AtomicBool>,
     /// What the node and its pods use (`/stats/summary`, `metrics.k8s.io`).
     pub stats: ActorRef<StatsCollector>,
+    /// The node's pressure conditions, for the Node's status.
+    pub pressure: NodePressure,
 }
 
 /// Every source snapshot and PLEG event of every pod goes through the sync loop.
@@ -245,6 +255,35 @@ fn stats_spec(p: &AgentParams) -> (ActorRef<StatsCollector>, ChildSpec) {
     ChildSpec::of(move || StatsCollector::new(runtime.clone(), node.clone(), paths.clone())).build()
 }
 
+/// The image garbage collector and, with thresholds, the eviction manager.
+fn eviction_specs(
+    p: &AgentParams,
+    stats: &ActorRef<StatsCollector>,
+    sync_loop: &ActorRef<SyncLoop>,
+    pressure: &NodePressure,
+) -> Vec<ChildSpec> {
+    let (runtime, gc, events) = (p.runtime.clone(), p.image_gc.clone(), p.node_events.clone());
+    let (images, images_spec) =
+        ChildSpec::of(move || ImageGc::new(runtime.clone(), gc.clone(), events.clone())).build();
+    let Some(config) = p.eviction.clone() else {
+        return vec![images_spec];
+    };
+    let deps = Arc::new(EvictionDeps {
+        runtime: p.runtime.clone(),
+        node_name: p.node.node_name.clone(),
+        node_stats: stats.recipient(),
+        summary: stats.recipient(),
+        pods: sync_loop.recipient(),
+        evict: sync_loop.recipient(),
+        images: images.recipient(),
+        events: p.node_events.clone(),
+        pressure: pressure.clone(),
+    });
+    let (_, manager) =
+        ChildSpec::of(move || EvictionManager::new(deps.clone(), config.clone())).build();
+    vec![images_spec, manager]
+}
+
 fn sync_loop_deps(
     p: &AgentParams,
     to: &SyncTargets<'_>,
@@ -266,6 +305,7 @@ fn sync_loop_deps(
         sources: sources(p, manifests),
         probes: Some(to.prober.recipient()),
         events: to.statuses.recipient(),
+        pressure: NodePressure::default(),
     }
 }
 
@@ -298,6 +338,8 @@ pub fn build(registry: &Arc<Registry>, p: AgentParams, addresses: KubeletAddress
         manifest_source(&p, sync_loop.recipient(), sync_loop.recipient());
     let deps = sync_loop_deps(&p, &targets, &status, &workers, &manifest_source);
     let sources_ready = deps.sources_ready.clone();
+    let pressure = deps.pressure.clone();
+    let eviction = eviction_specs(&p, &stats, &sync_loop, &pressure);
     let prober_deps = prober_deps_of(&p, &status_manager, &sync_loop, &status);
     Agent {
         // Start order: what others send to first, the sources last, so the first snapshot
@@ -312,7 +354,10 @@ pub fn build(registry: &Arc<Registry>, p: AgentParams, addresses: KubeletAddress
             manifest_spec,
             log_rotation_spec(&p),
             stats_spec,
-        ],
+        ]
+        .into_iter()
+        .chain(eviction)
+        .collect(),
         status_manager,
         sync_loop,
         manifest_source,
@@ -321,5 +366,6 @@ pub fn build(registry: &Arc<Registry>, p: AgentParams, addresses: KubeletAddress
         pleg_health: status.health,
         sources_ready,
         stats,
+        pressure,
     }
 }

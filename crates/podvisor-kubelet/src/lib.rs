@@ -10,7 +10,9 @@
 
 pub mod agent;
 mod api_status;
+pub mod eviction;
 pub mod groups;
+pub mod image_gc;
 pub mod kuberuntime;
 pub mod log_rotation;
 pub mod manifest_source;

@@ -6,7 +6,7 @@
 //!
 //! Restart: nothing is kept; it reads the Node back from the API.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,10 +15,13 @@ use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
 use podvisor_client::{Api, Client, Error, PostParams};
+use podvisor_eviction::Pressure;
+use podvisor_kubelet::protocol::eviction::NodePressure;
 use serde::Serialize;
 use tracing::{info, warn};
 
 mod facts;
+mod pressure;
 
 pub use facts::NodeFacts;
 
@@ -50,6 +53,10 @@ pub struct NodeRegistrar {
     last: Option<(BTreeMap<String, String>, Instant)>,
     busy: bool,
     me: Option<Recipient<Written>>,
+    /// The eviction manager's conditions, and whether this node sets their taints itself
+    /// (standing alone; in a cluster the node lifecycle controller does).
+    pressure: NodePressure,
+    pressure_taints: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -59,29 +66,42 @@ pub struct NodeRegistrarSummary {
 }
 
 /// The Node's conditions: type → status ("True"/"False"), and the Ready reason.
-fn conditions(health: &HealthCheck) -> (BTreeMap<String, String>, String) {
+fn conditions(
+    health: &HealthCheck,
+    under: &BTreeSet<Pressure>,
+) -> (BTreeMap<String, String>, String) {
     let (ready, message) = match health() {
         Ok(()) => ("True", "podvisor is posting ready status".to_string()),
         Err(why) => ("False", why.0),
     };
     let mut c = BTreeMap::from([("Ready".to_string(), ready.to_string())]);
-    for pressure in ["MemoryPressure", "DiskPressure", "PIDPressure"] {
-        c.insert(pressure.to_string(), "False".to_string());
+    for (kind, status, _, _) in pressure::conditions(under) {
+        c.insert(kind.to_string(), status.to_string());
     }
     (c, message)
 }
 
+/// A condition's reason and message: Ready's from the health check, the pressure
+/// conditions' the kubelet's.
+fn words(kind: &str, status: &str, ready_message: &str) -> (&'static str, String) {
+    let pressure = Pressure::ALL.into_iter().find(|p| p.condition() == kind);
+    match (kind, status, pressure) {
+        (_, _, Some(p)) => {
+            let (reason, message) = p.reason(status == "True");
+            (reason, message.to_string())
+        }
+        ("Ready", "True", None) => ("KubeletReady", ready_message.to_string()),
+        _ => ("KubeletNotReady", ready_message.to_string()),
+    }
+}
+
 fn condition(kind: &str, status: &str, message: &str, now: &Time, since: Time) -> NodeCondition {
-    let reason = match (kind, status) {
-        ("Ready", "True") => "KubeletReady".to_string(),
-        ("Ready", _) => "KubeletNotReady".to_string(),
-        (k, _) => format!("KubeletHasNo{k}"),
-    };
+    let (reason, message) = words(kind, status, message);
     NodeCondition {
         type_: kind.into(),
         status: status.into(),
-        reason: Some(reason),
-        message: Some(message.into()),
+        reason: Some(reason.to_string()),
+        message: Some(message),
         last_heartbeat_time: Some(now.clone()),
         last_transition_time: Some(since),
     }
@@ -104,8 +124,7 @@ fn node_status(
                 .filter(|p| p.status == *status)
                 .and_then(|p| p.last_transition_time.clone())
                 .unwrap_or_else(|| now.clone());
-            let msg = if kind == "Ready" { message } else { "" };
-            condition(kind, status, msg, &now, since)
+            condition(kind, status, message, &now, since)
         })
         .collect();
     NodeStatus {
@@ -114,11 +133,13 @@ fn node_status(
     }
 }
 
-/// Creates the Node if it is missing, then writes its status.
+/// Creates the Node if it is missing, sets its pressure taints when it manages them
+/// (`taints`), then writes its status.
 async fn register(
     nodes: Api<Node>,
     first: Node,
     status: impl Fn(Option<&NodeStatus>) -> NodeStatus,
+    taints: Option<BTreeSet<Pressure>>,
 ) -> Result<(), Error> {
     let name = first.metadata.name.clone().unwrap_or_default();
     let pp = PostParams::default();
@@ -131,7 +152,21 @@ async fn register(
             None => nodes.create(&pp, first.clone()).await?,
         };
         let mut next = (*current).clone();
-        next.status = Some(status(current.status.as_ref()));
+        let spec = taints
+            .as_ref()
+            .and_then(|t| pressure::with_taints(next.spec.as_ref(), t));
+        if let Some(spec) = spec {
+            next.spec = Some(spec);
+            next = match nodes.replace(&pp, next).await {
+                Ok(n) => (*n).clone(),
+                Err(Error::Conflict { .. }) if attempts > 1 => {
+                    attempts -= 1;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+        }
+        next.status = Some(status(next.status.as_ref()));
         match nodes.replace_status(&pp, next).await {
             Err(Error::Conflict { .. }) if attempts > 1 => attempts -= 1,
             r => return r.map(|_| ()),
@@ -148,7 +183,16 @@ impl NodeRegistrar {
             last: None,
             busy: false,
             me: None,
+            pressure: NodePressure::default(),
+            pressure_taints: false,
         }
+    }
+
+    /// Reports `pressure`'s conditions, and with `taints` their taints too.
+    pub fn with_pressure(mut self, pressure: NodePressure, taints: bool) -> Self {
+        self.pressure = pressure;
+        self.pressure_taints = taints;
+        self
     }
 
     fn due(&self, now: &BTreeMap<String, String>) -> bool {
@@ -159,7 +203,8 @@ impl NodeRegistrar {
     }
 
     fn sync(&mut self, ctx: &mut Context<Self>) {
-        let (conds, message) = conditions(&self.health);
+        let under = self.pressure.get();
+        let (conds, message) = conditions(&self.health, &under);
         let Some(me) = self.me.clone() else { return };
         if self.busy || !self.due(&conds) {
             return;
@@ -167,9 +212,13 @@ impl NodeRegistrar {
         self.busy = true;
         let first = self.facts.object();
         let (facts, written) = (self.facts.clone(), conds.clone());
-        let work = register(self.nodes.clone(), first, move |old| {
-            node_status(&facts, old, &written, &message)
-        });
+        let taints = self.pressure_taints.then_some(under);
+        let work = register(
+            self.nodes.clone(),
+            first,
+            move |old| node_status(&facts, old, &written, &message),
+            taints,
+        );
         let done = async move { me.do_send(Written(work.await.map(|()| conds))) };
         ctx.spawn(done.into_actor(self));
     }

@@ -25,6 +25,7 @@ use k8s_openapi::api::core::v1::Pod;
 use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
 use podvisor_client::{Api, Client};
 use podvisor_core::{ObjectKey, PodExt, PodUid, Uid};
+use podvisor_kubelet::protocol::eviction::NodeEvent;
 use podvisor_kubelet::protocol::status::{
     PodEvent, PriorStatuses, PublishedStatus, RepublishStatuses,
 };
@@ -216,6 +217,22 @@ impl StatusWriter {
 
 impl Actor for StatusWriter {
     type Context = Context<Self>;
+}
+
+/// An event about the node itself (eviction, image garbage collection): the kubelet's
+/// names its Node, with the node's name as its UID.
+impl Handler<NodeEvent> for StatusWriter {
+    type Result = ();
+    fn handle(&mut self, e: NodeEvent, _: &mut Context<Self>) {
+        let object = ObjectKey::new(podvisor_core::Kind::Node, None, &self.node)
+            .with_uid(Uid::from(self.node.as_str()));
+        self.events.do_send(RecordEvent {
+            object,
+            type_: e.kind,
+            reason: e.reason.to_string(),
+            message: e.message,
+        });
+    }
 }
 
 impl SupervisedActor for StatusWriter {

@@ -30,6 +30,7 @@ fn mapped(cfg: &AgentConfig) -> Vec<(&'static str, Value)> {
     v.extend(node(cfg));
     v.extend(periods(cfg));
     v.extend(server(cfg));
+    v.extend(super::eviction::configz(cfg));
     v
 }
 
@@ -203,10 +204,10 @@ mod tests {
         assert_eq!(body["cgroupDriver"], "systemd");
         assert_eq!(body["healthzPort"], 10248);
         assert_eq!(
-            body["evictionHard"],
-            json!({}),
-            "podvisor evicts on no threshold"
+            body["evictionHard"]["memory.available"], "100Mi",
+            "the kubelet's thresholds, which kubeadm's file leaves unset"
         );
+        assert_eq!(body["imageGCHighThresholdPercent"], 85);
         let again = from_kubelet_configuration(&body.to_string()).expect("configz reads back");
         assert_eq!(
             configz(&again),

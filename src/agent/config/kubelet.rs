@@ -152,6 +152,7 @@ fn apply(
                 && !apply_node(cfg, field, v)?
                 && !apply_periods(cfg, field, v)?
                 && !apply_server(cfg, server, field, v)?
+                && !super::eviction::apply(cfg, field, v)?
             {
                 not_honoured(field, v)?;
             }

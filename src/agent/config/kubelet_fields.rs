@@ -19,8 +19,8 @@ pub(super) enum Verdict {
     Unknown,
 }
 
-const NO_EVICTION: &str = "podvisor does not evict pods under node pressure yet";
-const NO_IMAGE_GC: &str = "podvisor does not garbage-collect images yet";
+const NO_MEMCG: &str = "podvisor measures memory pressure every monitoring period, not \
+                        through memcg threshold notifications";
 const NO_RESERVED: &str = "podvisor sets what pods may use directly ([allocatable] cpu and \
                            memory), not as capacity less reservations";
 const NO_MANAGERS: &str = "podvisor has no CPU, memory or topology manager: containers \
@@ -90,10 +90,6 @@ const FIELDS: &[(&str, &str, &str)] = &[
     ("nodeStatusUpdateFrequency", "\"10s\"", FIXED_STATUS),
     ("nodeStatusReportFrequency", "\"5m0s\"", FIXED_STATUS),
     ("nodeLeaseDurationSeconds", "40", FIXED_STATUS),
-    ("imageMinimumGCAge", "\"2m0s\"", NO_IMAGE_GC),
-    ("imageMaximumGCAge", "\"0s\"", NO_IMAGE_GC),
-    ("imageGCHighThresholdPercent", "85", NO_IMAGE_GC),
-    ("imageGCLowThresholdPercent", "80", NO_IMAGE_GC),
     (
         "volumeStatsAggPeriod",
         "\"1m0s\"",
@@ -176,13 +172,6 @@ const FIELDS: &[(&str, &str, &str)] = &[
         "null",
         "podvisor pulls one image at a time per pod",
     ),
-    ("evictionHard", "{}", NO_EVICTION),
-    ("evictionSoft", "{}", NO_EVICTION),
-    ("evictionSoftGracePeriod", "{}", NO_EVICTION),
-    ("evictionPressureTransitionPeriod", "\"5m0s\"", NO_EVICTION),
-    ("evictionMaxPodGracePeriod", "0", NO_EVICTION),
-    ("evictionMinimumReclaim", "{}", NO_EVICTION),
-    ("mergeDefaultEvictionSettings", "false", NO_EVICTION),
     ("podsPerCore", "0", "podvisor's pod limit is maxPods alone"),
     (
         "enableControllerAttachDetach",
@@ -231,7 +220,7 @@ const FIELDS: &[(&str, &str, &str)] = &[
         "\"\"",
         "podvisor sets no providerID: no cloud provider",
     ),
-    ("kernelMemcgNotification", "false", NO_EVICTION),
+    ("kernelMemcgNotification", "false", NO_MEMCG),
     ("shutdownGracePeriod", "\"0s\"", NO_SHUTDOWN),
     ("shutdownGracePeriodCriticalPods", "\"0s\"", NO_SHUTDOWN),
     ("shutdownGracePeriodByPodPriority", "[]", NO_SHUTDOWN),
@@ -320,20 +309,20 @@ mod tests {
         let v = |s: &str| serde_json::from_str::<Value>(s).unwrap();
         assert_eq!(verdict("readOnlyPort", &v("0")), Verdict::Accepted);
         assert_eq!(
-            verdict("imageMinimumGCAge", &v("\"0s\"")),
+            verdict("nodeStatusReportFrequency", &v("\"0s\"")),
             Verdict::Accepted
         );
         assert_eq!(
-            verdict("imageMinimumGCAge", &v("\"2m0s\"")),
+            verdict("nodeStatusReportFrequency", &v("\"5m0s\"")),
             Verdict::Accepted
         );
-        assert_eq!(verdict("evictionHard", &v("{}")), Verdict::Accepted);
+        assert_eq!(verdict("systemReserved", &v("{}")), Verdict::Accepted);
         assert!(matches!(
             verdict("readOnlyPort", &v("10255")),
             Verdict::Refused { default: "0", .. }
         ));
         assert!(matches!(
-            verdict("evictionHard", &v("{\"memory.available\": \"100Mi\"}")),
+            verdict("systemReserved", &v("{\"memory\": \"100Mi\"}")),
             Verdict::Refused { .. }
         ));
         assert!(matches!(

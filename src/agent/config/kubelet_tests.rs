@@ -91,8 +91,11 @@ fn a_field_podvisor_does_not_honour_is_refused_by_name_with_the_reason() {
         e.contains("readOnlyPort") && e.contains("read-only port"),
         "{e}"
     );
-    let e = refused("evictionHard:\n  memory.available: 200Mi");
-    assert!(e.contains("evictionHard") && e.contains("evict"), "{e}");
+    let e = refused("evictionHard:\n  allocatableMemory.available: 200Mi");
+    assert!(
+        e.contains("evictionHard") && e.contains("node-allocatable"),
+        "{e}"
+    );
     let e = refused("featureGates:\n  SomeGate: true");
     assert!(e.contains("featureGates"), "{e}");
     let e = refused("authorization:\n  mode: AlwaysAllow");

@@ -5,6 +5,7 @@
 
 mod configz;
 mod duration;
+mod eviction;
 mod kubelet;
 mod kubelet_fields;
 mod kubelet_nested;
@@ -20,6 +21,7 @@ use serde::Deserialize;
 
 pub use configz::configz;
 use duration::duration;
+pub use eviction::{Eviction, ImageGc};
 pub use kubelet::from_kubelet_configuration;
 pub use kubelet_nested::verbosity_filter;
 pub use node_labels::parse_flag as parse_node_labels;
@@ -62,6 +64,8 @@ pub struct AgentConfig {
     pub healthz: Healthz,
     pub cluster: Cluster,
     pub log: Log,
+    pub eviction: Eviction,
+    pub image_gc: ImageGc,
 }
 
 impl Default for AgentConfig {
@@ -91,6 +95,8 @@ impl Default for AgentConfig {
             healthz: Healthz::default(),
             cluster: Cluster::default(),
             log: Log::default(),
+            eviction: Eviction::default(),
+            image_gc: ImageGc::default(),
         }
     }
 }

@@ -39,9 +39,26 @@ impl AgentConfig {
         self.check_logs()?;
         self.check_supervisor()?;
         self.check_debug()?;
+        self.check_eviction()?;
         tracing_subscriber::EnvFilter::try_new(&self.log.filter)
             .map(|_| ())
             .map_err(|e| refuse("log.filter", e.to_string()))
+    }
+
+    fn check_eviction(&self) -> Result<(), ConfigError> {
+        self.eviction
+            .config()
+            .map_err(|e| refuse("eviction", e.to_string()))?;
+        if self.eviction.max_pod_grace_period < 0 {
+            return Err(refuse(
+                "eviction.max_pod_grace_period",
+                "must not be negative",
+            ));
+        }
+        self.image_gc
+            .policy()
+            .check()
+            .map_err(|e| refuse("image_gc", e.to_string()))
     }
 
     fn check_node(&self) -> Result<(), ConfigError> {

@@ -70,7 +70,7 @@ pub(crate) struct ContainerListing {
 
 /// One unary call decoded into `Resp`, which need not be the method's own response type:
 /// any message with the same field numbers reads the same bytes.
-async fn call_as<Req, Resp>(
+pub(super) async fn call_as<Req, Resp>(
     channel: Channel,
     path: &'static str,
     req: Req,

@@ -53,6 +53,7 @@ pub enum Op {
     ImageStatus,
     PullImage,
     ListImages,
+    RemoveImage,
     ExecSync,
     ContainerUsage,
     SandboxUsage,
@@ -359,6 +360,7 @@ fn fake_image(name: &str) -> Image {
         repo_tags: vec![name.to_string()],
         repo_digests: Vec::new(),
         size: 1,
+        pinned: false,
         user: ImageUser::Uid(0),
     }
 }

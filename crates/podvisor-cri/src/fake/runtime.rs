@@ -278,6 +278,24 @@ impl Runtime for FakeRuntime {
             .collect())
     }
 
+    async fn remove_image(&self, id: &str) -> Result<(), CriError> {
+        self.enter(Op::RemoveImage, id).await?;
+        self.lock()
+            .state
+            .images
+            .retain(|i| fake_image(i).id != id && i != id);
+        Ok(())
+    }
+
+    async fn images_in_use(&self) -> Result<Vec<String>, CriError> {
+        self.enter(Op::ListImages, "in-use").await?;
+        let inner = self.lock();
+        let used = inner.state.containers.values();
+        Ok(used
+            .flat_map(|c| [c.status.image.clone(), c.status.image_ref.clone()])
+            .collect())
+    }
+
     async fn exec_sync(
         &self,
         container_id: &str,

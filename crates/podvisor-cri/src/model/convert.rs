@@ -134,6 +134,7 @@ impl From<proto::Image> for Image {
             repo_tags: i.repo_tags,
             repo_digests: i.repo_digests,
             size: i.size,
+            pinned: i.pinned,
             user: match i.uid {
                 Some(uid) => ImageUser::Uid(uid.value),
                 None => ImageUser::Name(i.username),

@@ -214,6 +214,9 @@ pub struct Image {
     pub repo_tags: Vec<String>,
     pub repo_digests: Vec<String>,
     pub size: u64,
+    /// The runtime keeps it whatever garbage collection decides (containerd pins the
+    /// sandbox image).
+    pub pinned: bool,
     /// The user the image runs as (its `USER`): a numeric UID, or a name (empty: none
     /// given, which is root).
     pub user: ImageUser,

@@ -7,8 +7,8 @@
 //! container has one; `besteffort` gets the least CPU weight, 2 shares). When the pod is
 //! gone, its cgroup goes from every hierarchy.
 //!
-//! On cgroup v2 the pods are placed the same way (the runtime makes the directories) and no
-//! limits are written at the pod level yet.
+//! On cgroup v2 (`cgroup.controllers` at the top of the cgroup filesystem) the same tree is
+//! made on the unified hierarchy, with the v2 files (`pod_cgroups_v2.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -79,7 +79,7 @@ pub fn limits(pod: &Pod) -> PodLimits {
     }
 }
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CgroupError + '_ {
+pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CgroupError + '_ {
     move |source| CgroupError {
         path: path.to_path_buf(),
         source,
@@ -108,7 +108,7 @@ impl PodCgroups {
         }
     }
 
-    fn qos_parent(&self, qos: QosClass) -> String {
+    pub(crate) fn qos_parent(&self, qos: QosClass) -> String {
         let base = format!("{}/kubepods", self.root.trim_end_matches('/'));
         match qos {
             QosClass::Guaranteed => base,
@@ -135,10 +135,13 @@ impl PodCgroups {
         self.fs.join("cgroup.controllers").exists()
     }
 
-    /// Makes the pod's cgroup with its limits (v1), before its sandbox.
+    /// Makes the pod's cgroup with its limits, before its sandbox.
     pub fn ensure(&self, pod: &Pod) -> Result<(), CgroupError> {
-        if self.unified() || self.systemd {
+        if self.systemd {
             return Ok(());
+        }
+        if self.unified() {
+            return super::pod_cgroups_v2::ensure(self, pod);
         }
         let name = self.name(pod);
         let l = limits(pod);
@@ -172,8 +175,11 @@ impl PodCgroups {
     /// now asks, before its containers are resized: a child's CPU quota above its
     /// parent's is refused, so a container's may grow only under a pod's that already did.
     pub fn widen(&self, pod: &Pod) -> Result<(), CgroupError> {
-        if self.unified() || self.systemd {
+        if self.systemd {
             return Ok(());
+        }
+        if self.unified() {
+            return super::pod_cgroups_v2::widen(self, pod);
         }
         let name = self.name(pod);
         let l = limits(pod);

@@ -14,8 +14,10 @@
 //! | `probes.rs` | syncer, sync loop, status manager → prober; prober → sync loop, status manager |
 //! | `manifests.rs` | API → manifest source |
 //! | `sync.rs` | pod worker → the sync functions (`PodSyncer`, implemented over CRI) |
+//! | `eviction.rs` | eviction manager → sync loop, image garbage collector, the node's events; its pressure to admission and the Node |
 
 pub mod cache;
+pub mod eviction;
 pub mod images;
 pub mod lifecycle;
 pub mod manifests;

@@ -39,6 +39,9 @@ pub(crate) struct Book {
     containers: HashMap<String, Sampled>,
     node_cpu: (Option<CpuSample>, Option<CpuSample>),
     node_memory: Option<MemorySample>,
+    node_memory_available: Option<u64>,
+    node_fs: Option<FsStats>,
+    rlimit: Option<podvisor_core::stats::RlimitStats>,
     booted: Option<i64>,
     /// The pods of the newest sample (which pod a container is in, when each started).
     pods: Vec<Pod>,
@@ -70,6 +73,7 @@ fn memory(m: Option<MemorySample>) -> Option<MemoryStats> {
     let m = m?;
     Some(MemoryStats {
         time: podvisor_core::time::from_nanos(m.at_ns)?,
+        available_bytes: None,
         usage_bytes: m.usage,
         working_set_bytes: Some(m.working_set),
         rss_bytes: m.rss,
@@ -77,7 +81,7 @@ fn memory(m: Option<MemorySample>) -> Option<MemoryStats> {
 }
 
 /// What something takes of a filesystem, with that filesystem's own figures.
-fn fs_used(f: &FsSample, on: Option<&FsStats>) -> FsStats {
+pub(super) fn fs_used(f: &FsSample, on: Option<&FsStats>) -> FsStats {
     // containerd leaves a writable layer's time unset: then the filesystem's.
     let at = (f.at_ns > 0).then(|| podvisor_core::time::from_nanos(f.at_ns));
     FsStats {
@@ -120,6 +124,9 @@ impl Book {
         self.containers = next;
         self.node_cpu = (self.node_cpu.1.or(self.node_cpu.0), s.host.cpu);
         self.node_memory = s.host.memory;
+        self.node_memory_available = s.host.memory_available;
+        self.node_fs = s.host.fs;
+        self.rlimit = s.host.rlimit;
         self.booted = s.host.booted.or(self.booted);
         self.pods = s.pods;
         self.sandboxes = s.sandboxes.into_iter().map(|u| (u.id.clone(), u)).collect();
@@ -138,7 +145,6 @@ impl Book {
     /// running containers.
     pub(crate) fn summary(&self, node_name: &str) -> Summary {
         let pods = self.pods.iter().filter_map(|p| self.pod(p)).collect();
-        let disk = self.disk.as_ref();
         Summary {
             node: NodeStats {
                 node_name: node_name.to_string(),
@@ -146,12 +152,15 @@ impl Book {
                     .booted
                     .and_then(|s| podvisor_core::time::from_nanos(s.saturating_mul(1_000_000_000))),
                 cpu: cpu(self.node_cpu.0, self.node_cpu.1),
-                memory: memory(self.node_memory),
-                fs: disk.and_then(|d| d.nodefs.clone()),
+                memory: memory(self.node_memory).map(|m| MemoryStats {
+                    available_bytes: self.node_memory_available,
+                    ..m
+                }),
+                fs: self.node_fs.clone(),
                 runtime: Some(RuntimeStats {
                     image_fs: self.image_fs.clone(),
                 }),
-                rlimit: disk.and_then(|d| d.rlimit.clone()),
+                rlimit: self.rlimit.clone(),
             },
             pods,
         }

@@ -47,9 +47,8 @@ async fn a_pods_network_and_storage_reach_the_summary() {
             )
         }),
         pods: runtime.list_pods().await.unwrap(),
-        host: super::super::node::read(1),
+        host: super::super::node::read(1, std::path::Path::new("/")),
         disk: Some(DiskSample {
-            nodefs: None,
             pods: HashMap::from([(
                 uid.clone(),
                 super::super::local::PodDisk {
@@ -67,7 +66,6 @@ async fn a_pods_network_and_storage_reach_the_summary() {
                     )]),
                 },
             )]),
-            rlimit: None,
         }),
     };
     let mut book = Book::default();

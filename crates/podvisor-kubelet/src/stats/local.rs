@@ -1,7 +1,6 @@
-//! The node's local storage as the Summary API reports it: the node's filesystem
-//! (nodefs: the one holding the pods' directories), each pod's volumes
+//! The pods' local storage as the Summary API reports it: each pod's volumes
 //! (`<pod dir>/<uid>/volumes/<kind>/<name>`) and each container's logs
-//! (`<pod log dir>/<ns>_<name>_<uid>/<container>`), and the node's process ids. Walking
+//! (`<pod log dir>/<ns>_<name>_<uid>/<container>`); and the node's process ids. Walking
 //! volumes costs, so it is done off the actors' threads and at most once a minute, as the
 //! kubelet's `volumeStatsAggPeriod`.
 
@@ -32,26 +31,20 @@ pub(crate) struct PodDisk {
     pub logs: HashMap<String, FsStats>,
 }
 
-/// One measurement of the node's local storage.
+/// One walk of the pods' local storage.
 #[derive(Debug, Clone)]
 pub(crate) struct DiskSample {
-    pub nodefs: Option<FsStats>,
     pub pods: HashMap<String, PodDisk>,
-    pub rlimit: Option<RlimitStats>,
 }
 
-/// Measures the node's filesystem and the files of `pods`.
+/// Measures the files of `pods`.
 pub(crate) fn read(paths: &Paths, pods: &[PodRef], at: &Time) -> DiskSample {
     let nodefs = filesystem(&paths.pods, at);
     let pods = pods
         .iter()
         .map(|p| (p.uid.clone(), pod(paths, p, nodefs.as_ref(), at)))
         .collect();
-    DiskSample {
-        nodefs,
-        pods,
-        rlimit: rlimit(at),
-    }
+    DiskSample { pods }
 }
 
 fn pod(paths: &Paths, p: &PodRef, nodefs: Option<&FsStats>, at: &Time) -> PodDisk {
@@ -91,7 +84,7 @@ fn file_name(p: &Path) -> String {
 
 /// The kernel's bound on process ids and how many tasks run (`/proc/loadavg`'s
 /// `running/total`, what `sysinfo`'s process count is).
-fn rlimit(at: &Time) -> Option<RlimitStats> {
+pub(crate) fn rlimit(at: &Time) -> Option<RlimitStats> {
     let max = std::fs::read_to_string("/proc/sys/kernel/pid_max").ok()?;
     let loadavg = std::fs::read_to_string("/proc/loadavg").ok()?;
     Some(RlimitStats {
@@ -133,11 +126,6 @@ mod tests {
 
         let at = podvisor_core::time::now();
         let s = read(&paths, std::slice::from_ref(&p), &at);
-        assert!(
-            s.nodefs
-                .as_ref()
-                .is_some_and(|f| f.capacity_bytes > Some(0))
-        );
         let d = &s.pods["u1"];
         let names: Vec<_> = d.volumes.iter().map(|v| v.name.as_str()).collect();
         assert_eq!(names, ["data", "token"]);
@@ -146,7 +134,7 @@ mod tests {
         assert_eq!(d.local_volumes.len(), 2, "both on the test's filesystem");
         assert!(d.logs["app"].used_bytes >= Some(64 << 10), "{d:?}");
         assert_eq!(tasks("0.10 0.20 0.30 2/345 6789"), Some(345));
-        assert!(s.rlimit.is_some_and(|r| r.maxpid > Some(0)));
+        assert!(rlimit(&at).is_some_and(|r| r.maxpid > Some(0)));
         std::fs::remove_dir_all(&base).unwrap();
     }
 }

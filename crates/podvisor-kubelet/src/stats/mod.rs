@@ -14,6 +14,7 @@ pub(crate) mod disk;
 mod local;
 mod netdev;
 mod node;
+mod now;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +29,7 @@ use tracing::warn;
 
 use book::{Book, Sample};
 pub use local::Paths;
+pub use now::NodeNow;
 
 // ---- messages ------------------------------------------------------------------------------
 
@@ -35,6 +37,19 @@ pub use local::Paths;
 #[derive(Message)]
 #[rtype(result = "Option<Summary>")]
 pub struct GetSummary;
+
+/// One sample taken now (the pods' local storage walked too when `disk`), and the
+/// summary with it: what an eviction ranks pods by. No CPU rate is waited for.
+#[derive(Message)]
+#[rtype(result = "Option<Summary>")]
+pub struct SampleNow {
+    pub disk: bool,
+}
+
+/// The node's own figures, measured now (no container's): what eviction decides on.
+#[derive(Message)]
+#[rtype(result = "NodeNow")]
+pub struct GetNodeStats;
 
 // ---- the actor -----------------------------------------------------------------------------
 
@@ -94,6 +109,7 @@ impl StatsCollector {
             self.disk_at = Some(Instant::now());
         }
         let paths = disk_due.then(|| self.paths.clone());
+        let paths_now = self.paths.pods.clone();
         let pids = self.pids.clone();
         async move {
             let (usage, pods) = tokio::try_join!(runtime.container_usage(), runtime.list_pods())?;
@@ -103,7 +119,7 @@ impl StatsCollector {
                 .collect();
             // Read with the containers', not when the sample is recorded: the two samples
             // of a first question are recorded together.
-            let host = node::read(podvisor_core::time::now_nanos());
+            let host = node::read(podvisor_core::time::now_nanos(), &paths_now);
             let (sandboxes, image_fs) =
                 tokio::join!(sandboxes(&*runtime, &node), image_fs(&*runtime));
             let sandboxes = netdev::complete(&*runtime, &pods, sandboxes, &pids).await;
@@ -237,6 +253,29 @@ impl Handler<GetSummary> for StatsCollector {
             }
             (act.book.samples() > 0).then(|| act.book.summary(&act.node))
         }))
+    }
+}
+
+impl Handler<SampleNow> for StatsCollector {
+    type Result = ResponseActFuture<Self, Option<Summary>>;
+
+    fn handle(&mut self, msg: SampleNow, _: &mut Context<Self>) -> Self::Result {
+        if msg.disk {
+            self.disk_at = None;
+        }
+        Box::pin(self.sample().into_actor(self).map(|sampled, act, _| {
+            act.record(sampled);
+            (act.book.samples() > 0).then(|| act.book.summary(&act.node))
+        }))
+    }
+}
+
+impl Handler<GetNodeStats> for StatsCollector {
+    type Result = ResponseFuture<NodeNow>;
+
+    fn handle(&mut self, _: GetNodeStats, _: &mut Context<Self>) -> Self::Result {
+        let (runtime, node, paths) = (self.runtime.clone(), self.node.clone(), self.paths.clone());
+        Box::pin(async move { now::measure(&*runtime, &node, &paths).await })
     }
 }
 

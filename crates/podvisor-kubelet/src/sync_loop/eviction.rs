@@ -14,7 +14,7 @@ use crate::kuberuntime::config::{NodeConfig, empty_dir_path};
 use crate::protocol::updates::StatusFn;
 use crate::stats::disk::usage;
 
-pub(crate) const REASON: &str = "Evicted";
+pub(crate) const REASON: &str = podvisor_eviction::message::REASON;
 
 /// An emptyDir over its limit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,8 +61,7 @@ pub(crate) fn over_limit(node: &NodeConfig, pod: &SharedPod) -> Option<Exceeded>
 }
 
 /// What the terminated pod's status says.
-pub(crate) fn evicted(ex: &Exceeded) -> StatusFn {
-    let message = ex.message();
+pub(crate) fn evicted(message: String) -> StatusFn {
     Arc::new(move |s: &mut ApiPodStatus| {
         s.phase = Some(Phase::Failed.as_str().into());
         s.reason = Some(REASON.into());
@@ -99,7 +98,7 @@ mod tests {
             limit: "1Mi".into(),
         };
         let mut s = ApiPodStatus::default();
-        evicted(&ex)(&mut s);
+        evicted(ex.message())(&mut s);
         assert_eq!(s.phase.as_deref(), Some("Failed"));
         assert_eq!(s.reason.as_deref(), Some("Evicted"));
         assert_eq!(

@@ -9,7 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use podvisor_cri::{ContainerState, PodStatus, SandboxState};
+use podvisor_cri::{ContainerState, PodStatus, Runtime, SandboxState};
+use tracing::debug;
 
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Garbage {
@@ -55,6 +56,30 @@ pub(crate) fn garbage(status: &PodStatus, keep_exited: usize) -> Garbage {
         }
     }
     out
+}
+
+/// Removes one pod's garbage (its dead containers with their logs, then its dead
+/// sandboxes): how many containers went.
+pub(crate) async fn remove(runtime: &dyn Runtime, uid: &str, garbage: Garbage) -> usize {
+    let mut removed = 0;
+    for (id, log) in garbage.containers {
+        debug!(pod_uid = %uid, id = %id, "removing dead container");
+        if runtime.remove_container(&id).await.is_ok() {
+            removed += 1;
+            if std::path::Path::new(&log).is_absolute() {
+                let _ = tokio::fs::remove_file(&log).await;
+                let log = std::path::PathBuf::from(log);
+                let _ =
+                    tokio::task::spawn_blocking(move || crate::log_rotation::remove_rotated(&log))
+                        .await;
+            }
+        }
+    }
+    for id in garbage.sandboxes {
+        debug!(pod_uid = %uid, sandbox = %id, "removing dead sandbox");
+        let _ = runtime.remove_sandbox(&id).await;
+    }
+    removed
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ pub use podvisor_core::fit::Allocatable;
 
 use crate::kuberuntime::config::NodeConfig;
 use crate::protocol::cache::DeleteStatus;
+use crate::protocol::eviction::{EvictPod, NodePressure};
 use crate::protocol::lifecycle::{PlegEventKind, PodLifecycleEvent};
 use crate::protocol::probes::{ProbeSync, RetainProbes};
 use crate::protocol::sources::{DesiredPods, GetDesiredPods, Rescan, SourcePods};
@@ -90,6 +91,9 @@ pub struct SyncLoopDeps {
     pub probes: Option<Recipient<RetainProbes>>,
     /// Where an eviction's event goes (the status manager).
     pub events: Recipient<RecordEvent>,
+    /// The node's pressure conditions: a new pod is admitted under them as the kubelet's
+    /// eviction manager admits.
+    pub pressure: NodePressure,
 }
 
 pub struct SyncLoop {
@@ -101,6 +105,8 @@ pub struct SyncLoop {
     evicted: HashSet<PodUid>,
     /// A measurement of emptyDir usage is under way.
     measuring: bool,
+    /// Every source had sent its pods when the last snapshot was applied.
+    settled: bool,
     /// Pods that had finished when this instance started, until their source adds them.
     finished: HashMap<PodUid, Phase>,
 }
@@ -122,6 +128,7 @@ impl SyncLoop {
             housekeeping_running: false,
             evicted: HashSet::new(),
             measuring: false,
+            settled: false,
             finished: HashMap::new(),
         }
     }
@@ -148,7 +155,17 @@ impl SyncLoop {
     }
 
     fn add(&mut self, p: SharedPod) {
-        match self.pods.admit(&p, &self.config.allocatable) {
+        // Pressure is asked only of pods added after the first full snapshot: the pods a
+        // restarted loop is given again were admitted before, and run.
+        let pressure = match self.settled && self.pods.get(p.uid()).is_none() {
+            true => podvisor_eviction::admit::admit(&p, &self.deps.pressure.get()),
+            false => Ok(()),
+        };
+        let admitted = match pressure {
+            Ok(()) => self.pods.admit(&p, &self.config.allocatable),
+            Err(message) => Err(self.pods.reject(&p, eviction::REASON, message)),
+        };
+        match admitted {
             Ok(()) => {
                 info!(pod = p.name(), pod_uid = %p.uid(), "pod added");
                 self.send(UpdatePodOptions::new(UpdateType::Create, p));
@@ -193,9 +210,10 @@ impl SyncLoop {
         for change in changes {
             self.apply(change);
         }
+        self.settled = self.pods.all_sources_seen();
         self.deps
             .sources_ready
-            .store(self.pods.all_sources_seen(), Ordering::Relaxed);
+            .store(self.settled, Ordering::Relaxed);
     }
 }
 
@@ -268,6 +286,19 @@ impl Handler<ProbeSync> for SyncLoop {
     fn handle(&mut self, e: ProbeSync, _: &mut Context<Self>) {
         if let Some(p) = self.pods.get(&e.uid).cloned() {
             self.send(UpdatePodOptions::new(UpdateType::Sync, p));
+        }
+    }
+}
+
+impl Handler<EvictPod> for SyncLoop {
+    type Result = ();
+    fn handle(&mut self, e: EvictPod, _: &mut Context<Self>) {
+        // Only a pod still desired and running: the manager's view may be a pass old.
+        let Some(p) = self.pods.get(e.pod.uid()).cloned() else {
+            return;
+        };
+        if !p.is_terminal() {
+            self.evict(p, e.message, Some(e.grace));
         }
     }
 }

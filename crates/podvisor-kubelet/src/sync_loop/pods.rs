@@ -105,6 +105,19 @@ impl PodManager {
         }
     }
 
+    /// Rejects the pod for a reason of the caller's (node pressure).
+    pub(crate) fn reject(
+        &mut self,
+        p: &SharedPod,
+        reason: &'static str,
+        message: String,
+    ) -> Rejection {
+        if !self.admitted.contains_key(p.uid()) {
+            self.rejected.insert(p.uid().clone());
+        }
+        Rejection { reason, message }
+    }
+
     pub(crate) fn update(&mut self, p: &SharedPod) -> bool {
         match self.admitted.get_mut(p.uid()) {
             Some(old) => {

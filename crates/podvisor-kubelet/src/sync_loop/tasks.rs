@@ -5,9 +5,9 @@
 use std::collections::{BTreeMap, HashSet};
 
 use actix::prelude::*;
-use podvisor_core::{EventType, PodExt, PodUid, SharedPod};
+use podvisor_core::{EventType, GracePeriod, PodExt, PodUid, SharedPod};
 use podvisor_cri::CriError;
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 use super::{SyncLoop, eviction, gc, housekeeping};
 use crate::kuberuntime::cleanup;
@@ -104,25 +104,28 @@ impl SyncLoop {
         ctx.spawn(measure.into_actor(self).map(|over, act, _| {
             act.measuring = false;
             for (pod, ex) in over.unwrap_or_default() {
-                act.evict(pod, &ex);
+                act.evict(pod, ex.message(), None);
             }
         }));
     }
 
-    fn evict(&mut self, pod: SharedPod, ex: &eviction::Exceeded) {
+    /// Kills the pod (with at most `grace`) and makes it Failed, `Evicted`, with
+    /// `message`; once per pod.
+    pub(super) fn evict(&mut self, pod: SharedPod, message: String, grace: Option<GracePeriod>) {
         if !self.evicted.insert(pod.uid().clone()) {
             return;
         }
-        warn!(pod = pod.name(), pod_uid = %pod.uid(), message = %ex.message(), "evicting the pod");
+        warn!(pod = pod.name(), pod_uid = %pod.uid(), message = %message, "evicting the pod");
         self.deps.events.do_send(RecordEvent {
             pod: pod.clone(),
             kind: EventType::Warning,
             reason: eviction::REASON,
-            message: ex.message(),
+            message: message.clone(),
         });
         let kill = KillPodOptions {
             evict: true,
-            status_fn: Some(eviction::evicted(ex)),
+            grace_period_override: grace,
+            status_fn: Some(eviction::evicted(message)),
             ..KillPodOptions::default()
         };
         self.send(UpdatePodOptions::kill(pod, kill));
@@ -163,24 +166,7 @@ impl SyncLoop {
                 let Ok(status) = runtime.pod_status(uid.as_str()).await else {
                     return;
                 };
-                let garbage = gc::garbage(&status, keep);
-                for (id, log) in garbage.containers {
-                    debug!(pod_uid = %uid, id = %id, "removing dead container");
-                    if runtime.remove_container(&id).await.is_ok()
-                        && std::path::Path::new(&log).is_absolute()
-                    {
-                        let _ = tokio::fs::remove_file(&log).await;
-                        let log = std::path::PathBuf::from(log);
-                        let _ = tokio::task::spawn_blocking(move || {
-                            crate::log_rotation::remove_rotated(&log)
-                        })
-                        .await;
-                    }
-                }
-                for id in garbage.sandboxes {
-                    debug!(pod_uid = %uid, sandbox = %id, "removing dead sandbox");
-                    let _ = runtime.remove_sandbox(&id).await;
-                }
+                gc::remove(&*runtime, uid.as_str(), gc::garbage(&status, keep)).await;
             }
             .into_actor(self),
         );
