@@ -23,9 +23,26 @@ node_containerd() { # KIND: sets $sock, with the images imported and pinned
   done <"$images/images.txt"
 }
 
+# The nodes' eviction settings: off on both unless a caller (scripts/lib/eviction-compare.sh)
+# sets them, and then the same thresholds on both.
+node_eviction_podvisor=${node_eviction_podvisor:-'hard = { "nodefs.available" = "0%", "imagefs.available" = "0%", "memory.available" = "0%" }'}
+node_eviction_kubelet=${node_eviction_kubelet:-'evictionHard: {nodefs.available: "0%", imagefs.available: "0%", memory.available: "0%"}'}
+# With node_small_fs=SIZE, the node's filesystem (the kubelet's root directory, the
+# directory of podvisor's pods) is an ext4 of SIZE of its own, on a loop device.
+node_small_fs=${node_small_fs:-}
+
+small_fs() { # DIR
+  [ -n "$node_small_fs" ] || return 0
+  mkdir -p "$1"
+  truncate -s "$node_small_fs" "$1.img"
+  mkfs.ext4 -q -F "$1.img"
+  mount -o loop "$1.img" "$1"
+}
+
 node_start_podvisor() { # DIR NAME
   local dir=$1 name=$2
   mkdir -p "$dir"/{manifests,state,logs}
+  small_fs "$dir/state/pods"
   cat >"$dir/podvisor.toml" <<EOF
 node_name = "$name"
 runtime_endpoint = "unix://$sock"
@@ -42,6 +59,12 @@ address = "0.0.0.0:10250"
 filter = "info"
 [cluster]
 kubeconfig = "$bootstrap"
+# As the kubelet beside it is configured (node_start_kubelet).
+[eviction]
+$node_eviction_podvisor
+[image_gc]
+high_threshold_percent = 100
+low_threshold_percent = 99
 EOF
   setsid "$podvisor_bin" run --config "$dir/podvisor.toml" >"$dir/node.log" 2>&1 </dev/null &
   echo $! >"$dir/node.pid"
@@ -50,9 +73,11 @@ EOF
 node_start_kubelet() { # DIR NAME
   local dir=$1 name=$2
   mkdir -p "$dir"
+  small_fs "$dir/root"
   # As node-bench starts it: this machine has cgroup v1 and no systemd (no QoS cgroups, v1
-  # allowed), and its disk is mostly full (eviction and image GC thresholds off, as
-  # podvisor has none). Everything else is the kubelet's default.
+  # allowed); eviction and image GC thresholds off, on both nodes, so how full CI's disk
+  # is decides nothing (the nodes' own containerds hold the suite's images, pinned).
+  # Everything else is the kubelet's default.
   cat >"$dir/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -64,7 +89,7 @@ failCgroupV1: false
 cgroupsPerQOS: false
 enforceNodeAllocatable: []
 readOnlyPort: 0
-evictionHard: {nodefs.available: "0%", imagefs.available: "0%", memory.available: "0%"}
+$node_eviction_kubelet
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 containerRuntimeEndpoint: unix://$sock
@@ -127,5 +152,6 @@ node_down() { # KIND
   # objects on a tmpfs that outlives it.
   umount -R "$dir/root" 2>/dev/null || true
   umount "$dir/state/cluster/objects" 2>/dev/null || true
+  umount -l "$dir/state/pods" 2>/dev/null || true
   scripts/containerd-down >/dev/null
 }

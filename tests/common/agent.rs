@@ -51,6 +51,21 @@ pub fn below_ephemeral() -> TcpListener {
     TcpListener::bind("127.0.0.1:0").unwrap()
 }
 
+/// The node-pressure settings every test agent runs with unless its test gives its own:
+/// eviction on, with absolute disk thresholds (the kubelet's percentages would evict on a
+/// CI machine whose disk is merely well used, and refuse every test's pods), and image GC
+/// off (the shared containerd's images are every test's).
+fn with_test_pressure(extra: &str) -> String {
+    let mut out = extra.to_string();
+    if !extra.contains("[eviction]") {
+        out += "\n[eviction]\nhard = { \"memory.available\" = \"100Mi\", \"nodefs.available\" = \"512Mi\", \"imagefs.available\" = \"512Mi\" }\n";
+    }
+    if !extra.contains("[image_gc]") {
+        out += "\n[image_gc]\nhigh_threshold_percent = 100\n";
+    }
+    out
+}
+
 impl Agent {
     /// Starts an agent named `node` (lowercase, unique per test) and waits until it is ready.
     pub async fn start(node: &str) -> Self {
@@ -133,6 +148,7 @@ impl Agent {
         let (debug_port, api_port) = free_ports();
         let endpoint = format!("http://127.0.0.1:{debug_port}");
         let config = dir.join("podvisor.toml");
+        let extra = with_test_pressure(extra);
         std::fs::write(
             &config,
             format!(

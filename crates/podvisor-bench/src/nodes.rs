@@ -181,7 +181,9 @@ fn podvisor(setup: &NodeSetup, name: &str, dir: &Path) -> anyhow::Result<Command
     let config = format!(
         "node_name = \"{name}\"\nruntime_endpoint = \"{}\"\nmanifest_dir = \"{d}/manifests\"\n\
          state_dir = \"{d}/state\"\npod_log_dir = \"{d}/logs\"\n[debug]\naddress = \"127.0.0.1:{debug}\"\n\
-         [api]\naddress = \"127.0.0.1:{api}\"\n[server]\naddress = \"0.0.0.0:0\"\n[log]\nfilter = \"info\"\n[cluster]\nkubeconfig = \"{}\"\n",
+         [api]\naddress = \"127.0.0.1:{api}\"\n[server]\naddress = \"0.0.0.0:0\"\n[log]\nfilter = \"info\"\n[cluster]\nkubeconfig = \"{}\"\n\
+         [eviction]\nhard = {{ \"nodefs.available\" = \"0%\", \"imagefs.available\" = \"0%\", \"memory.available\" = \"0%\" }}\n\
+         [image_gc]\nhigh_threshold_percent = 100\nlow_threshold_percent = 99\n",
         setup.endpoint,
         setup.bootstrap.display(),
         d = dir.display(),
@@ -194,8 +196,9 @@ fn podvisor(setup: &NodeSetup, name: &str, dir: &Path) -> anyhow::Result<Command
 
 fn kubelet(setup: &NodeSetup, name: &str, dir: &Path) -> anyhow::Result<Command> {
     // This machine has cgroup v1 and no systemd: the kubelet's QoS cgroups and its refusal
-    // of cgroup v1 are turned off; and its disk is mostly full: eviction and image GC
-    // thresholds go to what podvisor has (none). Everything else is the kubelet's default.
+    // of cgroup v1 are turned off; eviction and image GC thresholds are off on both nodes
+    // (podvisor's above), so how full the disk is decides nothing. Everything else is the
+    // kubelet's default.
     let config = format!(
         "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n\
          authentication: {{anonymous: {{enabled: false}}, webhook: {{enabled: true}}, x509: {{clientCAFile: {}}}}}\n\
