@@ -230,6 +230,11 @@ impl Agent {
     }
 
     /// The agent's resident memory (VmRSS), in KiB.
+    /// The agent's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("the agent runs").id()
+    }
+
     pub fn rss_kib(&self) -> u64 {
         let pid = self.child.as_ref().expect("the agent runs").id();
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
