@@ -11,5 +11,6 @@ pub mod floor;
 pub mod hops;
 pub mod nodes;
 pub mod procstat;
+pub mod schedule;
 pub mod stats;
 pub mod status_diff;

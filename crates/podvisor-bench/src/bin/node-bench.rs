@@ -7,7 +7,9 @@
 //! logs` round trips through the API server (and CRI ExecSync, the floor); graceful delete → gone;
 //! container exit (the runtime's `finishedAt`, CRI, nanoseconds) → the exit seen through
 //! the watch; CPU and memory with `--batch` pods running; and what differs between the two
-//! nodes' statuses for the same pod spec.
+//! nodes' statuses for the same pod spec. Beside them, the raw CRI floor of one pod's start
+//! (the same calls, made directly), and each batch's schedule as the runtime saw it
+//! (sandboxes begun, containers created and started, pods Running, over time).
 //!
 //! scripts/cluster-up && PODVISOR_CONTAINERD_VERSION=1.7 scripts/containerd-up
 //! (. scripts/lib/kubernetes-build.sh && k8s_build v1.37.2 kubelet)   # the kubelet, once
@@ -21,11 +23,13 @@ use std::time::{Duration, Instant, SystemTime};
 use clap::Parser;
 use futures_util::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use podvisor_bench::floor;
 use podvisor_bench::nodes::{NodeArgs, NodeKind, NodeProc, NodeSetup, node_ready};
 use podvisor_bench::procstat;
+use podvisor_bench::schedule::{self, PodTimes};
 use podvisor_bench::stats::{Samples, Summary};
-use podvisor_client::{Api, Client, DeleteParams, ListParams, PostParams, WatchEvent};
-use podvisor_cri::{CriRuntime, Runtime, Timeouts};
+use podvisor_client::{Api, Client, DeleteParams, ListParams, Patch, PostParams, WatchEvent};
+use podvisor_cri::{CriClient, CriRuntime, Runtime, Timeouts};
 
 #[derive(Parser)]
 struct Args {
@@ -152,11 +156,14 @@ struct Results {
     delete: Samples,
     batch: Samples,
     batch_all: Duration,
+    /// The batch's pods as the runtime ran them.
+    schedule: Vec<PodTimes>,
     exit: Samples,
     /// Exited containers the runtime no longer had when asked.
     exits_lost: usize,
-    idle: (f64, f64),
-    busy: (f64, f64),
+    /// CPU %, RSS MiB and its anonymous part (the rest is mostly the binary's own pages).
+    idle: (f64, f64, f64),
+    busy: (f64, f64, f64),
     status: Option<Arc<Pod>>,
     /// `kubectl exec -- true` and `kubectl logs` through the API server; CRI ExecSync.
     exec: Samples,
@@ -164,13 +171,15 @@ struct Results {
     exec_sync: Samples,
 }
 
-/// CPU (% of one core) and RSS (MiB) of `pid` over `window`.
-async fn usage(pid: u32, window: Duration) -> anyhow::Result<(f64, f64)> {
+/// CPU (% of one core), RSS and anonymous RSS (MiB) of `pid` over `window`.
+async fn usage(pid: u32, window: Duration) -> anyhow::Result<(f64, f64, f64)> {
     let c0 = procstat::cpu_time(pid)?;
     let t0 = Instant::now();
     tokio::time::sleep(window).await;
     let cpu = (procstat::cpu_time(pid)? - c0).as_secs_f64() / t0.elapsed().as_secs_f64() * 100.0;
-    Ok((cpu, procstat::rss_bytes(pid)? as f64 / (1 << 20) as f64))
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    let (rss, anon) = (procstat::rss_bytes(pid)?, procstat::anon_rss_bytes(pid)?);
+    Ok((cpu, mib(rss), mib(anon)))
 }
 
 async fn singles(
@@ -207,11 +216,11 @@ async fn singles(
 async fn batch(
     pods: &Api<Pod>,
     seen: &Mutex<Seen>,
-    node: &str,
-    n: usize,
+    (node, ns): (&str, &str),
+    (cri, n): (&CriClient, usize),
     r: &mut Results,
 ) -> anyhow::Result<()> {
-    let t0 = Instant::now();
+    let (t0, wall) = (Instant::now(), SystemTime::now());
     futures_util::stream::iter((0..n).map(|i| {
         let p = pod(&format!("b-{i}"), node, SLEEPER, "Always");
         async move { pods.create(&PostParams::default(), p).await.map(|_| ()) }
@@ -225,12 +234,14 @@ async fn batch(
         names.iter().all(|n| s.ready.contains_key(n)).then_some(())
     })
     .await?;
-    let s = seen.lock().unwrap();
+    let mut running = HashMap::new();
     for n in &names {
-        let d = s.ready[n] - t0;
+        let d = seen.lock().unwrap().ready[n] - t0;
         r.batch.push(d);
         r.batch_all = r.batch_all.max(d);
+        running.insert(n.clone(), d);
     }
+    r.schedule = schedule::of_namespace(cri, ns, wall, &running).await?;
     Ok(())
 }
 
@@ -312,7 +323,7 @@ async fn run_node(
     kind: NodeKind,
     setup: &NodeSetup,
     client: &Client,
-    rt: &CriRuntime,
+    rt: &(CriRuntime, CriClient),
     args: &Args,
 ) -> anyhow::Result<Results> {
     let node = NodeProc::start(kind, setup)?;
@@ -332,7 +343,7 @@ async fn run_node(
 async fn measure(
     node: NodeProc,
     client: &Client,
-    rt: &CriRuntime,
+    (rt, cri): &(CriRuntime, CriClient),
     args: &Args,
 ) -> anyhow::Result<Results> {
     node_ready(client, &node.name).await?;
@@ -351,10 +362,11 @@ async fn measure(
         delete: Samples::new(),
         batch: Samples::new(),
         batch_all: Duration::ZERO,
+        schedule: Vec::new(),
         exit: Samples::new(),
         exits_lost: 0,
         idle: usage(node.pid(), window).await?,
-        busy: (0.0, 0.0),
+        busy: (0.0, 0.0, 0.0),
         status: None,
         exec: Samples::new(),
         logs: Samples::new(),
@@ -365,7 +377,7 @@ async fn measure(
     let places = (node.name.as_str(), ns.as_str());
     streams(&pods, &seen, places, (rt, &admin), args.streams, &mut r).await?;
     exits(&pods, &seen, rt, &node.name, args.exits, &mut r).await?;
-    batch(&pods, &seen, &node.name, args.batch, &mut r).await?;
+    batch(&pods, &seen, (&node.name, &ns), (cri, args.batch), &mut r).await?;
     tokio::time::sleep(Duration::from_secs(5)).await;
     r.busy = usage(node.pid(), window).await?;
     drain(client, &ns).await?;
@@ -442,6 +454,7 @@ async fn main() -> anyhow::Result<()> {
     let setup = args.nodes.setup(&args.agent, &args.runtime)?;
     let client = args.nodes.admin().await?;
     let rt = CriRuntime::new(&args.runtime.endpoint, Timeouts::default())?;
+    let cri = CriClient::new(&args.runtime.endpoint, Timeouts::default())?;
     let v = rt.version().await?;
     println!(
         "# node-bench: {} {}, kubelet {}\n",
@@ -449,15 +462,86 @@ async fn main() -> anyhow::Result<()> {
         v.runtime_version,
         args.nodes.kubelet.display()
     );
+    let floor = floor_singles(&cri, args.singles).await?;
+    let api_floor = api_floor(&client, args.singles).await?;
+    let batch_floor = floor_batch(&cri, args.batch).await?;
+    let both = (rt, cri);
     let mut all = Vec::new();
     for kind in [NodeKind::Podvisor, NodeKind::Kubelet] {
-        all.push((kind, run_node(kind, &setup, &client, &rt, &args).await?));
+        all.push((kind, run_node(kind, &setup, &client, &both, &args).await?));
     }
-    report(&args, &all);
+    report(&args, (&floor, &api_floor), &all);
+    println!(
+        "raw CRI floor, {} at once with {} in flight (podvisor's default bound): the last running after {:.0} ms\n",
+        args.batch,
+        podvisor_cri::client::DEFAULT_MUTATIONS,
+        batch_floor.as_secs_f64() * 1e3
+    );
     Ok(())
 }
 
-fn report(args: &Args, all: &[(NodeKind, Results)]) {
+/// The cluster's own part of the same path, with no node: a pod created, its status set
+/// Running and Ready by a status patch (what a node's write does), and seen so through
+/// the watch; `n` times one at a time.
+async fn api_floor(client: &Client, n: usize) -> anyhow::Result<Samples> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    watch(pods.clone(), seen.clone()).await?;
+    let ready = serde_json::json!({"status": {"phase": "Running",
+        "conditions": [{"type": "Ready", "status": "True"}]}});
+    let mut out = Samples::new();
+    for i in 0..n {
+        let name = format!("node-bench-api-floor-{i}");
+        let t0 = Instant::now();
+        let body = pod(&name, "node-bench-no-node", SLEEPER, "Always");
+        pods.create(&PostParams::default(), body).await?;
+        let patch = Patch::Merge(ready.clone());
+        pods.patch_status(&name, &PostParams::default(), &patch)
+            .await?;
+        let at = until("the API floor's pod Ready", Duration::from_secs(30), || {
+            seen.lock().unwrap().ready.get(&name).copied()
+        })
+        .await?;
+        out.push(at - t0);
+        let now = DeleteParams {
+            grace_seconds: Some(0),
+            ..DeleteParams::default()
+        };
+        pods.delete(&name, &now).await?;
+    }
+    Ok(out)
+}
+
+/// The raw CRI floor of a burst: `n` pods started with the agent's default bound on calls
+/// in flight, then torn down; until the last one ran.
+async fn floor_batch(cri: &CriClient, n: usize) -> anyhow::Result<Duration> {
+    let logs = std::env::temp_dir().join("node-bench-floor");
+    std::fs::create_dir_all(&logs)?;
+    let logs = logs.to_string_lossy().into_owned();
+    let bound = podvisor_cri::client::DEFAULT_MUTATIONS;
+    let (pods, took) =
+        floor::start_pods_parallel(cri, "node-bench-burst", n, bound, false, &logs).await?;
+    floor::teardown_parallel(cri, &pods, bound).await?;
+    Ok(took)
+}
+
+/// The raw CRI floor of one pod's start (RunPodSandbox, CreateContainer, StartContainer
+/// of a one-container bridge pod, made directly), `n` times one at a time.
+async fn floor_singles(cri: &CriClient, n: usize) -> anyhow::Result<Samples> {
+    let logs = std::env::temp_dir().join("node-bench-floor");
+    std::fs::create_dir_all(&logs)?;
+    let logs = logs.to_string_lossy().into_owned();
+    let mut out = Samples::new();
+    for i in 0..n {
+        let (pod, took) =
+            floor::start_pod(cri, &format!("node-bench-floor-{i}"), false, &logs).await?;
+        out.push(took.total());
+        floor::teardown_pod(cri, &pod).await?;
+    }
+    Ok(out)
+}
+
+fn report(args: &Args, (floor, api_floor): (&Samples, &Samples), all: &[(NodeKind, Results)]) {
     let table = |title: &str, f: &dyn Fn(&Results) -> Summary| {
         println!("## {title}\n\n{}", Summary::HEADER);
         for (k, r) in all {
@@ -465,12 +549,20 @@ fn report(args: &Args, all: &[(NodeKind, Results)]) {
         }
         println!();
     };
-    table(
-        &format!(
-            "create → Running and Ready (watch), one at a time ×{}",
-            args.singles
-        ),
-        &|r| r.single.summary(),
+    println!(
+        "## create → Running and Ready (watch), one at a time ×{}\n\n{}",
+        args.singles,
+        Summary::HEADER
+    );
+    for (k, r) in all {
+        println!("{}", r.single.summary().row(k.label()));
+    }
+    println!("{}", floor.summary().row("raw CRI floor"));
+    println!(
+        "{}\n",
+        api_floor
+            .summary()
+            .row("API floor: create, status patch, watch")
     );
     table(
         &format!(
@@ -479,6 +571,9 @@ fn report(args: &Args, all: &[(NodeKind, Results)]) {
         ),
         &|r| r.batch.summary(),
     );
+    for (k, r) in all {
+        print_schedule(k.label(), r);
+    }
     table("graceful delete → gone (watch), one at a time", &|r| {
         r.delete.summary()
     });
@@ -518,17 +613,19 @@ fn report(args: &Args, all: &[(NodeKind, Results)]) {
         );
     }
     println!(
-        "## the node agent's resources\n\n| node | idle CPU % | idle RSS MiB | CPU % with {n} pods | RSS MiB with {n} pods | {n} at once: until the last |\n|---|---:|---:|---:|---:|---:|",
+        "## the node agent's resources\n\n| node | idle CPU % | idle RSS (anonymous) MiB | CPU % with {n} pods | RSS (anonymous) MiB with {n} pods | {n} at once: until the last |\n|---|---:|---:|---:|---:|---:|",
         n = args.batch
     );
     for (k, r) in all {
         println!(
-            "| {} | {:.2} | {:.1} | {:.2} | {:.1} | {:.0} ms |",
+            "| {} | {:.2} | {:.1} ({:.1}) | {:.2} | {:.1} ({:.1}) | {:.0} ms |",
             k.label(),
             r.idle.0,
             r.idle.1,
+            r.idle.2,
             r.busy.0,
             r.busy.1,
+            r.busy.2,
             r.batch_all.as_secs_f64() * 1000.0
         );
     }
@@ -537,4 +634,30 @@ fn report(args: &Args, all: &[(NodeKind, Results)]) {
     if let [Some(a), Some(b)] = statuses.as_slice() {
         podvisor_bench::status_diff::print(a, b);
     }
+}
+
+/// A batch's first pod, and its schedule as the runtime saw it.
+fn print_schedule(node: &str, r: &Results) {
+    let Some(first) = r.schedule.first() else {
+        return;
+    };
+    println!(
+        "{node}: the first pod Running after {:.0} ms, {:.0} ms after its sandbox was begun \
+         (container created {:.0} ms, started {:.0} ms after it)\n",
+        first.running.as_secs_f64() * 1e3,
+        (first.running - first.sandbox_begun).as_secs_f64() * 1e3,
+        (first.container_created - first.sandbox_begun).as_secs_f64() * 1e3,
+        (first.container_started - first.sandbox_begun).as_secs_f64() * 1e3,
+    );
+    println!(
+        "### {node}: sandbox begun → container created, each pod\n\n{}\n{}\n",
+        Summary::HEADER,
+        schedule::sandbox_to_container(&r.schedule)
+            .summary()
+            .row(node)
+    );
+    println!(
+        "### {node}: the batch's schedule (containerd's timestamps)\n\n{}",
+        schedule::table(&r.schedule, 10)
+    );
 }

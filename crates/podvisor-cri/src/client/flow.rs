@@ -3,8 +3,6 @@
 use std::future::Future;
 use std::time::Duration;
 
-use tokio::sync::SemaphorePermit;
-
 /// How many mutations the agent lets run at once unless told otherwise (chosen with
 /// burst-bench, docs/benchmarks.md).
 pub const DEFAULT_MUTATIONS: usize = 8;
@@ -29,8 +27,8 @@ pub const MUTATIONS: [&str; 6] = [
 pub const STOP_HOLD: Duration = Duration::from_secs(1);
 
 /// Runs `call`, giving `permit` back after `hold` if the call is still running then.
-pub(crate) async fn holding_for<F: Future>(
-    permit: Option<SemaphorePermit<'_>>,
+pub(crate) async fn holding_for<P, F: Future>(
+    permit: Option<P>,
     hold: Duration,
     call: F,
 ) -> F::Output {

@@ -3,12 +3,10 @@
 //! costs podvisor at most the calls that were in flight when it went away.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 use hyper_util::rt::TokioIo;
 use tokio::net::UnixStream;
-use tokio::sync::Semaphore;
 use tonic::transport::{Channel, Uri};
 
 use crate::endpoint::Endpoint;
@@ -30,6 +28,7 @@ macro_rules! call {
 
 // After the macro: its modules use it.
 mod flow;
+mod gate;
 mod images;
 pub(crate) mod listing;
 mod resources;
@@ -68,8 +67,9 @@ pub struct CriClient {
     images: ImageServiceClient<Channel>,
     timeouts: Timeouts,
     observer: Option<Observer>,
-    /// Calls that change the runtime run at most this many at once (`None`: no bound).
-    mutations: Option<Arc<Semaphore>>,
+    /// Calls that change the runtime run at most this many at once, served by stage
+    /// (`gate.rs`; `None`: no bound).
+    mutations: Option<gate::Gate>,
 }
 
 impl std::fmt::Debug for CriClient {
@@ -104,9 +104,10 @@ impl CriClient {
     }
 
     /// At most `n` calls that change the runtime (`MUTATIONS`) at once; the rest wait
-    /// their turn, first come first served, before their deadline starts.
+    /// their turn before their deadline starts, a pod's containers before another pod's
+    /// teardown before another pod's sandbox (`gate.rs`), each stage in arrival order.
     pub fn with_mutation_limit(mut self, n: usize) -> Self {
-        self.mutations = Some(Arc::new(Semaphore::new(n.max(1))));
+        self.mutations = Some(gate::Gate::new(n));
         self
     }
 
@@ -134,8 +135,8 @@ impl CriClient {
         limit: Duration,
         call: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
     ) -> Result<T, CriError> {
-        let permit = match &self.mutations {
-            Some(s) if MUTATIONS.contains(&op) || op == "StopContainer" => s.acquire().await.ok(),
+        let permit = match (&self.mutations, gate::Stage::of(op)) {
+            (Some(g), Some(stage)) => g.acquire(stage).await,
             _ => None,
         };
         let started = std::time::Instant::now();
