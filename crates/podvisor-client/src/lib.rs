@@ -27,6 +27,6 @@ pub mod unknown;
 pub use api::Api;
 pub use backend::{Backend, Client, Deleted, ObjectList, Scope, Target, WatchEvent, WatchStream};
 pub use error::{Error, Result};
-pub use object::{AnyObject, Object, ObjectExt};
+pub use object::{AnyObject, Object, ObjectExt, count_decode, decodes_on_this_thread};
 pub use params::{DeleteParams, ListParams, Patch, PostParams, Propagation, Subresource};
 pub use selector::{FieldSelector, LabelSelector};

@@ -81,12 +81,20 @@ macro_rules! objects {
                 }
             }
 
+            /// The object as a JSON value, with its `apiVersion` and `kind`.
+            pub fn to_value(&self) -> serde_json::Result<serde_json::Value> {
+                match self {
+                    $(AnyObject::$kind(o) => serde_json::to_value(o.as_ref())),*
+                }
+            }
+
             /// Decodes one object of `kind` from any serde input (JSON bytes, a JSON value,
             /// a deserializer that records ignored fields).
             pub fn decode<'de, D: serde::Deserializer<'de>>(
                 kind: Kind,
                 d: D,
             ) -> Result<Self, D::Error> {
+                count_decode();
                 match kind {
                     $(Kind::$kind => <$ty>::deserialize(d).map(|o| AnyObject::$kind(Arc::new(o)))),*
                 }
@@ -96,6 +104,21 @@ macro_rules! objects {
 }
 
 podvisor_core::for_each_kind!(objects);
+
+thread_local! {
+    static DECODES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many objects this thread has decoded: typed ([`AnyObject::decode`]), or as JSON
+/// values where a backend counts them. What tests count a write's decodes with.
+pub fn decodes_on_this_thread() -> u64 {
+    DECODES.with(std::cell::Cell::get)
+}
+
+/// Counts one decode on this thread ([`decodes_on_this_thread`]).
+pub fn count_decode() {
+    DECODES.with(|d| d.set(d.get() + 1));
+}
 
 impl AnyObject {
     pub fn new<K: Object>(o: K) -> Self {

@@ -35,6 +35,9 @@ use crate::MIRROR_ANNOTATION;
 use podvisor_machinery::events::RecordEvent;
 use serde::Serialize;
 
+#[cfg(test)]
+mod decode_tests;
+mod from_base;
 pub(crate) mod patch;
 pub(crate) mod write;
 
@@ -53,6 +56,11 @@ pub struct StatusWriter {
     mirror_uids: HashMap<PodUid, Uid>,
     /// The newest status not yet written, per pod, and whether it had terminated.
     pending: HashMap<PodUid, (Arc<Pod>, bool)>,
+    /// Each API pod's status as the API answered its last write: the next write is a
+    /// patch from it, without a read (`from_base.rs`). Lost with a failed write.
+    bases: HashMap<PodUid, k8s_openapi::api::core::v1::PodStatus>,
+    /// Pods gone while their write was in flight: that write leaves no base.
+    forget: HashSet<PodUid>,
     in_flight: HashSet<PodUid>,
     /// Pods whose last write failed, waiting for their retry; and each one's next delay.
     retrying: HashSet<PodUid>,
@@ -89,6 +97,8 @@ impl StatusWriter {
             events,
             mirror_uids: HashMap::new(),
             pending: HashMap::new(),
+            bases: HashMap::new(),
+            forget: HashSet::new(),
             in_flight: HashSet::new(),
             retrying: HashSet::new(),
             retry_after: HashMap::new(),
@@ -123,14 +133,19 @@ impl StatusWriter {
         };
         self.in_flight.insert(uid.clone());
         let clients = (self.client.clone(), self.mirrors.clone());
-        let (p, t) = (pod.clone(), terminated);
-        let work = async move { write::write(&clients, &p, t).await };
+        let (p, t, base) = (pod.clone(), terminated, self.bases.remove(&uid));
+        let work = async move { write::write(&clients, &p, t, base).await };
         ctx.spawn(work.into_actor(self).map(move |written, act, ctx| {
             act.in_flight.remove(&uid);
+            // A pod that went meanwhile keeps no base (it would stay for good).
+            let gone = act.forget.remove(&uid);
             match written {
-                Ok(mirror) => {
+                Ok(written) => {
                     act.written += 1;
-                    if let Some((m, revision)) = mirror {
+                    if let Some(base) = written.base.filter(|_| !gone) {
+                        act.bases.insert(uid.clone(), base);
+                    }
+                    if let Some((m, revision)) = written.mirror {
                         act.mirror_uids.insert(uid.clone(), m);
                         act.mirror_revs.insert(uid.clone(), revision);
                     }
@@ -277,6 +292,10 @@ impl Handler<PublishedStatus> for StatusWriter {
             PublishedStatus::Event { pod, event } => self.record(&pod, event),
             PublishedStatus::Gone { uid, pod } => {
                 self.pending.remove(&uid);
+                self.bases.remove(&uid);
+                if self.in_flight.contains(&uid) {
+                    self.forget.insert(uid.clone());
+                }
                 self.mirror_uids.remove(&uid);
                 self.mirror_revs.remove(&uid);
                 self.retry_after.remove(&uid);

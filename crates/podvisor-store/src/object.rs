@@ -1,7 +1,7 @@
 //! What the store holds: one object as its JSON bytes, plus the fields selectors need, and
 //! the changes watchers see.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -90,8 +90,9 @@ const fn r(kind: Kind) -> Resource {
 ///
 /// No typed form is kept: a typed pod takes several times its JSON's memory, about 20 KiB
 /// per pod the agent runs once every version is read by some local reader
-/// (docs/benchmarks.md, "The typed client"). A typed read decodes the JSON, as each reader
-/// decoded it before the typed client.
+/// (docs/benchmarks.md, "The typed client"). A typed read of what the store keeps decodes
+/// the JSON; the copy a write hands to its watchers and its writer ([`Self::shared`])
+/// decodes it once for all of them.
 #[derive(Debug, Clone)]
 pub struct StoredObject {
     pub kind: Kind,
@@ -112,8 +113,10 @@ pub struct StoredObject {
     pub finalizers: Vec<String>,
     /// The object as served, `resourceVersion` included.
     pub json: Bytes,
-    /// The typed object, only in transient copies made from one ([`Self::with_typed`]).
-    typed: Option<AnyObject>,
+    /// The typed object, decoded at most once for every holder of this copy: only in
+    /// transient copies ([`Self::with_typed`], [`Self::shared`]), never in what the store
+    /// keeps.
+    typed: Option<Arc<OnceLock<AnyObject>>>,
 }
 
 /// When an Event last happened: `lastTimestamp`, `eventTime`, or its creation.
@@ -192,16 +195,34 @@ impl StoredObject {
     /// what-if copies, read typed at once and never stored).
     pub(crate) fn with_typed(object: AnyObject, json: Bytes) -> Self {
         Self {
-            typed: Some(object.clone()),
+            typed: Some(Arc::new(OnceLock::from(object.clone()))),
             ..Self::new(object, json)
         }
     }
 
-    /// The typed object, decoded from the JSON.
+    /// A copy whose typed object is decoded once, by the first of its holders to read it,
+    /// and shared with the others (a write's watchers and its writer: one decode where
+    /// each decoded its own).
+    pub(crate) fn shared(&self) -> Self {
+        Self {
+            typed: Some(Arc::default()),
+            ..self.clone()
+        }
+    }
+
+    /// The typed object: decoded from the JSON, or this copy's shared decode.
     pub fn object(&self) -> Result<AnyObject, Error> {
-        if let Some(o) = &self.typed {
+        let Some(cell) = &self.typed else {
+            return self.decode();
+        };
+        if let Some(o) = cell.get() {
             return Ok(o.clone());
         }
+        let o = self.decode()?;
+        Ok(cell.get_or_init(|| o).clone())
+    }
+
+    fn decode(&self) -> Result<AnyObject, Error> {
         AnyObject::from_json(self.kind, &self.json)
             .map_err(|e| Error::Internal(format!("a stored {} cannot be read: {e}", self.kind)))
     }
@@ -213,6 +234,7 @@ impl StoredObject {
 
     /// The object as a JSON value (for tests and tools).
     pub fn value(&self) -> serde_json::Value {
+        podvisor_client::count_decode();
         serde_json::from_slice(&self.json).unwrap_or_default()
     }
 

@@ -9,10 +9,11 @@ use podvisor_core::pod::kubelet_owns_condition;
 use podvisor_core::{PodExt, Uid};
 use tracing::{debug, info, warn};
 
+use super::from_base::{FromBase, write_from};
 use super::patch::status_patch;
 use crate::MIRROR_ANNOTATION;
 
-fn pods(client: &Client, ns: &str) -> Api<Pod> {
+pub(super) fn pods(client: &Client, ns: &str) -> Api<Pod> {
     Api::namespaced(client.clone(), ns)
 }
 
@@ -60,7 +61,7 @@ async fn incarnation(api: &Api<Pod>, name: &str, uid: &str) -> Result<Option<Arc
 }
 
 /// The node's status for the pod, with the stored conditions it does not own.
-fn merged(ours: Option<&PodStatus>, stored: Option<&PodStatus>) -> PodStatus {
+pub(super) fn merged(ours: Option<&PodStatus>, stored: Option<&PodStatus>) -> PodStatus {
     let mut status = ours.cloned().unwrap_or_default();
     let theirs: Vec<PodCondition> = stored
         .and_then(|s| s.conditions.as_ref())
@@ -92,26 +93,53 @@ async fn delete(client: &Client, ns: &str, name: &str, uid: &str) -> Result<(), 
 /// the status.
 pub(super) type Mirror = Option<(Uid, String)>;
 
-/// What one published status leads to: for a static pod, its mirror. `Err` when the API
-/// refused or failed (logged here).
-/// `clients`: the API of pods' statuses, and the API of mirrors.
+/// What one write left: a static pod's mirror; an API pod's status as the API holds it
+/// after the write, which the next write of that pod patches from.
+pub(super) struct Written {
+    pub mirror: Mirror,
+    pub base: Option<PodStatus>,
+}
+
+/// What one published status leads to. `Err` when the API refused or failed (logged here).
+/// `clients`: the API of pods' statuses, and the API of mirrors; `base`: what the last
+/// write of this pod left in the API, if known.
 pub(super) async fn write(
     (client, mirrors): &(Client, Client),
     pod: &Pod,
     terminated: bool,
-) -> Result<Mirror, ()> {
+    base: Option<PodStatus>,
+) -> Result<Written, ()> {
     let r = if pod.is_static() {
-        mirror(mirrors, pod).await
+        mirror(mirrors, pod)
+            .await
+            .map(|mirror| Written { mirror, base: None })
     } else {
-        api_pod(client, pod, terminated).await.map(|()| None)
+        let base = api_pod(client, pod, terminated, base).await;
+        base.map(|base| Written { mirror: None, base })
     };
     r.map_err(|e| warn!(pod = pod.name(), error = %e, "status not written to the API"))
 }
 
-async fn api_pod(client: &Client, pod: &Pod, terminated: bool) -> Result<(), Error> {
+/// An API pod's status written: from `base` while the pod runs, else after a read (a
+/// terminated pod's removal depends on whether the API's copy is marked for deletion).
+/// The new base.
+async fn api_pod(
+    client: &Client,
+    pod: &Pod,
+    terminated: bool,
+    base: Option<PodStatus>,
+) -> Result<Option<PodStatus>, Error> {
     let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    if let (false, Some(base)) = (terminated, base) {
+        match write_from(client, pod, uid, &base).await? {
+            FromBase::Unchanged => return Ok(Some(base)),
+            FromBase::Written(stored) => return Ok(stored.status.clone()),
+            FromBase::Gone => return Ok(None),
+            FromBase::Refused => {}
+        }
+    }
     let Some(stored) = write_status(client, pod, uid, pod.name()).await? else {
-        return Ok(());
+        return Ok(None);
     };
     if terminated && stored.metadata.deletion_timestamp.is_some() {
         info!(
@@ -121,7 +149,7 @@ async fn api_pod(client: &Client, pod: &Pod, terminated: bool) -> Result<(), Err
         );
         delete(client, pod.namespace(), pod.name(), uid).await?;
     }
-    Ok(())
+    Ok(stored.status.clone())
 }
 
 /// The static pod's UID a mirror names.
@@ -247,7 +275,7 @@ pub(super) async fn remove_mirror(client: &Client, pod: &Pod) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use podvisor_actors::ChildSpec;
     use podvisor_actors::testing::paused_system;
     use podvisor_store::{LocalClient, StoreActor, StoreConfig};
@@ -263,18 +291,26 @@ mod tests {
 
     /// Against a real store: the patch leaves what another writer added, removes what
     /// the node no longer reports, and does nothing to a new pod of the same name.
+    /// A client of a real store of its own, in a directory named after `tag`.
+    pub(in crate::status) fn store_client(tag: &str) -> Client {
+        let dir = std::env::temp_dir().join(format!("podvisor-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("s.redb");
+        let store = ChildSpec::of(move || {
+            let cfg = StoreConfig {
+                path: path.clone(),
+                window: 100,
+            };
+            StoreActor::new(cfg, 64)
+        })
+        .start_unsupervised();
+        LocalClient::client(&store)
+    }
+
     #[test]
     fn statuses_are_patched_by_uid_and_keep_what_others_wrote() {
         paused_system().block_on(async {
-            let dir = std::env::temp_dir().join(format!("podvisor-patch-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            let path = dir.join("s.redb");
-            let store = ChildSpec::of(move || {
-                let cfg = StoreConfig { path: path.clone(), window: 100 };
-                StoreActor::new(cfg, 64)
-            })
-            .start_unsupervised();
-            let client = LocalClient::client(&store);
+            let client = store_client("patch");
             let api: Api<Pod> = Api::namespaced(client.clone(), "default");
             let body: Pod = serde_json::from_value(json!({"metadata": {"name": "p"},
                 "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "busybox"}]}}))

@@ -24,7 +24,32 @@ pub fn patched(
     patch: &Patch,
     strict: bool,
 ) -> Result<AnyObject, Error> {
-    let mut doc = base.value();
+    patched_doc(res, base, base.value(), patch, strict)
+}
+
+/// As [`patched`], from `base` already decoded (`typed`): the patch applies to its JSON
+/// value, made by serializing, so the write decodes the object once before the patch and
+/// once after it, where it decoded the stored JSON twice (as a value, and typed for the
+/// update).
+pub fn patched_typed(
+    res: &Resource,
+    (base, typed): (&StoredObject, &AnyObject),
+    patch: &Patch,
+    strict: bool,
+) -> Result<AnyObject, Error> {
+    let doc = typed
+        .to_value()
+        .map_err(|e| Error::Internal(format!("a stored {} cannot be written: {e}", res.kind)))?;
+    patched_doc(res, base, doc, patch, strict)
+}
+
+fn patched_doc(
+    res: &Resource,
+    base: &StoredObject,
+    mut doc: Value,
+    patch: &Patch,
+    strict: bool,
+) -> Result<AnyObject, Error> {
     apply(&mut doc, patch, res.kind.as_str(), &base.name)?;
     let patched = crate::decode::object(res, doc, strict)?;
     if patched.name() != base.name || (res.namespaced() && patched.namespace() != base.namespace) {

@@ -1,0 +1,92 @@
+//! How many times a status write decodes the pod, against a real store with five
+//! watchers (as many as watch pods in a standalone agent): the count is of this thread's
+//! decodes (`podvisor_client::decodes_on_this_thread`), and the store, its watchers and
+//! the writer all run on the test's one thread.
+//!
+//! Before the shared decodes (issue 46): 10 per write, 4 before the commit (the writer's
+//! read, the stored JSON as a value, the patched value typed, the stored JSON typed again
+//! for the update) and 6 after it (each watcher's, and the writer's answer).
+
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use podvisor_actors::testing::paused_system;
+use podvisor_client::{Api, Client, ListParams, PostParams, WatchEvent, decodes_on_this_thread};
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use super::write::{Written, write};
+
+const WATCHERS: usize = 5;
+
+fn running(p: &Pod, ready: &str) -> Arc<Pod> {
+    let mut p = p.clone();
+    p.status = Some(
+        serde_json::from_value(json!({"phase": "Running",
+            "conditions": [{"type": "Ready", "status": ready}],
+            "containerStatuses": [{"name": "c", "image": "busybox", "imageID": "", "ready": true,
+                "restartCount": 0, "state": {"running": {"startedAt": "2026-11-29T10:00:00Z"}}}]}))
+        .unwrap(),
+    );
+    Arc::new(p)
+}
+
+/// Watchers that report each change they decode.
+async fn watchers(api: &Api<Pod>, version: &str) -> mpsc::UnboundedReceiver<()> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    for _ in 0..WATCHERS {
+        let mut stream = api.watch(&ListParams::default(), version).await.unwrap();
+        let tx = tx.clone();
+        actix::spawn(async move {
+            while let Some(Ok(e)) = stream.next().await {
+                if matches!(e, WatchEvent::Modified(_)) {
+                    let _ = tx.send(());
+                }
+            }
+        });
+    }
+    rx
+}
+
+/// Decodes of one write, its watchers' included.
+async fn counted(
+    clients: &(Client, Client),
+    pod: &Pod,
+    base: Option<k8s_openapi::api::core::v1::PodStatus>,
+    seen: &mut mpsc::UnboundedReceiver<()>,
+) -> (u64, Written) {
+    let before = decodes_on_this_thread();
+    let written = write(clients, pod, false, base).await.ok().unwrap();
+    for _ in 0..WATCHERS {
+        seen.recv().await.unwrap();
+    }
+    (decodes_on_this_thread() - before, written)
+}
+
+#[test]
+fn a_status_write_decodes_the_pod_three_times_with_five_watchers() {
+    paused_system().block_on(async {
+        let client = super::write::tests::store_client("decodes");
+        let api: Api<Pod> = Api::namespaced(client.clone(), "default");
+        let body: Pod = serde_json::from_value(json!({"metadata": {"name": "p"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "busybox"}]}}))
+        .unwrap();
+        let pod = api.create(&PostParams::default(), body).await.unwrap();
+        let version = pod.metadata.resource_version.clone().unwrap();
+        let mut seen = watchers(&api, &version).await;
+        let clients = (client.clone(), client);
+
+        // The first write after a start reads the pod first: one decode more.
+        let (first, written) = counted(&clients, &running(&pod, "False"), None, &mut seen).await;
+        assert!(written.base.is_some());
+        assert_eq!(first, 4, "the first write's decodes");
+        // Later ones patch from what the last one left: two before the commit (the stored
+        // pod typed, the patched pod typed), one after it for every watcher and the writer.
+        let (next, _) = counted(&clients, &running(&pod, "True"), written.base, &mut seen).await;
+        assert_eq!(next, 3, "a later write's decodes");
+        let stored = api.get("p").await.unwrap();
+        let ready = &stored.status.as_ref().unwrap().conditions.as_ref().unwrap()[0];
+        assert_eq!(ready.status, "True");
+    });
+}
