@@ -19,7 +19,7 @@ use podvisor_client::{AnyObject, DeleteParams, Deleted, Error, Patch, PostParams
 use podvisor_core::Kind;
 use serde::Serialize;
 use tokio::sync::mpsc;
-use tracing::{error, info};
+use tracing::{debug, error, info};
 
 use crate::admission::Admission;
 use crate::object::{Change, Resource, StoredObject};
@@ -177,6 +177,16 @@ impl StoreActor {
         }
     }
 
+    /// Lets the window's stale changes go (`Store::expire_window`).
+    fn expire_window(&mut self) {
+        if let Some(store) = self.store.as_mut() {
+            let gone = store.expire_window(std::time::Instant::now());
+            if gone > 0 {
+                debug!(changes = gone, "stale changes left the watch window");
+            }
+        }
+    }
+
     pub(crate) fn store(&mut self) -> Result<&mut Store, Error> {
         self.store
             .as_mut()
@@ -289,7 +299,10 @@ impl SupervisedActor for StoreActor {
                 act.try_open();
             }
         });
-        ctx.run_interval(BOOKMARK_PERIOD, |act, _| act.bookmark());
+        ctx.run_interval(BOOKMARK_PERIOD, |act, _| {
+            act.bookmark();
+            act.expire_window();
+        });
         ctx.run_interval(EXPIRY_PERIOD.min(self.event_ttl), |act, _| {
             act.expire_events()
         });

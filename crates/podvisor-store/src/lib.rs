@@ -49,4 +49,4 @@ pub use meta::MAX_OBJECT_BYTES;
 pub use object::{Change, ChangeType, OwnerRef, RBAC, Resource, StoredObject};
 pub use page::ListPage;
 pub use selector::Selector;
-pub use store::{Store, StoreConfig};
+pub use store::{Store, StoreConfig, WINDOW_FRESH, WINDOW_MIN};

@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use podvisor_client::{AnyObject, DeleteParams, Error, PostParams, Propagation, Subresource};
@@ -24,6 +25,8 @@ mod replica;
 mod server_side;
 mod update;
 mod window;
+
+pub use window::{WINDOW_FRESH, WINDOW_MIN};
 
 /// The most bytes of objects the change window keeps (beyond that the oldest changes go,
 /// and a watch from before them relists): a few large objects updated often must not pin
@@ -54,6 +57,10 @@ pub struct Store {
     window_len: usize,
     /// The window's objects' bytes: it is bounded by these too, not only by its length.
     window_bytes: usize,
+    /// When the window's changes were written (`window.rs`), and through which revision
+    /// they are older than [`WINDOW_FRESH`].
+    marks: VecDeque<(Instant, u64)>,
+    stale_through: u64,
     revision: u64,
     /// Who the write under way is for (server-side apply's ownership), while it runs.
     writer: Option<String>,
@@ -86,6 +93,8 @@ impl Store {
             window: VecDeque::new(),
             window_len: cfg.window.max(1),
             window_bytes: 0,
+            marks: VecDeque::new(),
+            stale_through: 0,
             revision: loaded.revision,
             writer: None,
         };
@@ -120,6 +129,8 @@ impl Store {
                 prev,
             });
         }
+        // What a restart loads counts as written now: a watch has the fresh period to resume.
+        store.mark(store.revision);
         store.ensure_namespaces()?;
         Ok(store)
     }

@@ -574,6 +574,58 @@ fn the_system_namespaces_cannot_be_deleted() {
 }
 
 #[test]
+fn changes_older_than_the_fresh_period_go_beyond_the_newest_hundred() {
+    use podvisor_store::{WINDOW_FRESH, WINDOW_MIN};
+    use std::time::{Duration, Instant};
+    let d = dir("window-age");
+    let mut s = open(&d, 10_000);
+    let start = s.revision();
+    for i in 0..250 {
+        create(&mut s, pod(&format!("p{i}")));
+    }
+    let sel = Selector::all(Kind::Pod);
+    let t = Instant::now();
+    assert_eq!(
+        s.expire_window(t + WINDOW_FRESH - Duration::from_secs(5)),
+        0
+    );
+    assert_eq!(
+        s.changes_since(start, &sel).unwrap().len(),
+        250,
+        "fresh ones stay"
+    );
+
+    let later = t + WINDOW_FRESH + Duration::from_secs(1);
+    // (the system namespaces' creation came first, and went too)
+    assert!(s.expire_window(later) >= 250 - WINDOW_MIN);
+    let r = s.changes_since(start, &sel);
+    assert!(matches!(r, Err(StoreError::Gone { .. })), "stale ones went");
+    let oldest = s.oldest_resumable();
+    assert_eq!(s.changes_since(oldest, &sel).unwrap().len(), WINDOW_MIN);
+    assert_eq!(
+        s.expire_window(later),
+        0,
+        "the newest hundred stay however old"
+    );
+
+    create(&mut s, pod("p250"));
+    assert_eq!(s.changes_since(oldest, &sel).unwrap().len(), WINDOW_MIN + 1);
+    drop(s);
+    let mut s = open(&d, 10_000);
+    assert_eq!(
+        s.oldest_resumable(),
+        oldest,
+        "the durable log was trimmed too"
+    );
+    assert_eq!(
+        s.expire_window(Instant::now() + WINDOW_FRESH - Duration::from_secs(5)),
+        0,
+        "what a restart loads is fresh again"
+    );
+    assert_eq!(s.list(&sel, None, None).unwrap().items.len(), 251);
+}
+
+#[test]
 fn the_change_window_is_bounded_by_bytes_too() {
     let d = dir("window-bytes");
     let mut s = open(&d, 10_000);

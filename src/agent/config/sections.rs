@@ -293,7 +293,8 @@ pub struct Api {
     /// HTTPS, with a certificate of the agent's own CA; every route but the health
     /// checks needs the token in `<state_dir>/kubeconfig`.
     pub address: SocketAddr,
-    /// How many changes a watch can resume across, restarts included.
+    /// The most changes a watch can resume across, restarts included (beyond the newest
+    /// 100, only those of the last 75 s stay).
     pub watch_window: usize,
     /// How far a watcher may fall behind before it is cut off (it then resumes).
     pub watcher_queue: usize,

@@ -185,11 +185,18 @@ async fn usage(pid: u32, window: Duration) -> anyhow::Result<(f64, f64, f64)> {
 async fn singles(
     pods: &Api<Pod>,
     seen: &Mutex<Seen>,
-    node: &str,
-    n: usize,
+    (node, ns): (&str, &str),
+    (cri, n): (&CriClient, usize),
     r: &mut Results,
 ) -> anyhow::Result<()> {
     for i in 0..n {
+        // Each start on a quiet runtime, as the floor's: a node reports a pod gone before
+        // its runtime has stopped the sandbox (its network torn down), which would run
+        // beside the next start. Removing it is left to each node (the kubelet's GC does it
+        // a minute later).
+        if i > 0 {
+            quiet(cri, ns).await?;
+        }
         let name = format!("s-{i}");
         let t0 = Instant::now();
         pods.create(&PostParams::default(), pod(&name, node, SLEEPER, "Always"))
@@ -209,6 +216,30 @@ async fn singles(
         })
         .await?;
         r.delete.push(gone - t1);
+    }
+    Ok(())
+}
+
+/// Until the runtime holds no ready sandbox of namespace `ns` (within 60 s).
+async fn quiet(cri: &CriClient, ns: &str) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let selector = std::collections::BTreeMap::from([(
+        podvisor_cri::labels::POD_NAMESPACE.to_string(),
+        ns.to_string(),
+    )]);
+    let filter = podvisor_cri::proto::PodSandboxFilter {
+        label_selector: selector,
+        state: Some(podvisor_cri::proto::PodSandboxStateValue {
+            state: podvisor_cri::proto::PodSandboxState::SandboxReady as i32,
+        }),
+        ..Default::default()
+    };
+    while !cri.list_pod_sandbox(Some(filter.clone())).await?.is_empty() {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the runtime kept a sandbox of {ns} ready"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
     Ok(())
 }
@@ -372,7 +403,7 @@ async fn measure(
         logs: Samples::new(),
         exec_sync: Samples::new(),
     };
-    singles(&pods, &seen, &node.name, args.singles, &mut r).await?;
+    singles(&pods, &seen, (&node.name, &ns), (cri, args.singles), &mut r).await?;
     let admin = args.nodes.admin_kubeconfig();
     let places = (node.name.as_str(), ns.as_str());
     streams(&pods, &seen, places, (rt, &admin), args.streams, &mut r).await?;
