@@ -34,6 +34,10 @@ struct Args {
     /// Parallelisms of the raw-CRI floor (none: `--floor 0`).
     #[arg(long, value_delimiter = ',', default_value = "4,8,16")]
     floor: Vec<usize>,
+    /// Seconds to wait, with the largest step's pods running, before its RSS is read again
+    /// (what the agent lets go once a burst is over: the watch window keeps 75 s).
+    #[arg(long, default_value_t = 0)]
+    settled: u64,
     /// Extra agent configuration (TOML sections), e.g. "[runtime]\nmax_mutations_in_flight = 16".
     #[arg(long, default_value = "")]
     extra: String,
@@ -139,6 +143,12 @@ async fn measure(agent: &BenchAgent, pods: usize, window: Duration) -> anyhow::R
         relist,
         max_queued: queued,
     })
+}
+
+/// The agent's RSS and its anonymous part, in bytes.
+fn rss_now(agent: &BenchAgent) -> anyhow::Result<(u64, u64)> {
+    let pid = agent.child.id();
+    Ok((procstat::rss_bytes(pid)?, procstat::anon_rss_bytes(pid)?))
 }
 
 /// Removes every manifest and waits until the runtime holds none of the agent's pods.
@@ -268,6 +278,7 @@ async fn main() -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_secs(5)).await;
     let mut steps = vec![measure(&agent, 0, window).await?];
     let mut removals = Vec::new();
+    let mut settled = None;
     // All of them at once first (what compares with the floor), then the kubelet's
     // default allocatable.
     for n in [args.pods, 110.min(args.pods)] {
@@ -279,6 +290,10 @@ async fn main() -> anyhow::Result<()> {
         let mut s = measure(&agent, n, window).await?;
         s.start = Some(took);
         steps.push(s);
+        if n == args.pods && args.settled > 0 {
+            tokio::time::sleep(Duration::from_secs(args.settled)).await;
+            settled = Some(rss_now(&agent)?);
+        }
         let idle = runtime_calls(&agent).await?;
         removals.push((n, shrink(&agent, &rt).await?));
         if n == args.pods {
@@ -291,11 +306,19 @@ async fn main() -> anyhow::Result<()> {
         }
         tokio::time::sleep(Duration::from_secs(10)).await;
     }
-    let pid = agent.child.id();
-    let (after, anon) = (procstat::rss_bytes(pid)?, procstat::anon_rss_bytes(pid)?);
+    let (after, anon) = rss_now(&agent)?;
     println!();
     print(&steps);
     println!();
+    if let Some((rss, anon)) = settled {
+        println!(
+            "agent RSS about {} s after the last of the {} started, all still running: {:.1} MiB, {:.1} MiB of it anonymous",
+            args.settled + 20 + args.window,
+            args.pods,
+            mib(rss),
+            mib(anon)
+        );
+    }
     for (n, took) in removals {
         println!(
             "agent: {n} pods removed at once, gone from the runtime in {:.1} s",
