@@ -97,21 +97,42 @@ impl Agent {
     ) -> Self {
         super::runtime().await;
         let (node, dir) = Self::fresh_dir(node);
-        let (debug_port, api_port) = free_ports();
-        let endpoint = format!("http://127.0.0.1:{debug_port}");
-        let mut all = args(&dir, &node);
-        all.push(format!("--debug-address=127.0.0.1:{debug_port}"));
-        all.push(format!("--api-address=127.0.0.1:{api_port}"));
+        let args = args(&dir, &node);
         let mut agent = Self {
             node,
             config: dir.join("unused.toml"),
             dir,
-            endpoint,
-            args: all,
+            endpoint: String::new(),
+            args: Vec::new(),
             child: None,
         };
-        agent.launch().await;
         agent
+            .launch_on_free_ports(|agent, (debug_port, api_port)| {
+                agent.args = args.clone();
+                agent
+                    .args
+                    .push(format!("--debug-address=127.0.0.1:{debug_port}"));
+                agent
+                    .args
+                    .push(format!("--api-address=127.0.0.1:{api_port}"));
+            })
+            .await;
+        agent
+    }
+
+    /// Launches the agent on two free ports (`set` puts them in its configuration),
+    /// trying others when one was taken between being found free and the agent's bind
+    /// (other tests' agents pick theirs from the same range).
+    async fn launch_on_free_ports(&mut self, mut set: impl FnMut(&mut Self, (u16, u16))) {
+        for _ in 0..5 {
+            let (debug_port, api_port) = free_ports();
+            self.endpoint = format!("http://127.0.0.1:{debug_port}");
+            set(self, (debug_port, api_port));
+            if self.launch().await {
+                return;
+            }
+        }
+        panic!("five pairs of ports were taken before the agent could bind them");
     }
 
     /// The node's unique name and its fresh directory.
@@ -145,39 +166,42 @@ impl Agent {
         };
         super::runtime().await; // fails with instructions if containerd is not up
         let (node, dir) = Self::fresh_dir(node);
-        let (debug_port, api_port) = free_ports();
-        let endpoint = format!("http://127.0.0.1:{debug_port}");
         let config = dir.join("podvisor.toml");
         let extra = with_test_pressure(extra);
-        std::fs::write(
-            &config,
+        let text = |debug_port: u16, api_port: u16| {
             format!(
-                "{top}node_name = \"{node}\"\nruntime_endpoint = \"{}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"{}\"\n{FAULTS}[api]\naddress = \"{api_host}:{api_port}\"\n[server]\naddress = \"0.0.0.0:0\"\n[log]\nfilter = \"info,podvisor_kubelet=debug\"\n{extra}",
+                "{top}node_name = \"{node}\"\nruntime_endpoint = \"{}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"127.0.0.1:{debug_port}\"\n{FAULTS}[api]\naddress = \"{api_host}:{api_port}\"\n[server]\naddress = \"0.0.0.0:0\"\n[log]\nfilter = \"info,podvisor_kubelet=debug\"\n{extra}",
                 runtime,
                 dir.join("manifests").display(),
                 dir.join("state").display(),
                 dir.join("logs").display(),
-                endpoint.trim_start_matches("http://"),
-            ),
-        )
-        .unwrap();
+            )
+        };
         let mut agent = Self {
-            node,
-            dir,
-            endpoint,
-            config,
+            node: node.clone(),
+            dir: dir.clone(),
+            endpoint: String::new(),
+            config: config.clone(),
             args: Vec::new(),
             child: None,
         };
-        agent.launch().await;
+        agent
+            .launch_on_free_ports(|_, (debug_port, api_port)| {
+                std::fs::write(&config, text(debug_port, api_port)).unwrap();
+            })
+            .await;
         agent
     }
 
-    async fn launch(&mut self) {
+    /// Starts the agent and waits until it is ready; false if it exited because an
+    /// address it was given was taken, panics on any other failure.
+    async fn launch(&mut self) -> bool {
+        let log_path = self.dir.join("agent.log");
+        let from = std::fs::metadata(&log_path).map_or(0, |m| m.len() as usize);
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(self.dir.join("agent.log"))
+            .open(&log_path)
             .unwrap();
         let mut command = Command::new(env!("CARGO_BIN_EXE_podvisor"));
         match self.args.is_empty() {
@@ -197,6 +221,12 @@ impl Agent {
             .is_err()
         {
             if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok()?) {
+                let log = std::fs::read(&log_path).unwrap_or_default();
+                let this_run = String::from_utf8_lossy(log.get(from..).unwrap_or_default());
+                if this_run.contains("Address already in use") {
+                    self.child = None;
+                    return false;
+                }
                 panic!(
                     "the agent exited ({status}) before it was ready; its log:\n{}",
                     self.log_tail(20)
@@ -210,6 +240,7 @@ impl Agent {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        true
     }
 
     /// SIGKILL: the agent dies at once, pods keep running.
@@ -269,8 +300,9 @@ impl Agent {
             .is_some_and(|c| c.try_wait().ok().flatten().is_none())
     }
 
+    /// Starts it again on the same addresses (its clients know them).
     pub async fn restart(&mut self) {
-        self.launch().await;
+        assert!(self.launch().await, "the agent's addresses were taken");
     }
 
     pub fn manifest(&self, name: &str) -> PathBuf {
@@ -428,12 +460,23 @@ impl Agent {
     }
 }
 
-/// Removes every sandbox and container the agent of `node` owns.
+/// Removes every sandbox and container the agent of `node` owns, listing again until
+/// none is left: a call the killed agent had in flight (a create, a stop) may still be
+/// running in the runtime, and what it makes or keeps shows up in a later listing.
 pub async fn remove_owned(rt: &CriRuntime, node: &str) {
-    for p in rt.list_pods().await.unwrap_or_default() {
-        if podvisor_cri::labels::owned_by(&p, node) {
+    for _ in 0..20 {
+        let pods = rt.list_pods().await.unwrap_or_default();
+        let owned: Vec<_> = pods
+            .iter()
+            .filter(|p| podvisor_cri::labels::owned_by(p, node))
+            .collect();
+        if owned.is_empty() {
+            return;
+        }
+        for p in owned {
             super::remove_pod(rt, &p.pod.uid).await;
         }
+        tokio::time::sleep(Duration::from_millis(300)).await;
     }
 }
 
