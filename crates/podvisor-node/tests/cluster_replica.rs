@@ -13,7 +13,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use podvisor_actors::testing::paused_system;
 use podvisor_actors::{ChildSpec, Registry, SupervisorConfig, start_root};
-use podvisor_client::{Api, Client, Error, PostParams};
+use podvisor_client::{Api, Client, DeleteParams, Error, Patch, PostParams};
 use podvisor_node::cluster::ClusterReplica;
 use serde_json::json;
 use support::{Call, Faulty, store};
@@ -121,4 +121,64 @@ fn a_copy_refused_for_what_it_is_does_not_restart_the_replica() {
             "the refused copy was tried again (a restart relisted it)"
         );
     });
+}
+
+/// The node finished a pod the cluster was deleting and removed it from its store; the
+/// uplink's final status then reaches the cluster as a change before the cluster's
+/// delete does. Copying that change would add the pod again (a second admission, pod
+/// worker and removal for nothing, in every delete of a burst): it is not copied. A copy
+/// the node still holds takes the same change.
+#[test]
+fn the_final_status_of_a_pod_the_node_finished_and_removed_is_not_copied_back() {
+    paused_system().block_on(async {
+        let cluster = cluster(&["web", "job"]).await;
+        let (local, tried) = replica(cluster.clone(), "replica-finished", |_, _| None);
+        let in_cluster: Api<Pod> = Api::namespaced(cluster, "default");
+        let here: Api<Pod> = Api::namespaced(local.clone(), "default");
+        for name in ["web", "job"] {
+            settle_until(|| copied(&local, name)).await;
+            let graceful = DeleteParams {
+                grace_seconds: Some(30),
+                ..DeleteParams::default()
+            };
+            in_cluster.delete(name, &graceful).await.unwrap();
+            settle_until(|| async { deleting(&here.get(name).await.unwrap()) }).await;
+        }
+        // The node finished `web` and removed it; it still holds `job`.
+        let uid = here.get("web").await.unwrap().metadata.uid.clone().unwrap();
+        here.delete("web", &DeleteParams::now_if_uid(&uid))
+            .await
+            .unwrap();
+        let writes_before = tried.lock().unwrap().len();
+        for name in ["web", "job"] {
+            let patch = Patch::Merge(json!({"status": {"phase": "Succeeded"}}));
+            in_cluster
+                .patch_status(name, &PostParams::default(), &patch)
+                .await
+                .unwrap();
+        }
+        settle_until(|| async { tried.lock().unwrap()[writes_before..].contains(&"job".into()) })
+            .await;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert!(
+            !copied(&local, "web").await,
+            "the removed pod was added back"
+        );
+        let writes: Vec<_> = tried.lock().unwrap()[writes_before..].to_vec();
+        assert_eq!(writes, ["job"], "only the held copy is written");
+    });
+}
+
+async fn settle_until<F: std::future::Future<Output = bool>>(mut check: impl FnMut() -> F) {
+    for _ in 0..100 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("never settled");
+}
+
+fn deleting(p: &Pod) -> bool {
+    p.metadata.deletion_timestamp.is_some()
 }

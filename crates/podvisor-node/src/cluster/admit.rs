@@ -23,6 +23,14 @@ async fn is_new(local: &Client, p: &Pod) -> Result<bool, Error> {
     Ok(held.is_none_or(|h| h.metadata.uid != m.uid))
 }
 
+/// Whether `p` is a pod the node finished and removed from its store while the cluster
+/// deletes it: finished, deleting, and no copy of this incarnation held.
+pub(crate) async fn finished_and_removed(local: &Client, p: &Pod) -> Result<bool, Error> {
+    let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+    let finished = matches!(phase, Some("Succeeded" | "Failed"));
+    Ok(finished && p.metadata.deletion_timestamp.is_some() && is_new(local, p).await?)
+}
+
 fn settled(p: &Pod) -> bool {
     let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
     p.metadata.deletion_timestamp.is_some() || matches!(phase, Some("Succeeded" | "Failed"))

@@ -7,6 +7,9 @@
 //! A list from the cluster is the truth: a copy of a pod the list does not have is
 //! forgotten (the pod was deleted, or bound elsewhere, while the node was away), and the
 //! kubelet stops it. Mirror pods are the node's own and are never copied down.
+//! A change that shows a pod the node finished and has already removed (the uplink's
+//! final status arriving before the cluster's delete) is not copied back; a list still
+//! copies it, so a cluster delete the uplink never made is made after a relist.
 //!
 //! A copy the store fails to write for a while (its actor restarting, its disk full) is
 //! not dropped: it is tried again for some 15 s, the copies behind it waiting, and then
@@ -28,7 +31,7 @@ use podvisor_client::{Api, Client, DeleteParams, Error, ListParams, WatchEvent};
 use podvisor_machinery::reflector::{Reflected, Reflector, Update};
 use serde::Serialize;
 use tokio::sync::mpsc;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::podset::is_mirror;
 use crate::source::bound_to;
@@ -51,7 +54,10 @@ const RETRIES: [Duration; 4] = [
 /// One write to the node's store.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Op {
+    /// A copy from a list: always written.
     Keep(Arc<Pod>),
+    /// A copy from a change: written unless it is a pod the node finished and removed.
+    Refresh(Arc<Pod>),
     KeepNode(Arc<Node>),
     /// Forget the copy of this incarnation (namespace, name, UID).
     Forget(String, String, String),
@@ -70,7 +76,7 @@ pub(crate) fn ops(update: Update<Pod>) -> Vec<Op> {
             ops
         }
         Update::Change(WatchEvent::Added(p) | WatchEvent::Modified(p)) if !is_mirror(&p) => {
-            vec![Op::Keep(p)]
+            vec![Op::Refresh(p)]
         }
         Update::Change(WatchEvent::Deleted(p)) if !is_mirror(&p) => {
             let m = &p.metadata;
@@ -165,10 +171,17 @@ async fn apply_retrying(node: &str, local: &Client, op: Op) -> Result<(), Error>
 
 async fn apply(node: &str, local: &Client, op: Op) -> Result<(), Error> {
     match op {
-        Op::Keep(p) => {
-            let p = super::admit::copy(local, node, p).await?;
-            let api: Api<Pod> = Api::all(local.clone());
-            api.replicate((*p).clone()).await.map(|_| ())
+        Op::Keep(p) => keep(node, local, p).await,
+        Op::Refresh(p) => {
+            if super::admit::finished_and_removed(local, &p).await? {
+                let name = p.metadata.name.as_deref().unwrap_or_default();
+                debug!(
+                    pod = name,
+                    "the final status of a pod the node removed; not copied back"
+                );
+                return Ok(());
+            }
+            keep(node, local, p).await
         }
         Op::KeepNode(n) => {
             let api: Api<Node> = Api::all(local.clone());
@@ -196,6 +209,12 @@ async fn apply(node: &str, local: &Client, op: Op) -> Result<(), Error> {
             Ok(())
         }
     }
+}
+
+async fn keep(node: &str, local: &Client, p: Arc<Pod>) -> Result<(), Error> {
+    let p = super::admit::copy(local, node, p).await?;
+    let api: Api<Pod> = Api::all(local.clone());
+    api.replicate((*p).clone()).await.map(|_| ())
 }
 
 async fn forget(local: &Client, ns: &str, name: &str, uid: &str) -> Result<(), Error> {
