@@ -451,3 +451,31 @@ async fn unreachable_runtime_is_reported_at_once() {
     );
     assert!(started.elapsed() < Duration::from_secs(2));
 }
+
+/// A caller that stops waiting for a call that changes the runtime (a pod worker whose
+/// sync is cancelled by a deletion, a deadline) does not cut the call short: a start
+/// reset mid-way left containerd 2.1 holding the container "starting" with its `runc
+/// init` waiting forever, which no stop or removal could clear. The start runs to its end.
+#[tokio::test]
+async fn a_start_its_caller_gave_up_on_still_runs_to_the_end() {
+    let rt = common::runtime().await;
+    let uid = common::unique_uid("given-up");
+    with_pod_cleanup(&uid, async {
+        let dir = common::log_dir(&uid);
+        let sandbox = sandbox_config(&uid, "given-up", true, dir.to_str().unwrap());
+        let sandbox_id = rt.run_sandbox(&sandbox).await.unwrap();
+        let config = container_config(&sandbox, "app", &["sleep", "60"]);
+        let id = rt
+            .create_container(&sandbox_id, &config, &sandbox)
+            .await
+            .unwrap();
+        let gave_up = tokio::time::timeout(Duration::from_millis(2), rt.start_container(&id));
+        assert!(gave_up.await.is_err(), "the start answered within 2 ms");
+        common::eventually("the container running", Duration::from_secs(20), || async {
+            let s = rt.container_status(&id).await.unwrap();
+            (s.state == ContainerState::Running).then_some(())
+        })
+        .await;
+    })
+    .await;
+}

@@ -1,7 +1,10 @@
-//! Which calls are bounded together, and how many may run at once by default.
+//! Which calls are bounded together, how many may run at once by default, each call's
+//! deadline, and the calls that run to their end whoever waits for them.
 
 use std::future::Future;
 use std::time::Duration;
+
+use crate::CriError;
 
 /// How many mutations the agent lets run at once unless told otherwise (chosen with
 /// burst-bench, docs/benchmarks.md).
@@ -39,5 +42,34 @@ pub(crate) async fn holding_for<P, F: Future>(
             drop(permit);
             call.await
         }
+    }
+}
+
+/// `call` under the client-side deadline `limit`, its failures as [`CriError`].
+pub(crate) async fn deadline<T>(
+    endpoint: String,
+    op: &'static str,
+    limit: Duration,
+    call: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+) -> Result<T, CriError> {
+    match tokio::time::timeout(limit, call).await {
+        Ok(Ok(resp)) => Ok(resp.into_inner()),
+        // The deadline we sent ran out on the runtime's side.
+        Ok(Err(status)) if status.code() == tonic::Code::DeadlineExceeded => {
+            Err(CriError::Timeout { op, after: limit })
+        }
+        Ok(Err(status)) => Err(CriError::from_status(op, &endpoint, status)),
+        Err(_) => Err(CriError::Timeout { op, after: limit }),
+    }
+}
+
+/// Runs `work` on a task of its own, which its caller's giving up does not stop.
+pub(crate) async fn to_the_end<T: Send + 'static>(
+    op: &'static str,
+    work: impl Future<Output = Result<T, CriError>> + Send + 'static,
+) -> Result<T, CriError> {
+    match tokio::spawn(work).await {
+        Ok(result) => result,
+        Err(e) => Err(CriError::failed(op, format!("the call's task ended: {e}"))),
     }
 }

@@ -129,43 +129,45 @@ impl CriClient {
     /// No retries here: tonic's channel reconnects by itself once the runtime is back, and
     /// whether a failed call may be repeated is the caller's decision (a create that
     /// reached the runtime before the connection broke must not simply run again).
-    async fn unary<T>(
+    ///
+    /// A call that changes the runtime runs to its end once sent, even if its caller stops
+    /// waiting (a cancelled sync, a deadline): a request reset mid-way can leave the runtime
+    /// with a container stuck half started (containerd 2.1 kept one "starting", its `runc
+    /// init` waiting forever, and refused to remove it).
+    async fn unary<T: Send + 'static>(
         &self,
         op: &'static str,
         limit: Duration,
-        call: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+        call: impl Future<Output = Result<tonic::Response<T>, tonic::Status>> + Send + 'static,
     ) -> Result<T, CriError> {
-        let permit = match (&self.mutations, gate::Stage::of(op)) {
+        let stage = gate::Stage::of(op);
+        let permit = match (&self.mutations, stage) {
             (Some(g), Some(stage)) => g.acquire(stage).await,
             _ => None,
         };
         let started = std::time::Instant::now();
-        let call = self.unary_unobserved(op, limit, call);
-        let result = match op {
-            "StopContainer" => flow::holding_for(permit, flow::STOP_HOLD, call).await,
-            _ => call.await,
+        let endpoint = self.endpoint.clone();
+        // Boxed: a call waiting for its permit holds its request, not the running call's
+        // state (tests/call_size.rs).
+        let work = Box::pin(async move {
+            let call = flow::deadline(endpoint, op, limit, call);
+            match op {
+                "StopContainer" => flow::holding_for(permit, flow::STOP_HOLD, call).await,
+                _ => {
+                    let result = call.await;
+                    drop(permit);
+                    result
+                }
+            }
+        });
+        let result = match stage {
+            Some(_) => flow::to_the_end(op, work).await,
+            None => work.await,
         };
         if let Some(o) = &self.observer {
             o.observe(op, started.elapsed(), result.is_err());
         }
         result
-    }
-
-    async fn unary_unobserved<T>(
-        &self,
-        op: &'static str,
-        limit: Duration,
-        call: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
-    ) -> Result<T, CriError> {
-        match tokio::time::timeout(limit, call).await {
-            Ok(Ok(resp)) => Ok(resp.into_inner()),
-            // The deadline we sent ran out on the runtime's side.
-            Ok(Err(status)) if status.code() == tonic::Code::DeadlineExceeded => {
-                Err(CriError::Timeout { op, after: limit })
-            }
-            Ok(Err(status)) => Err(CriError::from_status(op, &self.endpoint, status)),
-            Err(_) => Err(CriError::Timeout { op, after: limit }),
-        }
     }
 
     pub async fn version(&self) -> Result<VersionResponse, CriError> {
