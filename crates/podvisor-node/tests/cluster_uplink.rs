@@ -140,3 +140,57 @@ fn a_finished_pod_the_cluster_no_longer_has_is_not_retried() {
         );
     });
 }
+
+/// The node finished a pod the cluster was deleting and removed it from its store; its
+/// uplink restarted before the cluster's delete went up. Rebuilt from the store, which no
+/// longer has the pod, the uplink would never remove it, and the pod would stay
+/// Terminating in the cluster: it looks in the cluster too. A pod the node still holds
+/// is left to its copy's own course.
+#[test]
+fn a_pod_the_node_removed_before_the_uplink_restarted_is_removed_from_the_cluster() {
+    paused_system().block_on(async {
+        let cluster = Client::new(store("uplink-orphan-cluster"));
+        let local = Client::new(store("uplink-orphan-local"));
+        let cluster_pods: Api<Pod> = Api::namespaced(cluster.clone(), "default");
+        for (name, uid) in [("p", "u-p"), ("q", "u-q")] {
+            let mut pod = bound_pod(false);
+            pod.metadata.name = Some(name.into());
+            pod.metadata.uid = Some(uid.into());
+            let made = cluster_pods
+                .create(&PostParams::default(), pod)
+                .await
+                .unwrap();
+            if name == "q" {
+                // The node holds `q` (its copy from before the deletion).
+                Api::<Pod>::all(local.clone())
+                    .replicate((*made).clone())
+                    .await
+                    .unwrap();
+            }
+            let graceful = DeleteParams {
+                grace_seconds: Some(30),
+                ..DeleteParams::default()
+            };
+            cluster_pods.delete(name, &graceful).await.unwrap();
+            let done = Patch::Merge(json!({"status": {"phase": "Succeeded"}}));
+            cluster_pods
+                .patch_status(name, &PostParams::default(), &done)
+                .await
+                .unwrap();
+        }
+        let c = cluster.clone();
+        let _uplink = ChildSpec::of(move || ClusterUplink::new("n1", local.clone(), c.clone()))
+            .start_unsupervised();
+        let mut gone = false;
+        for _ in 0..30 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if cluster_pods.get_opt("p").await.unwrap().is_none() {
+                gone = true;
+                break;
+            }
+        }
+        assert!(gone, "the pod the node removed stayed in the cluster");
+        let q = cluster_pods.get_opt("q").await.unwrap();
+        assert!(q.is_some(), "the pod the node holds was removed");
+    });
+}

@@ -15,20 +15,45 @@
 //! replayed).
 //!
 //! Restart: nothing is kept; listing the store again makes every status due, and what the
-//! cluster already has costs a read.
+//! cluster already has costs a read. The cluster is listed too: a pod the node finished
+//! and removed from its store before the last instance's delete went up is finished,
+//! deleting and without a copy on the node, and is removed from the cluster then.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use actix::prelude::*;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use podvisor_actors::{Recipient, StartInfo, SupervisedActor};
-use podvisor_client::{Api, Client, DeleteParams, Error, Patch, PostParams};
+use podvisor_client::{Api, Client, DeleteParams, Error, Patch, PostParams, WatchEvent};
 use podvisor_machinery::backoff::Backoff;
-use podvisor_machinery::reflector::{Reflected, Reflector};
+use podvisor_machinery::reflector::{Reflected, Reflector, Update};
 use serde::Serialize;
 use tracing::{debug, info, warn};
 
 use crate::source::bound_to;
 use crate::status::patch::status_patch;
 use crate::status::write::write_status;
+
+/// The cluster's pods the node finished and removed before this instance started (to the
+/// actor itself), or why they could not be listed.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Orphans(Result<Vec<Arc<Pod>>, Error>);
+
+/// How long a failed listing of the cluster's orphans waits before the next.
+const ORPHANS_RETRY: Duration = Duration::from_secs(30);
+
+/// The cluster's pods bound to `node` that the node finished and removed from its store.
+async fn orphans(node: String, cluster: Client, local: Client) -> Result<Vec<Arc<Pod>>, Error> {
+    let mut found = Vec::new();
+    for p in Api::<Pod>::all(cluster).list(&bound_to(&node)).await?.items {
+        if super::admit::finished_and_removed(&local, &p).await? {
+            found.push(p);
+        }
+    }
+    Ok(found)
+}
 
 /// A job against the cluster finished (to the actor itself).
 #[derive(Message)]
@@ -105,6 +130,8 @@ async fn patch_from(
 }
 
 pub struct ClusterUplink {
+    node: String,
+    local: Client,
     view: Reflector<Pod>,
     cluster: Client,
     state: Uplink,
@@ -125,6 +152,8 @@ pub struct ClusterUplinkSummary {
 impl ClusterUplink {
     pub fn new(node: &str, local: Client, cluster: Client) -> Self {
         Self {
+            node: node.to_string(),
+            local: local.clone(),
             view: Reflector::new(Api::all(local), bound_to(node)),
             cluster,
             state: Uplink::default(),
@@ -135,6 +164,15 @@ impl ClusterUplink {
             // nodes do not retry in step against a recovering apiserver.
             backoff: Backoff::default(),
         }
+    }
+
+    /// Lists the cluster for pods the node finished and removed before this instance.
+    fn find_orphans(&mut self, ctx: &mut Context<Self>) {
+        let work = orphans(self.node.clone(), self.cluster.clone(), self.local.clone());
+        ctx.spawn(
+            work.into_actor(self)
+                .map(|found, _, ctx| ctx.notify(Orphans(found))),
+        );
     }
 
     fn pump(&mut self, ctx: &mut Context<Self>) {
@@ -163,6 +201,7 @@ impl SupervisedActor for ClusterUplink {
         self.state = Uplink::default();
         self.me = Some(start.me.recipient());
         self.view.start(ctx, start.me.recipient());
+        self.find_orphans(ctx);
     }
 
     fn summary(&self) -> ClusterUplinkSummary {
@@ -179,6 +218,26 @@ impl Handler<Reflected<Pod>> for ClusterUplink {
         if let Some(update) = self.view.accept(msg, ctx) {
             self.state.observe(update);
             self.pump(ctx);
+        }
+    }
+}
+
+impl Handler<Orphans> for ClusterUplink {
+    type Result = ();
+    fn handle(&mut self, Orphans(found): Orphans, ctx: &mut Context<Self>) {
+        match found {
+            Ok(pods) => {
+                for p in pods {
+                    let name = p.metadata.name.clone().unwrap_or_default();
+                    info!(pod = %name, "pod finished and removed on the node, still in the cluster; removing it there");
+                    self.state.observe(Update::Change(WatchEvent::Deleted(p)));
+                }
+                self.pump(ctx);
+            }
+            Err(e) => {
+                warn!(error = %e, retry_in = ?ORPHANS_RETRY, "cannot list the cluster's pods of this node");
+                ctx.run_later(ORPHANS_RETRY, |act, ctx| act.find_orphans(ctx));
+            }
         }
     }
 }
