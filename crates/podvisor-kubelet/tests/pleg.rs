@@ -34,6 +34,7 @@ fn first_relist_reports_every_running_container_and_fills_the_cache() {
             .send(GetNewerThan {
                 uid: "u1".into(),
                 min: Some(before - Duration::from_millis(1)),
+                showing: None,
             })
             .await
             .unwrap();
@@ -90,6 +91,7 @@ fn an_exit_is_a_death_and_the_cache_holds_the_exit_code() {
             .send(GetNewerThan {
                 uid: "u1".into(),
                 min: Some(t - Duration::from_nanos(1)),
+                showing: None,
             })
             .await
             .unwrap();
@@ -141,7 +143,7 @@ fn a_relist_inspects_what_it_listed_by_status_calls_alone() {
         );
         // A worker's re-inspection has no listing to go by: it lists the pod itself.
         h.pleg
-            .send(Reinspect { uid: "u1".into() })
+            .send(Reinspect::pod("u1".into()))
             .await
             .unwrap()
             .unwrap();
@@ -232,12 +234,13 @@ fn reinspect_refreshes_one_pod_without_waiting_for_a_relist() {
             .send(GetNewerThan {
                 uid: "u1".into(),
                 min: Some(t),
+                showing: None,
             })
             .await
             .unwrap();
         tokio::time::advance(Duration::from_millis(1)).await;
         h.pleg
-            .send(Reinspect { uid: "u1".into() })
+            .send(Reinspect::pod("u1".into()))
             .await
             .unwrap()
             .unwrap();
@@ -286,13 +289,7 @@ fn a_pod_whose_inspection_hangs_is_inspected_aside_and_holds_up_no_other() {
             assert!(t.elapsed() < Duration::from_millis(10));
         }
         let t = Instant::now();
-        let answer = h
-            .pleg
-            .send(Reinspect {
-                uid: "stuck".into(),
-            })
-            .await
-            .unwrap();
+        let answer = h.pleg.send(Reinspect::pod("stuck".into())).await.unwrap();
         assert!(answer.is_err() && t.elapsed() < Duration::from_millis(10));
         let stuck_calls = || fake.inspections().iter().filter(|t| *t == "stuck").count();
         assert_eq!(stuck_calls(), 2, "the bounded call, then one aside");
@@ -466,6 +463,7 @@ fn a_restarted_cache_fails_its_waiters_and_is_refilled() {
             .send(GetNewerThan {
                 uid: "u1".into(),
                 min: Some(far_future),
+                showing: None,
             })
             .await
             .unwrap();
@@ -502,6 +500,7 @@ fn cache_subscribers_wake_on_set_or_global_time_in_order() {
                     .send(GetNewerThan {
                         uid: "u1".into(),
                         min: Some(t + Duration::from_millis(ms)),
+                        showing: None,
                     })
                     .await
                     .unwrap(),
@@ -519,6 +518,7 @@ fn cache_subscribers_wake_on_set_or_global_time_in_order() {
             .send(GetNewerThan {
                 uid: "ghost".into(),
                 min: Some(Instant::now()),
+                showing: None,
             })
             .await
             .unwrap();
@@ -796,6 +796,7 @@ fn a_deleted_pod_is_forgotten_and_its_waiters_still_answered() {
             .send(GetNewerThan {
                 uid: "u1".into(),
                 min: Some(Instant::now()),
+                showing: None,
             })
             .await
             .unwrap();
@@ -1084,7 +1085,7 @@ fn a_start_seen_by_a_targeted_inspection_but_never_streamed_is_a_loss() {
         fake.lose_events(1);
         fake.start_container(&id).await.unwrap();
         h.pleg
-            .send(Reinspect { uid: "u1".into() })
+            .send(Reinspect::pod("u1".into()))
             .await
             .unwrap()
             .unwrap();
@@ -1153,5 +1154,55 @@ fn an_event_whose_pod_hangs_the_runtime_holds_up_no_other_pods_events() {
             },
         )
         .await;
+    });
+}
+
+#[test]
+fn a_request_after_a_start_waits_briefly_for_its_event_and_inspects_only_without_it() {
+    use podvisor_cri::sample::{container_config, sandbox_config};
+    use podvisor_kubelet::pleg::START_EVENT_WAIT;
+    use podvisor_kubelet::protocol::cache::ContainerId;
+    paused_system().block_on(async {
+        let fake = FakeRuntime::new().with_event_stream();
+        let (sandbox, ids) = start_pod(&fake, "u1", &["web"]).await;
+        let h = harness(
+            fake.clone(),
+            PlegConfig {
+                mode: PlegMode::Evented,
+                ..manual()
+            },
+        );
+        until("first relist", Duration::from_secs(1), || {
+            h.events.len() == 1
+        })
+        .await;
+        let after = |id: &str| Reinspect {
+            uid: "u1".into(),
+            started: Some(ContainerId(id.into())),
+        };
+        let inspected = || fake.calls_of(Op::PodStatus).len();
+        // A start the records show: answered at once, nothing inspected.
+        let t = Instant::now();
+        h.pleg.send(after(&ids[0])).await.unwrap().unwrap();
+        assert_eq!((inspected(), t.elapsed()), (0, Duration::ZERO));
+        // A start whose event comes while the request waits: answered by it.
+        let sb = sandbox_config("u1", "u1", false, "/logs");
+        let cfg = container_config(&sb, "side", &["x"]);
+        let side = fake.create_container(&sandbox, &cfg, &sb).await.unwrap();
+        let asked = h.pleg.send(after(&side));
+        let start = async {
+            tokio::task::yield_now().await;
+            fake.start_container(&side).await.unwrap();
+        };
+        let (answer, ()) = tokio::join!(asked, start);
+        answer.unwrap().unwrap();
+        assert_eq!(inspected(), 0, "the event settled it");
+        assert!(t.elapsed() < START_EVENT_WAIT);
+        // A start the stream never shows (its event lost): inspected once the wait is over.
+        h.pleg.send(after("never-started")).await.unwrap().unwrap();
+        assert_eq!(inspected(), 1);
+        assert!(t.elapsed() >= START_EVENT_WAIT);
+        let summary = h.registry.get("pleg").unwrap().state.unwrap();
+        assert_eq!(summary["reinspections_spared"], 2);
     });
 }

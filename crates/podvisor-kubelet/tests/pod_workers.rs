@@ -11,8 +11,9 @@ use podvisor_actors::testing::{Collected, collector};
 use podvisor_actors::{ActorRef, ChildSpec, Lifecycle, Registry, SupervisorConfig, start_root};
 use podvisor_core::{GracePeriod, SharedPod};
 use podvisor_cri::FakeRuntime;
+use podvisor_cri::fake::Op;
 use podvisor_kubelet::groups::{PodWorkerWiring, StatusWiring, pod_worker_group, status_group};
-use podvisor_kubelet::pleg::PlegConfig;
+use podvisor_kubelet::pleg::{PlegConfig, PlegMode};
 use podvisor_kubelet::pod_workers::{PodWorkers, Timings};
 use podvisor_kubelet::protocol::lifecycle::PodLifecycleEvent;
 use podvisor_kubelet::protocol::status::RecordEvent;
@@ -32,6 +33,10 @@ struct World {
 }
 
 fn world(fake: FakeRuntime, syncer: FakeSyncer) -> World {
+    world_with(fake, syncer, PlegMode::Evented)
+}
+
+fn world_with(fake: FakeRuntime, syncer: FakeSyncer, mode: PlegMode) -> World {
     let registry = Registry::new();
     let (events, events_spec, _) = collector::<PodLifecycleEvent>();
     let (pod_events, pod_events_spec, collected) = collector::<RecordEvent>();
@@ -43,6 +48,7 @@ fn world(fake: FakeRuntime, syncer: FakeSyncer) -> World {
             statuses: Vec::new(),
             pleg: PlegConfig {
                 relist_period: Duration::from_secs(3600),
+                mode,
                 ..PlegConfig::default()
             },
         },
@@ -458,4 +464,59 @@ fn a_sync_after_one_that_changed_nothing_does_not_wait_for_newer_status() {
         .await;
         assert_eq!(w.syncer.calls_for("u1")[2].containers_seen, 1);
     });
+}
+
+#[test]
+fn a_start_whose_event_came_first_needs_no_inspection_for_the_next_sync() {
+    for mode in [PlegMode::Evented, PlegMode::Relist] {
+        paused_system().block_on(async {
+            let fake = match mode {
+                PlegMode::Evented => FakeRuntime::new().with_event_stream(),
+                PlegMode::Relist => FakeRuntime::new(),
+            };
+            let w = world_with(fake.clone(), FakeSyncer::with_runtime(fake.clone()), mode);
+            let pleg = || {
+                w.registry
+                    .get("pleg")
+                    .and_then(|p| p.state)
+                    .unwrap_or_default()
+            };
+            until("the PLEG has begun", Duration::from_secs(2), || {
+                pleg()["stream_open"] == (mode == PlegMode::Evented)
+                    && !pleg()["last_relist_ms"].is_null()
+            })
+            .await;
+            for (n, update) in [UpdateType::Create, UpdateType::Sync]
+                .into_iter()
+                .enumerate()
+            {
+                w.dispatcher
+                    .do_send(UpdatePod(UpdatePodOptions::new(update, pod("u1"))));
+                // Well within the 2 s a worker waits for fresh status before it gives up.
+                until("sync", Duration::from_millis(500), || {
+                    w.syncer.calls_for("u1").len() == n + 1
+                })
+                .await;
+            }
+            // The second sync saw the container the first one started.
+            assert_eq!(w.syncer.calls_for("u1")[1].containers_seen, 1, "{mode:?}");
+            let pleg = pleg();
+            let inspected = fake.calls_of(Op::PodStatus).len();
+            match mode {
+                // The start's event (and the statuses it carried) came before the worker's
+                // request: no inspection.
+                PlegMode::Evented => {
+                    assert_eq!(
+                        (inspected, &pleg["reinspections_spared"]),
+                        (0, &1.into()),
+                        "{pleg}"
+                    );
+                }
+                // No events, no relist for an hour: the request is what inspects the pod.
+                PlegMode::Relist => {
+                    assert_eq!((inspected, &pleg["reinspections_spared"]), (1, &0.into()));
+                }
+            }
+        });
+    }
 }

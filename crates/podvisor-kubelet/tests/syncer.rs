@@ -296,3 +296,36 @@ async fn run_and_stop(s: &CriSyncer, fake: &FakeRuntime, pod: &SharedPod) -> Arc
         .unwrap();
     Arc::new(fake.pod_status(UID).await.unwrap())
 }
+
+/// The outcome names the container whose start was the sync's last change, which the
+/// worker's next wait takes as proof the sync's changes are seen (a sync whose start
+/// failed, which may leave a created container behind, ends in an error instead).
+#[actix_rt::test]
+async fn the_outcome_names_the_last_start_only_when_it_was_the_last_change() {
+    let dir = scratch("last");
+    let fake = FakeRuntime::new();
+    let s = syncer(&fake, &dir);
+    let two = pod().edited(|p| {
+        let spec = p.spec.as_mut().unwrap();
+        let mut side = spec.containers[0].clone();
+        side.name = "side".into();
+        spec.containers.push(side);
+    });
+    let status = Arc::new(fake.pod_status(UID).await.unwrap());
+    let outcome = s
+        .sync_pod(&ctx(), UpdateType::Create, &two, &status)
+        .await
+        .unwrap();
+    let status = fake.pod_status(UID).await.unwrap();
+    let side = status.container("side").unwrap();
+    assert!(outcome.changed);
+    assert_eq!(outcome.last_started.map(|c| c.0), Some(side.id.clone()));
+    // The next sync changes nothing: no start to name.
+    let status = Arc::new(status);
+    let next = s
+        .sync_pod(&ctx(), UpdateType::Sync, &two, &status)
+        .await
+        .unwrap();
+    assert!(!next.changed && next.last_started.is_none());
+    let _ = std::fs::remove_dir_all(&dir);
+}

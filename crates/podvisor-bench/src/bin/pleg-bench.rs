@@ -331,10 +331,11 @@ async fn freshness(
                 .send(GetNewerThan {
                     uid: uid.clone(),
                     min: Some(stopped),
+                    showing: None,
                 })
                 .await?;
             if i % 2 == 0 {
-                group.pleg.do_send(Reinspect { uid: uid.clone() });
+                group.pleg.do_send(Reinspect::pod(uid.clone()));
             }
             let data = rx.await?;
             anyhow::ensure!(

@@ -34,6 +34,7 @@ mod slow;
 mod snapshot;
 mod stream;
 mod summary;
+mod witness;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -55,8 +56,9 @@ pub use records::PodRecords;
 use records::{record_from_status, translate};
 use stream::StreamTracker;
 pub use summary::PlegSummary;
+pub use witness::WAIT as START_EVENT_WAIT;
 
-use crate::protocol::cache::{SetStatus, UpdateTime};
+use crate::protocol::cache::{ContainerId, SetStatus, UpdateTime};
 use crate::protocol::lifecycle::{
     PlegError, PodLifecycleEvent, Reinspect, RelistNow, RelistReport,
 };
@@ -160,6 +162,10 @@ pub struct Pleg {
     events_ignored: u64,
     /// Events settled from the statuses they carried, with no inspection.
     events_from_snapshots: u64,
+    /// Workers' requests for an inspection that the records answered, and those waiting
+    /// for their start's event (`witness.rs`).
+    reinspections_spared: u64,
+    awaiting: witness::Awaiting,
     list_failures: u32,
     /// Wall-clock time and duration (ms) of the last relist.
     last_relist: Option<(u64, f64)>,
@@ -200,6 +206,8 @@ impl Pleg {
             events_received: 0,
             events_ignored: 0,
             events_from_snapshots: 0,
+            reinspections_spared: 0,
+            awaiting: witness::Awaiting::default(),
             list_failures: 0,
             last_relist: None,
             last_relist_start: None,
@@ -291,7 +299,17 @@ impl Pleg {
             self.emit(&events);
             self.records.update(uid);
             self.reinspect.remove(uid);
+            self.start_seen(uid);
         }
+    }
+
+    /// Whether the pod's latest records show container `id` started, from a status that
+    /// is in the cache and whose events went out (not one the cache refused, not a pod
+    /// inspected aside).
+    fn shows_started(&self, uid: &PodUid, id: &ContainerId) -> bool {
+        !self.reinspect.contains(uid)
+            && !self.slow.contains(uid)
+            && self.records.shows_started(uid, id.as_str())
     }
 
     fn schedule_relists(&mut self, ctx: &mut Context<Self>, period: Duration) {
@@ -364,7 +382,10 @@ impl Handler<Reinspect> for Pleg {
 
     fn handle(&mut self, msg: Reinspect, ctx: &mut Context<Self>) -> Self::Result {
         let (tx, rx) = oneshot::channel();
-        self.reinspect_pod(msg.uid, ctx, tx);
+        match msg.started {
+            Some(id) => self.reinspect_after_start(msg.uid, id, ctx, tx),
+            None => self.reinspect_pod(msg.uid, ctx, tx),
+        }
         Box::pin(async move { rx.await.unwrap_or(Err(PlegError::Stopped)) })
     }
 }

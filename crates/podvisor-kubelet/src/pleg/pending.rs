@@ -161,6 +161,7 @@ impl Pleg {
         self.records.update(&uid);
         if self.store(&uid, Ok(status), at) {
             self.emit(&lifecycle);
+            self.start_seen(&uid);
         }
     }
 

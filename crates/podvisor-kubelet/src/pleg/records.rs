@@ -321,6 +321,19 @@ impl PodRecords {
             .map(|c| c.name.clone())
     }
 
+    /// Whether the pod's latest record shows container `id` started: running, or exited
+    /// since.
+    pub(crate) fn shows_started(&self, uid: &PodUid, id: &str) -> bool {
+        let Some(r) = self.pods.get(uid) else {
+            return false;
+        };
+        let latest = r.current.as_ref().or(r.old.as_ref());
+        matches!(
+            latest.map(|l| l.container(id)),
+            Some(Seen::Running | Seen::Exited)
+        )
+    }
+
     /// The pod's one sandbox by its latest record, if it has exactly one.
     pub(crate) fn only_sandbox(&self, uid: &PodUid) -> Option<&str> {
         let r = self.pods.get(uid)?;

@@ -245,3 +245,34 @@ fn a_reinspected_status_rebuilds_the_same_record() {
     };
     assert_eq!(record_from_status(&status), None, "nothing in the runtime");
 }
+
+#[test]
+fn a_started_container_shows_in_the_latest_record_running_or_exited() {
+    let u1 = PodUid::from("u1");
+    let mut r = PodRecords::default();
+    assert!(!r.shows_started(&u1, "c1"), "an unknown pod shows nothing");
+    let created = pod(
+        vec![sandbox("s1", SandboxState::Ready)],
+        vec![container("c1", "web", ContainerState::Created)],
+    );
+    r.set_current(vec![created]);
+    assert!(!r.shows_started(&u1, "c1"), "created is not started");
+    let running = pod(
+        vec![sandbox("s1", SandboxState::Ready)],
+        vec![container("c1", "web", ContainerState::Running)],
+    );
+    r.set_one(&u1, Some(rec(&running)));
+    assert!(r.shows_started(&u1, "c1") && !r.shows_started(&u1, "c2"));
+    // Settled, it is the old record that shows it; exited since, it still started.
+    r.update(&u1);
+    assert!(r.shows_started(&u1, "c1"));
+    let exited = pod(
+        vec![sandbox("s1", SandboxState::Ready)],
+        vec![container("c1", "web", ContainerState::Exited)],
+    );
+    r.set_one(&u1, Some(rec(&exited)));
+    assert!(r.shows_started(&u1, "c1"));
+    // Gone from the latest record: it shows nothing of it any more.
+    r.set_one(&u1, Some(rec(&pod(vec![], vec![]))));
+    assert!(!r.shows_started(&u1, "c1"));
+}

@@ -24,6 +24,11 @@ pub struct PlegSummary {
     pub events_ignored: u64,
     /// Events settled from the statuses they carried, with no inspection of their pod.
     pub events_from_snapshots: u64,
+    /// Pod workers' requests for an inspection after a start that the records already
+    /// answered (the start's event came first).
+    pub reinspections_spared: u64,
+    /// Such requests waiting for their start's event.
+    pub reinspections_awaiting_start: usize,
     /// Changes a relist found that the stream never delivered.
     pub events_lost: u64,
     /// Events waiting for their pod's inspection, and pods being inspected for theirs.
@@ -46,6 +51,8 @@ impl Pleg {
             events_received: self.events_received,
             events_ignored: self.events_ignored,
             events_from_snapshots: self.events_from_snapshots,
+            reinspections_spared: self.reinspections_spared,
+            reinspections_awaiting_start: self.awaiting.len(),
             events_lost: self.loss.lost_total(),
             events_waiting: self.pending.depth().0,
             events_inspecting: self.pending.depth().1,

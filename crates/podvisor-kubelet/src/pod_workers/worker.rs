@@ -2,7 +2,9 @@
 //! how each ended. After a sync that changed the runtime it waits, before the next, for
 //! pod status newer than that sync (so it never acts on what it saw before its own
 //! changes), having asked the PLEG to inspect the pod right away so the wait is a
-//! millisecond, not a relist period. After a sync that changed nothing the cached status
+//! millisecond, not a relist period; or for status showing the container whose start
+//! was that sync's last change, which the start's own event brings (the PLEG then need
+//! not inspect). After a sync that changed nothing the cached status
 //! is as new as needed: whatever changed since is the PLEG's to report, and it stores a
 //! pod's status before it reports the pod's events.
 
@@ -16,7 +18,7 @@ use podvisor_cri::{ContainerState, PodStatus, SandboxState};
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
-use crate::protocol::cache::{CachedStatus, GetNewerThan};
+use crate::protocol::cache::{CachedStatus, ContainerId, GetNewerThan};
 use crate::protocol::lifecycle::Reinspect;
 use crate::protocol::sync::{PodSyncer, SyncContext, SyncError, Termination};
 use crate::protocol::updates::UpdateType;
@@ -43,6 +45,9 @@ pub struct PodWorker {
     /// something new from outside (the PLEG is asked to inspect the pod first).
     last_sync: Option<Instant>,
     last_changed: bool,
+    /// The container whose start was the last sync's last change: status showing it
+    /// started will do for the next sync, however old (`SyncOutcome::last_started`).
+    last_started: Option<ContainerId>,
 }
 
 impl PodWorker {
@@ -52,22 +57,31 @@ impl PodWorker {
             deps,
             last_sync: None,
             last_changed: false,
+            last_started: None,
         }
     }
+}
+
+/// What a sync needs of its pod's status: newer than `min`, or showing `showing` started.
+#[derive(Clone, Default)]
+struct Need {
+    min: Option<Instant>,
+    showing: Option<ContainerId>,
 }
 
 /// One question to the cache: the receiver it answers on, then the answer.
 async fn ask(
     deps: &WorkerDeps,
     uid: &PodUid,
-    min: Option<Instant>,
+    need: Need,
     wait: Option<Duration>,
 ) -> Result<Option<CachedStatus>, StatusUnavailable> {
     let rx = deps
         .cache
         .send(GetNewerThan {
             uid: uid.clone(),
-            min,
+            min: need.min,
+            showing: need.showing,
         })
         .await?;
     let answer = match wait {
@@ -82,20 +96,20 @@ async fn ask(
         .map_err(|_| StatusUnavailable::CacheRestarted)
 }
 
-/// Status newer than `min`, asking twice if the cache restarted under the first request,
-/// and settling for whatever the cache holds after the wait.
+/// Status as fresh as `need` says, asking twice if the cache restarted under the first
+/// request, and settling for whatever the cache holds after the wait.
 async fn fresh_status(
     deps: &WorkerDeps,
     uid: &PodUid,
-    min: Option<Instant>,
+    need: Need,
 ) -> Result<Arc<PodStatus>, StatusUnavailable> {
     let mut last_err = StatusUnavailable::CacheRestarted;
     for _ in 0..2 {
-        match ask(deps, uid, min, Some(deps.status_wait)).await {
+        match ask(deps, uid, need.clone(), Some(deps.status_wait)).await {
             Ok(Some(data)) => return usable(data),
             Ok(None) => {
                 debug!(pod_uid = %uid, wait = ?deps.status_wait, "no fresh status in time; using the cached one");
-                let data = ask(deps, uid, None, None).await?;
+                let data = ask(deps, uid, Need::default(), None).await?;
                 return usable(data.ok_or(StatusUnavailable::CacheRestarted)?);
             }
             Err(e) => last_err = e,
@@ -135,7 +149,8 @@ async fn call(
             let o = syncer
                 .sync_pod(ctx, work.update_type, &work.pod, status)
                 .await?;
-            (WorkResult::Ok(o), o.changed)
+            let changed = o.changed;
+            (WorkResult::Ok(o), changed)
         }
         WorkKind::Terminating => {
             let termination = Termination {
@@ -159,7 +174,7 @@ async fn run(
     deps: Arc<WorkerDeps>,
     work: PodWork,
     ctx: SyncContext,
-    min: Option<Instant>,
+    need: Need,
     ask_pleg: bool,
 ) -> (WorkResult, bool) {
     let status = if work.running_pod.is_some() {
@@ -167,11 +182,9 @@ async fn run(
         Arc::new(PodStatus::default())
     } else {
         if ask_pleg {
-            deps.reinspect.do_send(Reinspect {
-                uid: ctx.uid.clone(),
-            });
+            deps.reinspect.do_send(Reinspect::pod(ctx.uid.clone()));
         }
-        match fresh_status(&deps, &ctx.uid, min).await {
+        match fresh_status(&deps, &ctx.uid, need).await {
             Ok(s) => s,
             Err(e) => return (WorkResult::failed(e), false),
         }
@@ -231,15 +244,26 @@ impl Handler<Work> for PodWorker {
         // PLEG was asked when it ended (a 500-pod burst made 1,000 listings for nothing,
         // and removing them 500 more; on containerd 1.6 each walks every pod).
         let ask_pleg = ask_pleg && min.is_some() && !self.last_changed;
-        let fut = run(self.deps.clone(), work, sync_ctx, min, ask_pleg);
+        let need = Need {
+            min,
+            showing: self.last_started.take().filter(|_| self.last_changed),
+        };
+        let fut = run(self.deps.clone(), work, sync_ctx, need, ask_pleg);
         ctx.wait(fut.into_actor(self).map(move |(result, changed), act, _| {
             act.last_sync = Some(Instant::now());
             act.last_changed = changed;
+            act.last_started = match &result {
+                WorkResult::Ok(o) if changed => o.last_started.clone(),
+                _ => None,
+            };
             if changed {
                 // Fresh status now, not after the next relist: the PLEG's events for what
-                // this sync did bring the next sync (and the status) in milliseconds.
+                // this sync did bring the next sync (and the status) in milliseconds. A
+                // sync whose last change was a start names it: the start's event has
+                // mostly brought that status already, and then no inspection is needed.
                 act.deps.reinspect.do_send(Reinspect {
                     uid: act.uid.clone(),
+                    started: act.last_started.clone(),
                 });
             }
             if let WorkResult::Failed(e) = &result {

@@ -37,15 +37,39 @@ pub struct DeleteStatus {
 #[rtype(result = "()")]
 pub struct UpdateTime(pub Instant);
 
-/// Subscribes for data newer than `min` (`None`: any data, or any completed relist). The
-/// answer is a receiver that resolves at once if such data is held, else when a later
-/// `SetStatus` or `UpdateTime` provides it; it fails at once if the cache restarts
-/// meanwhile.
+/// Subscribes for data newer than `min` (`None`: any data, or any completed relist), or
+/// data showing that container `showing` started (running, or exited since): the last
+/// change a sync made, which the runtime's event for it shows in a snapshot stamped
+/// before the sync ended. The answer is a receiver that resolves at once if such data is
+/// held, else when a later `SetStatus` or `UpdateTime` provides it; it fails at once if
+/// the cache restarts meanwhile.
 #[derive(Message)]
 #[rtype(result = "oneshot::Receiver<CachedStatus>")]
 pub struct GetNewerThan {
     pub uid: PodUid,
     pub min: Option<Instant>,
+    pub showing: Option<ContainerId>,
+}
+
+/// A container, by the runtime's id for it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ContainerId(pub String);
+
+impl ContainerId {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether `status` shows this container started: running, or exited since.
+    pub fn started_in(&self, status: &PodStatus) -> bool {
+        status.containers.iter().any(|c| {
+            c.id == self.0
+                && matches!(
+                    c.state,
+                    podvisor_cri::ContainerState::Running | podvisor_cri::ContainerState::Exited
+                )
+        })
+    }
 }
 
 /// Sent to the cache's subscribers whenever it stores a pod's status.

@@ -6,6 +6,8 @@ use podvisor_core::PodUid;
 use podvisor_cri::CriError;
 use serde::Serialize;
 
+use super::cache::ContainerId;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub enum PlegEventKind {
     ContainerStarted,
@@ -34,11 +36,22 @@ pub struct PodLifecycleEvent {
 #[rtype(result = "Result<RelistReport, PlegError>")]
 pub struct RelistNow;
 
-/// Inspect one pod now: store its status in the cache and emit its events.
+/// Inspect one pod now: store its status in the cache and emit its events. With
+/// `started`, the change the sync made last was starting that container: a pod whose
+/// records already show it started (its event's snapshot came first, as it mostly does)
+/// needs no inspection, since that status is in the cache and its events are out.
 #[derive(Message)]
 #[rtype(result = "Result<(), PlegError>")]
 pub struct Reinspect {
     pub uid: PodUid,
+    pub started: Option<ContainerId>,
+}
+
+impl Reinspect {
+    /// An inspection whatever the records show.
+    pub fn pod(uid: PodUid) -> Self {
+        Self { uid, started: None }
+    }
 }
 
 #[derive(Debug, Clone, thiserror::Error)]

@@ -9,6 +9,7 @@ use podvisor_core::{GracePeriod, PodUid, SharedPod};
 use podvisor_cri::{CriError, PodStatus};
 use tokio_util::sync::CancellationToken;
 
+use super::cache::ContainerId;
 use super::updates::{RuntimePod, StatusFn, UpdateType};
 
 /// Handed to every sync: which pod, and the token that is cancelled when newer work makes
@@ -21,7 +22,7 @@ pub struct SyncContext {
 }
 
 /// What a successful `sync_pod` found.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SyncOutcome {
     /// The pod reached a terminal phase (all containers done for good): terminate it.
     pub terminal: bool,
@@ -31,6 +32,11 @@ pub struct SyncOutcome {
     /// container waits out a crash-loop backoff that ends then. Nothing else would bring
     /// the sync that restarts it (no event happens when a backoff ends).
     pub recheck_in: Option<std::time::Duration>,
+    /// The container whose start was the last change the sync made, when it was one and
+    /// every change before it succeeded: status showing it started shows all the sync
+    /// did (its changes are made one after another), so the next sync need not wait for
+    /// status newer than this one's end (`GetNewerThan::showing`).
+    pub last_started: Option<ContainerId>,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -132,7 +132,11 @@ impl Handler<GetNewerThan> for StatusCache {
     type Result = MessageResult<GetNewerThan>;
     fn handle(&mut self, msg: GetNewerThan, _: &mut Context<Self>) -> Self::Result {
         let (tx, rx) = oneshot::channel();
-        self.store.subscribe(&msg.uid, msg.min, tx);
+        let need = store::Need {
+            min: msg.min,
+            showing: msg.showing,
+        };
+        self.store.subscribe(&msg.uid, need, tx);
         MessageResult(rx)
     }
 }

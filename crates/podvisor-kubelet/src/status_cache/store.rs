@@ -4,7 +4,8 @@
 //!
 //! Times are monotonic instants. "Newer than `t`" is strict everywhere: a waiter asking
 //! for data newer than `t` is answered by data stamped after `t`, or by a global timestamp
-//! after `t` (every pod's data is at least that fresh).
+//! after `t` (every pod's data is at least that fresh). A waiter may also name a container
+//! whose start suffices: data showing it started answers it whatever its stamp.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -14,15 +15,28 @@ use podvisor_cri::{CriError, PodStatus};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use crate::protocol::cache::CachedStatus;
+use crate::protocol::cache::{CachedStatus, ContainerId};
 
 struct Entry {
     data: CachedStatus,
     modified: Instant,
 }
 
+/// What a waiter needs: data newer than `min`, or data showing `showing` started.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Need {
+    pub(crate) min: Option<Instant>,
+    pub(crate) showing: Option<ContainerId>,
+}
+
+impl From<Option<Instant>> for Need {
+    fn from(min: Option<Instant>) -> Self {
+        Self { min, showing: None }
+    }
+}
+
 struct Waiter {
-    min: Option<Instant>,
+    need: Need,
     seq: u64,
     reply: oneshot::Sender<CachedStatus>,
 }
@@ -47,11 +61,15 @@ impl Store {
     }
 
     /// `min == None` stands for the beginning of time: any data, or any relist at all.
-    fn newer_than(&self, uid: &PodUid, min: Option<Instant>) -> Option<CachedStatus> {
-        let after = |t: Instant| min.is_none_or(|m| t > m);
+    fn newer_than(&self, uid: &PodUid, need: &Need) -> Option<CachedStatus> {
+        let after = |t: Instant| need.min.is_none_or(|m| t > m);
         let global = self.timestamp.is_some_and(after);
+        let shows = |e: &Entry| {
+            let started = |c: &ContainerId| c.started_in(&e.data.status);
+            need.showing.as_ref().is_some_and(started)
+        };
         match self.pods.get(uid) {
-            Some(e) if after(e.modified) || global => Some(e.data.clone()),
+            Some(e) if after(e.modified) || global || shows(e) => Some(e.data.clone()),
             None if global => Some(CachedStatus::empty(uid)),
             _ => None,
         }
@@ -104,21 +122,22 @@ impl Store {
         }
     }
 
-    /// Answers at once (returns `Ok(reply)` consumed) if data newer than `min` is held,
-    /// otherwise keeps `reply` until a `set` or `update_time` makes it so.
+    /// Answers at once if data meeting `need` is held, otherwise keeps `reply` until a
+    /// `set` or `update_time` makes it so.
     pub(crate) fn subscribe(
         &mut self,
         uid: &PodUid,
-        min: Option<Instant>,
+        need: impl Into<Need>,
         reply: oneshot::Sender<CachedStatus>,
     ) {
-        if let Some(d) = self.newer_than(uid, min) {
+        let need = need.into();
+        if let Some(d) = self.newer_than(uid, &need) {
             let _ = reply.send(d);
             return;
         }
         self.next_seq += 1;
         self.waiters.entry(uid.clone()).or_default().push(Waiter {
-            min,
+            need,
             seq: self.next_seq,
             reply,
         });
@@ -131,13 +150,13 @@ impl Store {
             return;
         };
         list.retain(|w| !w.reply.is_closed());
-        list.sort_by_key(|w| (w.min, w.seq));
+        list.sort_by_key(|w| (w.need.min, w.seq));
         let mut keep = Vec::new();
         for w in list {
-            match self.newer_than(uid, w.min) {
+            match self.newer_than(uid, &w.need) {
                 Some(d) => {
                     #[cfg(test)]
-                    self.answered.push((w.min, w.seq));
+                    self.answered.push((w.need.min, w.seq));
                     let _ = w.reply.send(d);
                 }
                 None => keep.push(w),

@@ -157,3 +157,67 @@ fn abandoned_waiters_do_not_leak() {
     s.set(&u("u2"), Ok(status("u2", "a")), t0);
     assert!(s.waiting().is_empty());
 }
+
+fn with_container(uid: &str, id: &str, state: podvisor_cri::ContainerState) -> Arc<PodStatus> {
+    let mut s = Arc::unwrap_or_clone(status(uid, "a"));
+    s.containers.push(podvisor_cri::ContainerStatus {
+        id: id.into(),
+        sandbox_id: "s".into(),
+        name: "app".into(),
+        attempt: 0,
+        state,
+        created_at: 1,
+        started_at: 0,
+        finished_at: 0,
+        exit_code: 0,
+        image: String::new(),
+        image_ref: String::new(),
+        reason: String::new(),
+        message: String::new(),
+        labels: Default::default(),
+        annotations: Default::default(),
+        log_path: String::new(),
+        user: None,
+        resources: None,
+    });
+    Arc::new(s)
+}
+
+#[test]
+fn a_waiter_naming_the_container_its_sync_started_is_answered_by_data_showing_it_started() {
+    use podvisor_cri::ContainerState::*;
+    let mut s = Store::default();
+    let t0 = Instant::now();
+    let ended = t0 + Duration::from_millis(5);
+    let need = |id: &str| Need {
+        min: Some(ended),
+        showing: Some(ContainerId(id.into())),
+    };
+    // The start's event was made before the sync ended: older than the sync's end, but
+    // it shows what the sync did.
+    s.set(&u("u1"), Ok(with_container("u1", "c1", Created)), t0);
+    let (tx, mut rx) = oneshot::channel();
+    s.subscribe(&u("u1"), need("c1"), tx);
+    assert!(rx.try_recv().is_err(), "created is not started");
+    s.set(
+        &u("u1"),
+        Ok(with_container("u1", "c1", Running)),
+        t0 + Duration::from_millis(1),
+    );
+    assert_eq!(rx.try_recv().unwrap().status.containers[0].state, Running);
+    // Exited since: it started. Another container's start says nothing of c1.
+    s.set(&u("u2"), Ok(with_container("u2", "c1", Exited)), t0);
+    let (tx, mut rx) = oneshot::channel();
+    s.subscribe(&u("u2"), need("c1"), tx);
+    assert!(rx.try_recv().is_ok());
+    let (tx, mut rx) = oneshot::channel();
+    s.subscribe(&u("u2"), need("c2"), tx);
+    assert!(rx.try_recv().is_err());
+    // Data newer than the sync still answers, whatever it shows.
+    s.set(
+        &u("u2"),
+        Ok(with_container("u2", "c1", Exited)),
+        ended + Duration::from_millis(1),
+    );
+    assert!(rx.try_recv().is_ok());
+}

@@ -125,6 +125,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use podvisor_core::SharedPod;
+use podvisor_kubelet::protocol::cache::ContainerId;
 use podvisor_kubelet::protocol::sync::SyncOutcome;
 use podvisor_kubelet::protocol::sync::{PodSyncer, SyncContext, SyncError, Termination};
 use podvisor_kubelet::protocol::updates::UpdateType;
@@ -220,7 +221,7 @@ impl PodSyncer for FakeSyncer {
         while self.blocked(&ctx.uid) {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        let mut changed = false;
+        let mut outcome = SyncOutcome::default();
         if let (Some(rt), true) = (&self.runtime, status.sandboxes.is_empty()) {
             let sb = sandbox_config(&ctx.uid, &ctx.uid, false, "/logs");
             let id = rt.run_sandbox(&sb).await?;
@@ -228,12 +229,10 @@ impl PodSyncer for FakeSyncer {
                 .create_container(&id, &container_config(&sb, "app", &["x"]), &sb)
                 .await?;
             rt.start_container(&c).await?;
-            changed = true;
+            outcome.changed = true;
+            outcome.last_started = Some(ContainerId(c));
         }
-        Ok(SyncOutcome {
-            changed,
-            ..Default::default()
-        })
+        Ok(outcome)
     }
 
     async fn sync_terminating_pod(

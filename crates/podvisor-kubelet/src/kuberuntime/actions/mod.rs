@@ -161,6 +161,17 @@ pub(crate) enum Step {
     StartEphemeral(usize),
 }
 
+impl Step {
+    /// Whether the step starts a container (every other step stops, resizes or makes a
+    /// sandbox).
+    pub(crate) fn is_start(&self) -> bool {
+        matches!(
+            self,
+            Step::StartInit(_) | Step::StartContainer(_) | Step::StartEphemeral(_)
+        )
+    }
+}
+
 impl PodActions {
     /// The plan as steps, in the order a sync takes them.
     pub(crate) fn steps(&self) -> Vec<Step> {

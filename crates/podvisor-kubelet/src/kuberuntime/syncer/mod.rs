@@ -20,6 +20,7 @@ use crate::api_status::deadline;
 mod outputs;
 mod verbs;
 
+use crate::protocol::cache::ContainerId;
 use crate::protocol::images::{EnsureImage, ImageError};
 use crate::protocol::probes::{EndProbes, ProbesEnd, SyncProbes};
 use crate::protocol::status::{EventType, PodSynced, PodTerminated, RecordEvent};
@@ -181,31 +182,37 @@ impl CriSyncer {
         let result = (self.run_steps(pod, status, actions, (&mut waits, &mut resize_error))).await;
         let recheck_in = backoff_ends_in(status, &waits);
         self.report_resized(pod, waits, resize_error);
-        result.map(|()| SyncOutcome {
+        result.map(|last_started| SyncOutcome {
             terminal: false,
             changed: true,
             recheck_in,
+            last_started,
         })
     }
 
     /// Carries out the plan's steps, recording why containers wait in `waits`. Stopping
     /// fails the sync at once; a regular init container that cannot start stops the
     /// starts; any other container that cannot start does not keep the others from
-    /// starting (the first such error is returned after).
+    /// starting (the first such error is returned after). The container whose start was
+    /// the last change, if it was one (`SyncOutcome::last_started`).
     async fn run_steps(
         &self,
         pod: &SharedPod,
         status: &PodStatus,
         actions: &PodActions,
         (waits, resize_error): (&mut Waits, &mut Option<String>),
-    ) -> Result<(), SyncError> {
+    ) -> Result<Option<ContainerId>, SyncError> {
         let mut first_error = None;
+        let mut last_started = None;
         let ip = pod_ip(pod, status);
         let mut sandbox = actions
             .sandbox_id
             .clone()
             .map(|id| self.kept_sandbox(pod, id, status.ips.first().cloned(), actions.attempt));
         for step in actions.steps() {
+            if !step.is_start() {
+                last_started = None;
+            }
             match step {
                 Step::KillPod { replacing } => {
                     if replacing && !status.sandboxes.is_empty() {
@@ -228,31 +235,49 @@ impl CriSyncer {
                 Step::CreateSandbox { attempt } => {
                     sandbox = Some(self.create_sandbox(pod, attempt).await?)
                 }
-                Step::StartInit(_) | Step::StartContainer(_) | Step::StartEphemeral(_) => {
-                    let init = matches!(step, Step::StartInit(_));
-                    let c = verbs::container_of(pod, &step);
-                    let (Some(c), Some(sb)) = (c.as_ref(), sandbox.as_ref()) else {
-                        continue;
-                    };
+                _ => {
+                    let Some(sb) = sandbox.as_ref() else { continue };
                     let target = Target {
                         pod,
                         status,
                         sandbox: sb,
                     };
-                    let started = self.start_container(&target, c, waits).await;
-                    let reason = waits.get(&c.name).map(|w| w.reason.as_str());
-                    self.count_start(init, &started, reason);
-                    if let Err(e) = started {
-                        warn!(pod_uid = %pod.uid(), container = %c.name, error = %e, "container not started");
-                        first_error.get_or_insert(e);
-                        if init && !is_sidecar(c) {
-                            break; // the next one waits for this one
+                    match self.start_step(&target, &step, waits).await {
+                        // `None`: it backs off (or is not in the spec): nothing changed.
+                        Ok(id) => last_started = id.or(last_started),
+                        Err((e, blocks)) => {
+                            last_started = None;
+                            first_error.get_or_insert(e);
+                            if blocks {
+                                break; // the next one waits for this one
+                            }
                         }
                     }
                 }
             }
         }
-        first_error.map_or(Ok(()), Err)
+        first_error.map_or(Ok(last_started), Err)
+    }
+
+    /// One container's start, counted; its error, and whether it keeps the containers
+    /// after it from starting (a regular init container's does).
+    async fn start_step(
+        &self,
+        target: &Target<'_>,
+        step: &Step,
+        waits: &mut Waits,
+    ) -> Result<Option<ContainerId>, (SyncError, bool)> {
+        let init = matches!(step, Step::StartInit(_));
+        let Some(c) = verbs::container_of(target.pod, step) else {
+            return Ok(None);
+        };
+        let started = self.start_container(target, &c, waits).await;
+        let reason = waits.get(&c.name).map(|w| w.reason.as_str());
+        self.count_start(init, &started, reason);
+        started.map_err(|e| {
+            warn!(pod_uid = %target.pod.uid(), container = %c.name, error = %e, "container not started");
+            (e, init && !is_sidecar(&c))
+        })
     }
 }
 

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use podvisor_core::SharedPod;
 
 use super::CriSyncer;
+use crate::protocol::cache::ContainerId;
 use crate::protocol::status::{EventType, PodSynced, RecordEvent, Waiting};
 use crate::protocol::sync::SyncError;
 
@@ -14,13 +15,13 @@ impl CriSyncer {
     pub(super) fn count_start(
         &self,
         init: bool,
-        started: &Result<bool, SyncError>,
+        started: &Result<Option<ContainerId>, SyncError>,
         reason: Option<&str>,
     ) {
         let kind = if init { "init_container" } else { "container" };
         match started {
-            Ok(false) => {}
-            Ok(true) => self
+            Ok(None) => {}
+            Ok(Some(_)) => self
                 .metrics
                 .started_containers
                 .with_label_values(&[kind])

@@ -21,6 +21,7 @@ use crate::kuberuntime::config::{
     termination_log_path,
 };
 use crate::log_rotation::links;
+use crate::protocol::cache::ContainerId;
 use crate::protocol::images::{EnsureImage, PullPolicy};
 use crate::protocol::status::{EventType, Waiting, WaitingReason};
 use crate::protocol::sync::SyncError;
@@ -29,7 +30,7 @@ use crate::protocol::sync::SyncError;
 /// started by an earlier one.
 enum Started {
     Now(String),
-    Before,
+    Before(String),
 }
 
 /// Why containers of the pod wait, by container name.
@@ -97,22 +98,22 @@ fn wait(waits: &mut Waits, c: &Container, reason: WaitingReason, message: String
 
 impl CriSyncer {
     /// Starts one container unless it is backing off; records why it waits otherwise.
-    /// Whether it started (or was found started).
+    /// The instance it started (or found started), `None` if it waits.
     pub(crate) async fn start_container(
         &self,
         t: &Target<'_>,
         c: &Container,
         waits: &mut Waits,
-    ) -> Result<bool, SyncError> {
+    ) -> Result<Option<ContainerId>, SyncError> {
         let previous = t.status.container(&c.name);
         if self.backing_off(t.pod, previous, c, waits) {
-            return Ok(false);
+            return Ok(None);
         }
         if let Some(p) = previous.filter(|p| p.state == ContainerState::Created)
             && self.resume_created(t, p, c).await?
         {
             self.post_start(t, c, &p.id, waits).await?;
-            return Ok(true);
+            return Ok(Some(ContainerId(p.id.clone())));
         }
         let image = self.ensure_image(t.pod, c, waits).await?;
         let (attempt, backoff_base) = match previous {
@@ -157,8 +158,11 @@ impl CriSyncer {
             .await
             .inspect_err(|e| config_error(waits, e.to_string()))?;
         match self.create_and_start(t, c, &cfg, attempt, waits).await? {
-            Started::Now(id) => self.post_start(t, c, &id, waits).await.map(|()| true),
-            Started::Before => Ok(true),
+            Started::Now(id) => {
+                self.post_start(t, c, &id, waits).await?;
+                Ok(Some(ContainerId(id)))
+            }
+            Started::Before(id) => Ok(Some(ContainerId(id))),
         }
     }
 
@@ -340,7 +344,7 @@ impl CriSyncer {
                     .find(|x| x.name == c.name && x.attempt == attempt)
                 {
                     Some(x) if x.state == ContainerState::Created => x.id.clone(),
-                    Some(_) => return Ok(Started::Before), // started too: nothing to do
+                    Some(x) => return Ok(Started::Before(x.id.clone())), // started too
                     None => return Err(e.into()),
                 }
             }
