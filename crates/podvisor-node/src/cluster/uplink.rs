@@ -8,7 +8,9 @@
 //! A pod's first status after the agent starts is written as the status writer writes it
 //! (read, then a patch with the UID as precondition); later ones are a patch from the
 //! node's own last write, one request each, as the kubelet's status manager diffs from
-//! what it knows.
+//! what it knows. A first write refused as Forbidden (the cluster's Node authorizer
+//! learns of a binding from its own watch, milliseconds after the node) is retried on its
+//! own after 50 ms, up to 5 times, before it waits the shared backoff with other failures.
 //!
 //! While the cluster cannot be reached the work stays due and is retried; once it answers,
 //! every pod's latest status goes up (only the latest: statuses in between are not
@@ -44,6 +46,10 @@ pub struct Orphans(Result<Vec<Arc<Pod>>, Error>);
 /// How long a failed listing of the cluster's orphans waits before the next.
 const ORPHANS_RETRY: Duration = Duration::from_secs(30);
 
+/// How long a first status write refused by the cluster's Node authorizer waits before
+/// it is tried again (`Uplink::retry_soon`).
+const AUTHORIZER_LAG: Duration = Duration::from_millis(50);
+
 /// The cluster's pods bound to `node` that the node finished and removed from its store.
 async fn orphans(node: String, cluster: Client, local: Client) -> Result<Vec<Arc<Pod>>, Error> {
     let mut found = Vec::new();
@@ -63,6 +69,8 @@ pub struct Done(Job, Result<(), Error>);
 mod state;
 
 use state::IN_FLIGHT;
+#[cfg(test)]
+use state::LAG_RETRIES;
 pub(crate) use state::{Deletion, Job, Uplink};
 
 /// Does one job against the cluster.
@@ -245,6 +253,14 @@ impl Handler<Orphans> for ClusterUplink {
 impl Handler<Done> for ClusterUplink {
     type Result = ();
     fn handle(&mut self, Done(job, r): Done, ctx: &mut Context<Self>) {
+        if matches!(r, Err(Error::Forbidden { .. })) && self.state.retry_soon(&job) {
+            debug!(pod = %job.key.1, wait = ?AUTHORIZER_LAG, "status refused before the cluster's authorizer knew the pod is bound here; retrying it soon");
+            ctx.run_later(AUTHORIZER_LAG, move |act, ctx| {
+                act.state.unpark_one(&job.key);
+                act.pump(ctx);
+            });
+            return;
+        }
         let wait = match &r {
             Err(e) => {
                 let wait = self.backoff.fail();

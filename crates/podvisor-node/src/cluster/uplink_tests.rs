@@ -143,3 +143,40 @@ fn refused_work_does_not_starve_fresh_statuses() {
         "the refused ones, once the backoff ran out"
     );
 }
+
+#[test]
+fn a_first_write_the_authorizer_refused_is_retried_alone_a_few_times() {
+    let mut u = Uplink::default();
+    u.observe(Update::Reset(vec![pod("u1", "Pending"), pod2("u2")]));
+    let jobs = u.next(8);
+    let web = |j: &&Job| j.key.1 == "web";
+    let (first, other) = (
+        jobs.iter().find(web).unwrap(),
+        jobs.iter().find(|j| !web(j)).unwrap(),
+    );
+    // The Node authorizer may not know yet that the pod is bound here: retried on its own,
+    // not with the shared backoff.
+    for _ in 0..LAG_RETRIES {
+        assert!(u.retry_soon(first));
+        assert!(u.next(8).is_empty(), "parked until its short wait ends");
+        u.unpark_one(&first.key);
+        assert_eq!(u.next(8).len(), 1);
+    }
+    assert!(!u.retry_soon(first), "then it is an ordinary failure");
+    u.done(first, false);
+    // Once the pod's status is in the cluster, a write is a patch from it: a refusal then
+    // means the pod is no longer the node's.
+    u.unpark();
+    let again = u.next(8);
+    u.done(&again[0], true);
+    u.observe(modified(&pod("u1", "Running")));
+    let patch = u.next(8);
+    assert!(patch[0].base.is_some() && !u.retry_soon(&patch[0]));
+    u.done(other, false);
+}
+
+fn pod2(uid: &str) -> Arc<Pod> {
+    let mut p = (*pod(uid, "Pending")).clone();
+    p.metadata.name = Some("other".into());
+    Arc::new(p)
+}

@@ -15,6 +15,10 @@ pub(crate) type Key = (String, String);
 /// Writes to the cluster at once, at most.
 pub(crate) const IN_FLIGHT: usize = 8;
 
+/// Times a pod's first status write refused as Forbidden is retried on its own, soon,
+/// before it counts as a failure (`Uplink::retry_soon`).
+pub(crate) const LAG_RETRIES: u8 = 5;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Deletion {
     /// The node started deleting the pod: delete it in the cluster with this grace.
@@ -40,6 +44,8 @@ struct Entry {
     pushed: Option<PodStatus>,
     deletion_sent: bool,
     gone: bool,
+    /// First writes refused as Forbidden and retried soon (`retry_soon`).
+    lag_retries: u8,
 }
 
 /// What is due, as a plain struct.
@@ -89,6 +95,7 @@ impl Uplink {
                     pushed: None,
                     deletion_sent: false,
                     gone: false,
+                    lag_retries: 0,
                 };
                 self.entries.insert(k.clone(), e);
             }
@@ -109,6 +116,7 @@ impl Uplink {
             pushed: None,
             deletion_sent: false,
             gone: true,
+            lag_retries: 0,
         });
         e.pod = p.clone();
         e.gone = true;
@@ -184,6 +192,32 @@ impl Uplink {
     /// The backoff ran out: failed work may start again.
     pub(crate) fn unpark(&mut self) {
         self.parked.clear();
+    }
+
+    /// A pod's first status write was refused as Forbidden: the cluster's Node authorizer
+    /// learns that a pod is bound here from its own watch, a few milliseconds after the
+    /// node's. Parks the pod for a short wait of its own (`unpark_one`) and answers true,
+    /// at most `LAG_RETRIES` times; after that (or for any other write) it changes nothing
+    /// and the refusal is an ordinary failure.
+    pub(crate) fn retry_soon(&mut self, job: &Job) -> bool {
+        let Some(e) = self.entries.get_mut(&job.key) else {
+            return false;
+        };
+        let first = job.base.is_none() && job.deletion.is_none() && job.status;
+        let same = e.pod.metadata.uid == job.pod.metadata.uid;
+        if !first || !same || e.lag_retries >= LAG_RETRIES {
+            return false;
+        }
+        e.lag_retries += 1;
+        self.in_flight.remove(&job.key);
+        self.dirty.insert(job.key.clone());
+        self.parked.insert(job.key.clone());
+        true
+    }
+
+    /// A pod's short wait after `retry_soon` ended.
+    pub(crate) fn unpark_one(&mut self, key: &Key) {
+        self.parked.remove(key);
     }
 
     pub(crate) fn due(&self) -> usize {
