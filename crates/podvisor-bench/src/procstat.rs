@@ -1,6 +1,7 @@
 //! Another process's memory and CPU, read from /proc: how the agent benchmark measures the
 //! real `podvisor run` binary from outside, with nothing added to the agent.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Resident set size (VmRSS) of `pid`, in bytes.
@@ -34,6 +35,38 @@ pub fn cpu_time(pid: u32) -> std::io::Result<Duration> {
         .ok_or_else(|| std::io::Error::other(format!("malformed /proc/{pid}/stat")))
 }
 
+/// CPU time (user + system, with that of the children each has waited for: a shim's
+/// `runc` calls) of every running process, summed by kind: `classify` maps a command name
+/// (`/proc/PID/comm`) to a kind, or `None` to leave the process out. A process that ends
+/// takes its time with it.
+pub fn cpu_by_kind(
+    classify: impl Fn(&str) -> Option<&'static str>,
+) -> std::io::Result<BTreeMap<&'static str, Duration>> {
+    let ticks = clock_ticks();
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir("/proc")? {
+        let name = entry?.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue; // gone meanwhile
+        };
+        let comm = stat
+            .find('(')
+            .zip(stat.rfind(')'))
+            .map_or("", |(a, b)| &stat[a + 1..b]);
+        let (Some(kind), Some(cpu)) = (classify(comm), parse_stat_cpu_all(&stat, ticks)) else {
+            continue;
+        };
+        *out.entry(kind).or_default() += cpu;
+    }
+    Ok(out)
+}
+
 fn clock_ticks() -> u64 {
     // SAFETY: sysconf has no memory effects; _SC_CLK_TCK is always a valid name.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
@@ -52,6 +85,14 @@ fn parse_stat_cpu(stat: &str, ticks_per_sec: u64) -> Option<Duration> {
     ))
 }
 
+/// utime + stime + cutime + cstime (fields 14 to 17).
+fn parse_stat_cpu_all(stat: &str, ticks_per_sec: u64) -> Option<Duration> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields = rest.split_whitespace().skip(11).take(4);
+    let ticks: u64 = fields.map(|f| f.parse::<u64>().ok()).sum::<Option<u64>>()?;
+    Some(Duration::from_millis(ticks * 1000 / ticks_per_sec.max(1)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,6 +102,21 @@ mod tests {
         let line = "42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 4 0 1 1 1";
         assert_eq!(parse_stat_cpu(line, 100), Some(Duration::from_millis(3250)));
         assert_eq!(parse_stat_cpu("garbage", 100), None);
+        // With the children waited for (fields 16 and 17).
+        let line = "42 (shim) S 1 42 42 0 -1 4194560 100 0 0 0 250 75 30 5 20 0 4 0 1 1 1";
+        assert_eq!(
+            parse_stat_cpu_all(line, 100),
+            Some(Duration::from_millis(3600))
+        );
+    }
+
+    #[test]
+    fn sums_cpu_by_kind() {
+        let mine = std::process::id().to_string();
+        let comm = std::fs::read_to_string(format!("/proc/{mine}/comm")).unwrap();
+        let by_kind = cpu_by_kind(|c| (c == comm.trim()).then_some("me")).unwrap();
+        assert!(by_kind.contains_key("me"));
+        assert!(cpu_by_kind(|_| None).unwrap().is_empty());
     }
 
     #[test]

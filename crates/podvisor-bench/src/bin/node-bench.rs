@@ -9,14 +9,15 @@
 //! the watch; CPU and memory with `--batch` pods running; and what differs between the two
 //! nodes' statuses for the same pod spec. Beside them, the raw CRI floor of one pod's start
 //! (the same calls, made directly), and each batch's schedule as the runtime saw it
-//! (sandboxes begun, containers created and started, pods Running, over time).
+//! (sandboxes begun, containers created and started, pods Running, over time), and the CPU
+//! the runtime, the control plane and the node used while the batch started.
 //!
 //! scripts/cluster-up && PODVISOR_CONTAINERD_VERSION=1.7 scripts/containerd-up
 //! (. scripts/lib/kubernetes-build.sh && k8s_build v1.37.2 kubelet)   # the kubelet, once
 //! cargo build --release -p podvisor --bin podvisor -p podvisor-bench --bin node-bench
 //! target/release/node-bench --endpoint unix:///var/lib/podvisor-containerd-1.7/containerd.sock
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -158,6 +159,8 @@ struct Results {
     batch_all: Duration,
     /// The batch's pods as the runtime ran them.
     schedule: Vec<PodTimes>,
+    /// CPU time each kind of process used from the batch's creates until all ran.
+    batch_cpu: BTreeMap<&'static str, Duration>,
     exit: Samples,
     /// Exited containers the runtime no longer had when asked.
     exits_lost: usize,
@@ -244,6 +247,19 @@ async fn quiet(cri: &CriClient, ns: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What a process is, for the batch's CPU: the runtime, the control plane or the node.
+fn kind_of(comm: &str) -> Option<&'static str> {
+    Some(match comm {
+        "containerd" => "containerd",
+        c if c.starts_with("containerd-shim") || c == "runc" => "shims and runc",
+        "kube-apiserver" => "kube-apiserver",
+        "etcd" => "etcd",
+        "kube-controller" | "kube-scheduler" => "controller manager, scheduler",
+        "podvisor" | "kubelet" => "node agent",
+        _ => return None,
+    })
+}
+
 async fn batch(
     pods: &Api<Pod>,
     seen: &Mutex<Seen>,
@@ -251,6 +267,7 @@ async fn batch(
     (cri, n): (&CriClient, usize),
     r: &mut Results,
 ) -> anyhow::Result<()> {
+    let cpu0 = procstat::cpu_by_kind(kind_of)?;
     let (t0, wall) = (Instant::now(), SystemTime::now());
     futures_util::stream::iter((0..n).map(|i| {
         let p = pod(&format!("b-{i}"), node, SLEEPER, "Always");
@@ -265,6 +282,10 @@ async fn batch(
         names.iter().all(|n| s.ready.contains_key(n)).then_some(())
     })
     .await?;
+    for (kind, cpu) in procstat::cpu_by_kind(kind_of)? {
+        let before = cpu0.get(kind).copied().unwrap_or_default();
+        r.batch_cpu.insert(kind, cpu.saturating_sub(before));
+    }
     let mut running = HashMap::new();
     for n in &names {
         let d = seen.lock().unwrap().ready[n] - t0;
@@ -394,6 +415,7 @@ async fn measure(
         batch: Samples::new(),
         batch_all: Duration::ZERO,
         schedule: Vec::new(),
+        batch_cpu: BTreeMap::new(),
         exit: Samples::new(),
         exits_lost: 0,
         idle: usage(node.pid(), window).await?,
@@ -661,6 +683,7 @@ fn report(args: &Args, (floor, api_floor): (&Samples, &Samples), all: &[(NodeKin
         );
     }
     println!();
+    print_batch_cpu(all);
     let statuses: Vec<_> = all.iter().map(|(_, r)| r.status.clone()).collect();
     if let [Some(a), Some(b)] = statuses.as_slice() {
         podvisor_bench::status_diff::print(a, b);
@@ -691,4 +714,37 @@ fn print_schedule(node: &str, r: &Results) {
         "### {node}: the batch's schedule (containerd's timestamps)\n\n{}",
         schedule::table(&r.schedule, 10)
     );
+}
+
+/// CPU seconds each kind of process used while the batch started (2 cores here: the
+/// runtime, the control plane and the node share them).
+fn print_batch_cpu(all: &[(NodeKind, Results)]) {
+    let kinds: std::collections::BTreeSet<&str> = all
+        .iter()
+        .flat_map(|(_, r)| r.batch_cpu.keys().copied())
+        .collect();
+    let head: Vec<&str> = kinds.iter().copied().collect();
+    println!(
+        "## CPU seconds used from the batch's creates until all ran\n\n| node | until the last | {} |\n|---|---:|{}",
+        head.join(" | "),
+        "---:|".repeat(head.len())
+    );
+    for (k, r) in all {
+        let cells: Vec<String> = head
+            .iter()
+            .map(|h| {
+                format!(
+                    "{:.1}",
+                    r.batch_cpu.get(h).map_or(0.0, Duration::as_secs_f64)
+                )
+            })
+            .collect();
+        println!(
+            "| {} | {:.1} s | {} |",
+            k.label(),
+            r.batch_all.as_secs_f64(),
+            cells.join(" | ")
+        );
+    }
+    println!();
 }
