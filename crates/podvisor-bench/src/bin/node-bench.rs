@@ -247,7 +247,7 @@ async fn quiet(cri: &CriClient, ns: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// What a process is, for the batch's CPU: the runtime, the control plane or the node.
+/// What a process is, for the batch's CPU: the runtime or the control plane.
 fn kind_of(comm: &str) -> Option<&'static str> {
     Some(match comm {
         "containerd" => "containerd",
@@ -255,19 +255,19 @@ fn kind_of(comm: &str) -> Option<&'static str> {
         "kube-apiserver" => "kube-apiserver",
         "etcd" => "etcd",
         "kube-controller" | "kube-scheduler" => "controller manager, scheduler",
-        "podvisor" | "kubelet" => "node agent",
-        _ => return None,
+        _ => return None, // the node agent is counted by its pid
     })
 }
 
 async fn batch(
     pods: &Api<Pod>,
     seen: &Mutex<Seen>,
-    (node, ns): (&str, &str),
+    (node, ns, agent): (&str, &str, u32),
     (cri, n): (&CriClient, usize),
     r: &mut Results,
 ) -> anyhow::Result<()> {
     let cpu0 = procstat::cpu_by_kind(kind_of)?;
+    let agent0 = procstat::cpu_time(agent)?;
     let (t0, wall) = (Instant::now(), SystemTime::now());
     futures_util::stream::iter((0..n).map(|i| {
         let p = pod(&format!("b-{i}"), node, SLEEPER, "Always");
@@ -286,6 +286,8 @@ async fn batch(
         let before = cpu0.get(kind).copied().unwrap_or_default();
         r.batch_cpu.insert(kind, cpu.saturating_sub(before));
     }
+    let agent_cpu = procstat::cpu_time(agent)?.saturating_sub(agent0);
+    r.batch_cpu.insert("node agent", agent_cpu);
     let mut running = HashMap::new();
     for n in &names {
         let d = seen.lock().unwrap().ready[n] - t0;
@@ -430,7 +432,8 @@ async fn measure(
     let places = (node.name.as_str(), ns.as_str());
     streams(&pods, &seen, places, (rt, &admin), args.streams, &mut r).await?;
     exits(&pods, &seen, rt, &node.name, args.exits, &mut r).await?;
-    batch(&pods, &seen, (&node.name, &ns), (cri, args.batch), &mut r).await?;
+    let batch_places = (node.name.as_str(), ns.as_str(), node.pid());
+    batch(&pods, &seen, batch_places, (cri, args.batch), &mut r).await?;
     tokio::time::sleep(Duration::from_secs(5)).await;
     r.busy = usage(node.pid(), window).await?;
     drain(client, &ns).await?;
