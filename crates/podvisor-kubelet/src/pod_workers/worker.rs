@@ -4,9 +4,9 @@
 //! changes), having asked the PLEG to inspect the pod right away so the wait is a
 //! millisecond, not a relist period; or for status showing the container whose start
 //! was that sync's last change, which the start's own event brings (the PLEG then need
-//! not inspect). After a sync that changed nothing the cached status
-//! is as new as needed: whatever changed since is the PLEG's to report, and it stores a
-//! pod's status before it reports the pod's events.
+//! not inspect). After a sync that changed nothing the cached status is as new as
+//! needed: whatever changed since is the PLEG's to report, and it stores a pod's status
+//! before it reports the pod's events.
 
 use std::sync::Arc;
 use std::time::Duration;
