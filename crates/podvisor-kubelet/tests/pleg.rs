@@ -7,7 +7,7 @@ use std::time::Duration;
 use podvisor_cri::fake::Op;
 use podvisor_cri::{ContainerState, CriError, FakeRuntime, Runtime};
 use podvisor_kubelet::pleg::{PlegConfig, PlegMode};
-use podvisor_kubelet::protocol::cache::{DeleteStatus, GetNewerThan, GetStatus};
+use podvisor_kubelet::protocol::cache::{DeleteStatus, GetNewerThan, GetStatus, Need};
 use podvisor_kubelet::protocol::lifecycle::{PlegEventKind::*, Reinspect, RelistNow};
 use support::start_pod_of;
 use support::*;
@@ -33,8 +33,7 @@ fn first_relist_reports_every_running_container_and_fills_the_cache() {
             .cache
             .send(GetNewerThan {
                 uid: "u1".into(),
-                min: Some(before - Duration::from_millis(1)),
-                showing: None,
+                need: Need::newer_than(Some(before - Duration::from_millis(1))),
             })
             .await
             .unwrap();
@@ -90,8 +89,7 @@ fn an_exit_is_a_death_and_the_cache_holds_the_exit_code() {
             .cache
             .send(GetNewerThan {
                 uid: "u1".into(),
-                min: Some(t - Duration::from_nanos(1)),
-                showing: None,
+                need: Need::newer_than(Some(t - Duration::from_nanos(1))),
             })
             .await
             .unwrap();
@@ -233,8 +231,7 @@ fn reinspect_refreshes_one_pod_without_waiting_for_a_relist() {
             .cache
             .send(GetNewerThan {
                 uid: "u1".into(),
-                min: Some(t),
-                showing: None,
+                need: Need::newer_than(Some(t)),
             })
             .await
             .unwrap();
@@ -462,8 +459,7 @@ fn a_restarted_cache_fails_its_waiters_and_is_refilled() {
             .cache
             .send(GetNewerThan {
                 uid: "u1".into(),
-                min: Some(far_future),
-                showing: None,
+                need: Need::newer_than(Some(far_future)),
             })
             .await
             .unwrap();
@@ -499,8 +495,7 @@ fn cache_subscribers_wake_on_set_or_global_time_in_order() {
                 h.cache
                     .send(GetNewerThan {
                         uid: "u1".into(),
-                        min: Some(t + Duration::from_millis(ms)),
-                        showing: None,
+                        need: Need::newer_than(Some(t + Duration::from_millis(ms))),
                     })
                     .await
                     .unwrap(),
@@ -517,8 +512,7 @@ fn cache_subscribers_wake_on_set_or_global_time_in_order() {
             .cache
             .send(GetNewerThan {
                 uid: "ghost".into(),
-                min: Some(Instant::now()),
-                showing: None,
+                need: Need::newer_than(Some(Instant::now())),
             })
             .await
             .unwrap();
@@ -795,8 +789,7 @@ fn a_deleted_pod_is_forgotten_and_its_waiters_still_answered() {
             .cache
             .send(GetNewerThan {
                 uid: "u1".into(),
-                min: Some(Instant::now()),
-                showing: None,
+                need: Need::newer_than(Some(Instant::now())),
             })
             .await
             .unwrap();

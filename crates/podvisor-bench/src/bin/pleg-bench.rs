@@ -23,7 +23,7 @@ use podvisor_cri::sample::{container_config, sandbox_config};
 use podvisor_cri::{CriRuntime, FakeRuntime, Runtime, Timeouts};
 use podvisor_kubelet::groups::{StatusGroup, StatusWiring, status_group};
 use podvisor_kubelet::pleg::{PlegConfig, PodRecords};
-use podvisor_kubelet::protocol::cache::GetNewerThan;
+use podvisor_kubelet::protocol::cache::{GetNewerThan, Need};
 use podvisor_kubelet::protocol::lifecycle::{
     PlegEventKind, PodLifecycleEvent, Reinspect, RelistNow,
 };
@@ -330,8 +330,7 @@ async fn freshness(
                 .cache
                 .send(GetNewerThan {
                     uid: uid.clone(),
-                    min: Some(stopped),
-                    showing: None,
+                    need: Need::newer_than(Some(stopped)),
                 })
                 .await?;
             if i % 2 == 0 {

@@ -18,7 +18,7 @@ use podvisor_cri::{ContainerState, PodStatus, SandboxState};
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
-use crate::protocol::cache::{CachedStatus, ContainerId, GetNewerThan};
+use crate::protocol::cache::{CachedStatus, ContainerId, GetNewerThan, Need};
 use crate::protocol::lifecycle::Reinspect;
 use crate::protocol::sync::{PodSyncer, SyncContext, SyncError, Termination};
 use crate::protocol::updates::UpdateType;
@@ -62,13 +62,6 @@ impl PodWorker {
     }
 }
 
-/// What a sync needs of its pod's status: newer than `min`, or showing `showing` started.
-#[derive(Clone, Default)]
-struct Need {
-    min: Option<Instant>,
-    showing: Option<ContainerId>,
-}
-
 /// One question to the cache: the receiver it answers on, then the answer.
 async fn ask(
     deps: &WorkerDeps,
@@ -80,8 +73,7 @@ async fn ask(
         .cache
         .send(GetNewerThan {
             uid: uid.clone(),
-            min: need.min,
-            showing: need.showing,
+            need,
         })
         .await?;
     let answer = match wait {

@@ -37,9 +37,9 @@ pub struct DeleteStatus {
 #[rtype(result = "()")]
 pub struct UpdateTime(pub Instant);
 
-/// Subscribes for data newer than `min` (`None`: any data, or any completed relist), or
-/// data showing that container `showing` started (running, or exited since): the last
-/// change a sync made, which the runtime's event for it shows in a snapshot stamped
+/// Subscribes for data newer than `need.min` (`None`: any data, or any completed relist),
+/// or data showing that container `need.showing` started (running, or exited since): the
+/// last change a sync made, which the runtime's event for it shows in a snapshot stamped
 /// before the sync ended. The answer is a receiver that resolves at once if such data is
 /// held, else when a later `SetStatus` or `UpdateTime` provides it; it fails at once if
 /// the cache restarts meanwhile.
@@ -47,8 +47,28 @@ pub struct UpdateTime(pub Instant);
 #[rtype(result = "oneshot::Receiver<CachedStatus>")]
 pub struct GetNewerThan {
     pub uid: PodUid,
+    pub need: Need,
+}
+
+/// What a waiter needs of a pod's status: data newer than `min`, or data showing that
+/// container `showing` started.
+#[derive(Debug, Clone, Default)]
+pub struct Need {
     pub min: Option<Instant>,
     pub showing: Option<ContainerId>,
+}
+
+impl Need {
+    /// Data newer than `min`, whatever it shows.
+    pub fn newer_than(min: Option<Instant>) -> Self {
+        Self { min, showing: None }
+    }
+}
+
+impl From<Option<Instant>> for Need {
+    fn from(min: Option<Instant>) -> Self {
+        Self::newer_than(min)
+    }
 }
 
 /// A container, by the runtime's id for it.

@@ -132,11 +132,7 @@ impl Handler<GetNewerThan> for StatusCache {
     type Result = MessageResult<GetNewerThan>;
     fn handle(&mut self, msg: GetNewerThan, _: &mut Context<Self>) -> Self::Result {
         let (tx, rx) = oneshot::channel();
-        let need = store::Need {
-            min: msg.min,
-            showing: msg.showing,
-        };
-        self.store.subscribe(&msg.uid, need, tx);
+        self.store.subscribe(&msg.uid, msg.need, tx);
         MessageResult(rx)
     }
 }

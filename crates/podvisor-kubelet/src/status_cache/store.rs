@@ -15,24 +15,11 @@ use podvisor_cri::{CriError, PodStatus};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use crate::protocol::cache::{CachedStatus, ContainerId};
+use crate::protocol::cache::{CachedStatus, ContainerId, Need};
 
 struct Entry {
     data: CachedStatus,
     modified: Instant,
-}
-
-/// What a waiter needs: data newer than `min`, or data showing `showing` started.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Need {
-    pub(crate) min: Option<Instant>,
-    pub(crate) showing: Option<ContainerId>,
-}
-
-impl From<Option<Instant>> for Need {
-    fn from(min: Option<Instant>) -> Self {
-        Self { min, showing: None }
-    }
 }
 
 struct Waiter {
