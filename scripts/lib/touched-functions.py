@@ -6,7 +6,8 @@
 Meant for a build whose functions each start on a page of their own (scripts/order-file
 links one): then a resident page of .text names exactly one function. Samples every
 process running EXE each second and, when stopped (SIGTERM or SIGINT), writes to OUT the
-mangled names of every function any of them touched, in the binary's order.
+mangled names of every function any of them touched, in the order they were first seen
+(the binary's order within one second).
 """
 import os
 import signal
@@ -68,16 +69,23 @@ def pids_running(exe):
 def main():
     exe, out = os.path.realpath(sys.argv[1]), sys.argv[2]
     functions = text_functions(exe)
-    seen = set()
+    seen = {}
+    tick = 0
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     signal.signal(signal.SIGINT, lambda *_: stop.append(1))
     while not stop:
         for pid in pids_running(exe):
-            seen |= resident_pages(pid, exe)
+            for page in resident_pages(pid, exe):
+                seen.setdefault(page, tick)
+        tick += 1
         time.sleep(1)
-    touched = [name for off, size, name in functions
-               if any(p in seen for p in range(off - off % PAGE, off + size, PAGE))]
+    first = []
+    for off, size, name in functions:
+        ticks = [seen[p] for p in range(off - off % PAGE, off + size, PAGE) if p in seen]
+        if ticks:
+            first.append((min(ticks), off, name))
+    touched = [name for _, _, name in sorted(first)]
     with open(out, "w") as f:
         f.write("".join(name + "\n" for name in touched))
     print(f"{len(touched)} of {len(functions)} functions touched", file=sys.stderr)
