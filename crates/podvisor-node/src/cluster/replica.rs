@@ -25,7 +25,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
+use k8s_openapi::Metadata;
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use podvisor_actors::{ActorRef, Recipient, StartInfo, SupervisedActor};
 use podvisor_client::{Api, Client, DeleteParams, Error, ListParams, WatchEvent};
 use podvisor_machinery::reflector::{Reflected, Reflector, Update};
@@ -69,14 +71,18 @@ pub(crate) enum Op {
 pub(crate) fn ops(update: Update<Pod>) -> Vec<Op> {
     match update {
         Update::Reset(items) => {
-            let kept: Vec<_> = items.into_iter().filter(|p| !is_mirror(p)).collect();
+            let kept: Vec<_> = items
+                .into_iter()
+                .filter(|p| !is_mirror(p))
+                .map(stripped)
+                .collect();
             let uids = kept.iter().filter_map(|p| p.metadata.uid.clone()).collect();
             let mut ops: Vec<Op> = kept.into_iter().map(Op::Keep).collect();
             ops.push(Op::ForgetAllBut(uids));
             ops
         }
         Update::Change(WatchEvent::Added(p) | WatchEvent::Modified(p)) if !is_mirror(&p) => {
-            vec![Op::Refresh(p)]
+            vec![Op::Refresh(stripped(p))]
         }
         Update::Change(WatchEvent::Deleted(p)) if !is_mirror(&p) => {
             let m = &p.metadata;
@@ -88,6 +94,23 @@ pub(crate) fn ops(update: Update<Pod>) -> Vec<Op> {
         }
         Update::Change(_) => Vec::new(),
     }
+}
+
+/// The cluster's object as the node keeps it: without `managedFields`, the cluster's
+/// record of which client set each field (server-side apply's bookkeeping, about a third
+/// of a running pod's JSON, and most of its decoded allocations). Nothing on the node reads
+/// them, and every stored version, watch event and decode of a copy would carry them
+/// (client-go's informers strip them the same way: `TransformStripManagedFields`).
+fn stripped<K>(o: Arc<K>) -> Arc<K>
+where
+    K: Metadata<Ty = ObjectMeta> + Clone,
+{
+    if o.metadata().managed_fields.is_none() {
+        return o;
+    }
+    let mut o = Arc::unwrap_or_clone(o);
+    o.metadata_mut().managed_fields = None;
+    Arc::new(o)
 }
 
 pub struct ClusterReplica {
@@ -290,7 +313,7 @@ impl Handler<Reflected<Node>> for ClusterReplica {
             Some(Update::Change(WatchEvent::Added(n) | WatchEvent::Modified(n))) => vec![n],
             _ => Vec::new(),
         };
-        self.send(nodes.into_iter().map(Op::KeepNode).collect());
+        self.send(nodes.into_iter().map(stripped).map(Op::KeepNode).collect());
     }
 }
 
@@ -332,5 +355,24 @@ mod tests {
         );
         let mirror = ops(Update::Change(WatchEvent::Deleted(pod("m", "u-m", true))));
         assert!(mirror.is_empty());
+    }
+
+    #[test]
+    fn copies_leave_the_clusters_managed_fields_behind() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+        let mut p = (*pod("a", "u-a", false)).clone();
+        p.metadata.managed_fields = Some(vec![ManagedFieldsEntry {
+            manager: Some("kubectl".into()),
+            operation: Some("Update".into()),
+            ..ManagedFieldsEntry::default()
+        }]);
+        let p = Arc::new(p);
+        let mut want = (*p).clone();
+        want.metadata.managed_fields = None;
+        let want = Arc::new(want);
+        let listed = ops(Update::Reset(vec![p.clone()]));
+        assert_eq!(listed[0], Op::Keep(want.clone()));
+        let changed = ops(Update::Change(WatchEvent::Modified(p)));
+        assert_eq!(changed, vec![Op::Refresh(want)]);
     }
 }
