@@ -3,30 +3,36 @@
 //! the agent held 17 MiB more than it used for as long as it ran. `malloc_trim` returns
 //! every whole free page; it walks the free lists, a few milliseconds at that size, so it
 //! runs when a burst is over (the heap in use has fallen by [`SHRINK`] from its highest
-//! since the last trim), looked at every [`PERIOD`], on the blocking pool rather than an
-//! actor's thread.
+//! since the last trim), looked at every [`PERIOD`], and at least every [`LOOKS`] looks (a
+//! minute: churn frees pages without the total falling), on the blocking pool rather than
+//! an actor's thread.
 
 use std::time::Duration;
 
 const PERIOD: Duration = Duration::from_secs(5);
 /// How far the heap in use falls before a trim is worth its walk.
 const SHRINK: usize = 1 << 20;
+/// Looks between trims however the heap moved.
+const LOOKS: u32 = 12;
 
 /// When to trim, from the heap's bytes in use at each look.
 #[derive(Debug, Default)]
 struct Trimmer {
     /// The most in use since the last trim.
     peak: usize,
+    /// Looks since the last trim.
+    looks: u32,
 }
 
 impl Trimmer {
     /// Whether to trim now, with `in_use` bytes in use.
     fn due(&mut self, in_use: usize) -> bool {
         self.peak = self.peak.max(in_use);
-        if self.peak - in_use < SHRINK {
+        self.looks += 1;
+        if self.peak - in_use < SHRINK && self.looks < LOOKS {
             return false;
         }
-        self.peak = in_use;
+        (self.peak, self.looks) = (in_use, 0);
         true
     }
 }
@@ -66,9 +72,14 @@ mod tests {
     const MIB: usize = 1 << 20;
 
     #[test]
-    fn a_growing_heap_is_left_alone() {
+    fn a_growing_heap_is_left_alone_for_a_minute() {
         let mut t = Trimmer::default();
-        assert!(![1, 5, 9, 30].iter().any(|m| t.due(m * MIB)));
+        assert!(!(1..LOOKS as usize).any(|m| t.due(m * MIB)));
+        assert!(t.due(LOOKS as usize * MIB), "a minute since the last trim");
+        assert!(
+            !t.due(LOOKS as usize * MIB),
+            "and another minute from there"
+        );
     }
 
     #[test]
