@@ -24,7 +24,7 @@ mod upstream;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use podvisor_cri::Endpoint;
 use podvisor_cri::proto::ContainerEventResponse;
@@ -109,20 +109,24 @@ impl CriProxy {
     /// The most calls that `matching` accepts that were in flight at once since `t`
     /// (answered calls only: each from its arrival to its answer).
     pub fn most_at_once(&self, t: Instant, matching: impl Fn(&Call) -> bool) -> usize {
+        self.most_spans_at_once(t, |c| matching(c).then_some(c.took))
+    }
+
+    /// As [`most_at_once`](Self::most_at_once), each call counted from its arrival for
+    /// the span `span` gives it (`None`: not counted); e.g. only while a call can hold
+    /// a permit the agent gives back after a while.
+    pub fn most_spans_at_once(
+        &self,
+        t: Instant,
+        span: impl Fn(&Call) -> Option<Duration>,
+    ) -> usize {
         let calls = self.calls_since(t);
-        let mut edges: Vec<(Instant, i32)> = calls
-            .iter()
-            .filter(|c| matching(c) && c.outcome == Outcome::Forwarded)
-            .flat_map(|c| [(c.at, 1), (c.at + c.took, -1)])
-            .collect();
-        // An answer and an arrival at the same instant do not overlap.
-        edges.sort_by_key(|&(at, d)| (at, d));
-        let (mut now, mut most) = (0i32, 0i32);
-        for (_, d) in edges {
-            now += d;
-            most = most.max(now);
-        }
-        most as usize
+        record::most_overlapping(
+            calls
+                .iter()
+                .filter(|c| c.outcome == Outcome::Forwarded)
+                .filter_map(|c| span(c).map(|d| (c.at, d.min(c.took)))),
+        )
     }
 
     /// Sends `events` on every event stream the proxy serves (`Action::ServeEvents`);

@@ -1,6 +1,6 @@
 //! Every call the proxy saw, for tests that ask what the agent did to the runtime.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
@@ -85,6 +85,20 @@ impl Record {
     }
 }
 
+/// The most of `spans` (each a start and how long) that overlap at one instant; one
+/// ending as another starts does not overlap it.
+pub(crate) fn most_overlapping(spans: impl Iterator<Item = (Instant, Duration)>) -> usize {
+    let mut edges: Vec<(Instant, i32)> =
+        spans.flat_map(|(at, d)| [(at, 1), (at + d, -1)]).collect();
+    edges.sort_by_key(|&(at, d)| (at, d));
+    let (mut now, mut most) = (0i32, 0i32);
+    for (_, d) in edges {
+        now += d;
+        most = most.max(now);
+    }
+    most as usize
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,7 +107,7 @@ mod tests {
         Call {
             method: method.into(),
             at: Instant::now(),
-            took: std::time::Duration::ZERO,
+            took: Duration::ZERO,
             body: Bytes::from_static(body),
             outcome: Outcome::Forwarded,
         }
@@ -110,9 +124,19 @@ mod tests {
         assert_eq!(calls.len(), 2);
         assert!(calls.iter().all(Call::is_mutating));
         assert!(calls[0].mentions("pod-1") && !calls[1].mentions("pod-1"));
-        assert!(
-            r.since(Instant::now() + std::time::Duration::from_secs(1))
-                .is_empty()
-        );
+        assert!(r.since(Instant::now() + Duration::from_secs(1)).is_empty());
+    }
+
+    #[test]
+    fn overlaps_count_spans_at_one_instant_and_touching_ones_apart() {
+        let t = Instant::now();
+        let ms = Duration::from_millis;
+        let spans = [(t, ms(10)), (t + ms(5), ms(10)), (t + ms(10), ms(1))];
+        assert_eq!(most_overlapping(spans.into_iter()), 2);
+        let touching = [(t, ms(10)), (t + ms(10), ms(10)), (t + ms(20), ms(10))];
+        assert_eq!(most_overlapping(touching.into_iter()), 1);
+        let nested = [(t, ms(100)), (t + ms(1), ms(5)), (t + ms(2), ms(1))];
+        assert_eq!(most_overlapping(nested.into_iter()), 3);
+        assert_eq!(most_overlapping(std::iter::empty()), 0);
     }
 }
