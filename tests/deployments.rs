@@ -150,8 +150,15 @@ async fn pause_resume_restart_scale_and_recreate_without_overlap() {
         vec![V1; 2],
         "paused: nothing rolled out"
     );
+    // Recreate's promise, as the deployment controller keeps it (recreate.go's
+    // oldPodsRunning): no new pod while an old one may run; an old pod that finished
+    // (Succeeded or Failed) does not count, even while its deletion is under way.
     let overlap = Box::new(|p: &Pods| {
-        let mut hashes: Vec<&str> = p.values().map(|s| s.template_hash.as_str()).collect();
+        let mut hashes: Vec<&str> = p
+            .values()
+            .filter(|s| !matches!(s.phase.as_str(), "Succeeded" | "Failed"))
+            .map(|s| s.template_hash.as_str())
+            .collect();
         hashes.dedup();
         (hashes.len() > 1).then(|| format!("old and new pods at once: {p:?}"))
     });
