@@ -170,7 +170,7 @@ fn file_pods(
     let stamp = Stamp::settled(path, now);
     let read = match previous.filter(|g| stamp.is_some() && g.stamp == stamp) {
         Some(unchanged) => Ok(unchanged.pods.clone()),
-        None => read_file(path, node),
+        None => read_file(path, node).map(|pods| same_as_before(pods, previous)),
     };
     match (read, previous) {
         (Ok(pods), _) => Some((stamp, pods)),
@@ -186,6 +186,17 @@ fn file_pods(
             None
         }
     }
+}
+
+/// `pods`, each that equals one the file gave before replaced by that shared copy: a file
+/// written moments ago is read at every scan of a burst, and each read's copy would
+/// otherwise be kept by whoever got it (the sync loop, the pod's worker), three copies a
+/// pod in a burst of 500.
+fn same_as_before(pods: Vec<SharedPod>, previous: Option<&Good>) -> Vec<SharedPod> {
+    let before = previous.map_or(&[][..], |g| &g.pods);
+    pods.into_iter()
+        .map(|p| before.iter().find(|b| **b == p).cloned().unwrap_or(p))
+        .collect()
 }
 
 fn is_manifest(p: &Path) -> bool {

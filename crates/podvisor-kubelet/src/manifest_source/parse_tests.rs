@@ -380,3 +380,30 @@ fn a_file_that_did_not_change_gives_the_same_pods_without_being_read() {
     let replaced = scan_at(&d.0, "n", &edited.good, later());
     assert_eq!(replaced.pods[0].metadata.name.as_deref(), Some("new-n"));
 }
+
+#[test]
+fn a_file_read_again_unchanged_gives_the_copies_it_gave_before() {
+    let d = Dir::new("unsettled");
+    let path = d.write("web.yaml", WEB);
+    // Written just now: every scan reads it again (its stamp is not trusted yet); what it
+    // gives is the same shared pod while its content is the same, so the sync loop and
+    // the pod's worker keep one copy, not one per scan of a burst.
+    let first = scan_keeping(&d.0, "n", &LastGood::new());
+    let again = scan_keeping(&d.0, "n", &first.good);
+    assert!(again.good[&path].stamp.is_none(), "read again, unstamped");
+    assert!(
+        std::sync::Arc::ptr_eq(first.pods[0].arc(), again.pods[0].arc()),
+        "the same shared pod"
+    );
+    std::fs::write(&path, WEB.replace("3600", "3601")).unwrap();
+    let edited = scan_keeping(&d.0, "n", &again.good);
+    assert!(!std::sync::Arc::ptr_eq(
+        first.pods[0].arc(),
+        edited.pods[0].arc()
+    ));
+    assert_ne!(
+        first.pods[0].uid(),
+        edited.pods[0].uid(),
+        "a new incarnation"
+    );
+}
