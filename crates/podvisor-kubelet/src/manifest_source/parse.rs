@@ -190,8 +190,8 @@ fn file_pods(
 
 /// `pods`, each that equals one the file gave before replaced by that shared copy: a file
 /// written moments ago is read at every scan of a burst, and each read's copy would
-/// otherwise be kept by whoever got it (the sync loop, the pod's worker), three copies a
-/// pod in a burst of 500.
+/// otherwise be kept by whoever got it (the sync loop, the pod's worker): two live copies
+/// a pod in a burst of 500.
 fn same_as_before(pods: Vec<SharedPod>, previous: Option<&Good>) -> Vec<SharedPod> {
     let before = previous.map_or(&[][..], |g| &g.pods);
     pods.into_iter()
