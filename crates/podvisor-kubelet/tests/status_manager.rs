@@ -118,9 +118,11 @@ impl SupervisedActor for FakeApi {
 impl Handler<PublishedStatus> for FakeApi {
     type Result = ();
     fn handle(&mut self, msg: PublishedStatus, _: &mut Context<Self>) {
-        if let PublishedStatus::Changed { pod, .. } = msg {
+        if let PublishedStatus::Changed { pod, status, .. } = msg {
             let uid = pod.metadata.uid.clone().unwrap_or_default();
-            self.pods.insert(uid, pod);
+            let mut stored = (*pod).clone();
+            stored.status = Some((*status).clone());
+            self.pods.insert(uid, Arc::new(stored));
         }
     }
 }

@@ -41,6 +41,8 @@ mod from_base;
 pub(crate) mod patch;
 pub(crate) mod write;
 
+pub(crate) use write::ToWrite;
+
 const MIRROR_CHECK: Duration = Duration::from_secs(5);
 const RETRY_FIRST: Duration = Duration::from_millis(500);
 const RETRY_MAX: Duration = Duration::from_secs(30);
@@ -54,8 +56,8 @@ pub struct StatusWriter {
     events: Recipient<RecordEvent>,
     /// A static pod's mirror UID, once written: its events name the object the API shows.
     mirror_uids: HashMap<PodUid, Uid>,
-    /// The newest status not yet written, per pod, and whether it had terminated.
-    pending: HashMap<PodUid, (Arc<Pod>, bool)>,
+    /// The newest status not yet written, per pod.
+    pending: HashMap<PodUid, ToWrite>,
     /// Each API pod's status as the API answered its last write: the next write is a
     /// patch from it, without a read (`from_base.rs`). Lost with a failed write.
     bases: HashMap<PodUid, k8s_openapi::api::core::v1::PodStatus>,
@@ -66,7 +68,7 @@ pub struct StatusWriter {
     retrying: HashSet<PodUid>,
     retry_after: HashMap<PodUid, Duration>,
     /// Static pods' newest state, for the periodic mirror check.
-    statics: HashMap<PodUid, Arc<Pod>>,
+    statics: HashMap<PodUid, ToWrite>,
     /// The version each static pod's mirror had when its status was last written: a
     /// periodic check of a mirror at that version is one lookup (at every check, the
     /// whole status was compared again: 500 static pods cost the agent a steady share of a
@@ -128,13 +130,13 @@ impl StatusWriter {
         if self.in_flight.contains(&uid) || self.retrying.contains(&uid) {
             return;
         }
-        let Some((pod, terminated)) = self.pending.remove(&uid) else {
+        let Some(to_write) = self.pending.remove(&uid) else {
             return;
         };
         self.in_flight.insert(uid.clone());
         let clients = (self.client.clone(), self.mirrors.clone());
-        let (p, t, base) = (pod.clone(), terminated, self.bases.remove(&uid));
-        let work = async move { write::write(&clients, &p, t, base).await };
+        let (w, base) = (to_write.clone(), self.bases.remove(&uid));
+        let work = async move { write::write(&clients, &w, base).await };
         ctx.spawn(work.into_actor(self).map(move |written, act, ctx| {
             act.in_flight.remove(&uid);
             // A pod that went meanwhile keeps no base (it would stay for good).
@@ -153,7 +155,7 @@ impl StatusWriter {
                 }
                 Err(()) => {
                     act.failed += 1;
-                    act.retry(uid.clone(), (pod, terminated), ctx);
+                    act.retry(uid.clone(), to_write, ctx);
                     return;
                 }
             }
@@ -164,7 +166,7 @@ impl StatusWriter {
     /// A write the store refused or failed is tried again, after a delay that doubles
     /// per failure (a pod whose removal was not written would otherwise stay Terminating
     /// in the API forever). A newer status waiting meanwhile replaces it.
-    fn retry(&mut self, uid: PodUid, failed: (Arc<Pod>, bool), ctx: &mut Context<Self>) {
+    fn retry(&mut self, uid: PodUid, failed: ToWrite, ctx: &mut Context<Self>) {
         self.pending.entry(uid.clone()).or_insert(failed);
         let delay = self
             .retry_after
@@ -184,14 +186,15 @@ impl StatusWriter {
             if self.pending.contains_key(&uid) || self.in_flight.contains(&uid) {
                 continue;
             }
-            let Some(pod) = self.statics.get(&uid).cloned() else {
+            let Some(to_write) = self.statics.get(&uid).cloned() else {
                 continue;
             };
             let Some(version) = self.mirror_revs.get(&uid).cloned() else {
-                self.rewrite(uid, pod, ctx);
+                self.rewrite(uid, to_write, ctx);
                 continue;
             };
             let client = self.mirrors.clone();
+            let pod = to_write.pod;
             let check = async move {
                 write::mirror_unchanged(&client, pod.namespace(), pod.name(), &version).await
             };
@@ -205,8 +208,8 @@ impl StatusWriter {
     }
 
     /// Writes a static pod's status and mirror again.
-    fn rewrite(&mut self, uid: PodUid, pod: Arc<Pod>, ctx: &mut Context<Self>) {
-        self.pending.entry(uid.clone()).or_insert((pod, false));
+    fn rewrite(&mut self, uid: PodUid, to_write: ToWrite, ctx: &mut Context<Self>) {
+        self.pending.entry(uid.clone()).or_insert(to_write);
         self.start(uid, ctx);
     }
 }
@@ -279,14 +282,28 @@ impl Handler<PublishedStatus> for StatusWriter {
     type Result = ();
     fn handle(&mut self, msg: PublishedStatus, ctx: &mut Context<Self>) {
         match msg {
-            PublishedStatus::Changed { pod, terminated } => {
+            PublishedStatus::Changed {
+                pod,
+                status,
+                terminated,
+            } => {
                 let Some(uid) = pod.metadata.uid.as_deref().map(PodUid::from) else {
                     return;
                 };
-                if pod.is_static() {
-                    self.statics.insert(uid.clone(), pod.clone());
+                let to_write = ToWrite {
+                    pod,
+                    status,
+                    terminated,
+                };
+                if to_write.pod.is_static() {
+                    // A mirror's periodic rewrite does not remove anything.
+                    let kept = ToWrite {
+                        terminated: false,
+                        ..to_write.clone()
+                    };
+                    self.statics.insert(uid.clone(), kept);
                 }
-                self.pending.insert(uid.clone(), (pod, terminated));
+                self.pending.insert(uid.clone(), to_write);
                 self.start(uid, ctx);
             }
             PublishedStatus::Event { pod, event } => self.record(&pod, event),
@@ -301,7 +318,7 @@ impl Handler<PublishedStatus> for StatusWriter {
                 self.retry_after.remove(&uid);
                 // Known from a status since this start, or (a static pod removed while
                 // the agent was down) from the status manager's last record of it.
-                let known = self.statics.remove(&uid);
+                let known = self.statics.remove(&uid).map(|w| w.pod);
                 if let Some(pod) = known.or(pod.filter(|p| p.is_static())) {
                     let client = self.mirrors.clone();
                     ctx.spawn(

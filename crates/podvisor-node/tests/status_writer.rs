@@ -45,11 +45,14 @@ fn a_failed_removal_is_retried_until_the_pod_is_gone() {
         let (events, _) = start_collector::<RecordEvent>();
         let writer = ChildSpec::of(move || StatusWriter::new("n1", flaky.clone(), events.clone()))
             .start_unsupervised();
-        let mut pod = (*created).clone();
-        pod.status.get_or_insert_default().phase = Some("Succeeded".into());
+        let status = k8s_openapi::api::core::v1::PodStatus {
+            phase: Some("Succeeded".into()),
+            ..Default::default()
+        };
         writer
             .send(PublishedStatus::Changed {
-                pod: Arc::new(pod),
+                pod: created.clone(),
+                status: Arc::new(status),
                 terminated: true,
             })
             .await

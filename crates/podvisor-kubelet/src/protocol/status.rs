@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use actix::Message;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodStatus as ApiPodStatus};
 use podvisor_core::{Phase, PodUid, SharedPod};
 use serde::{Deserialize, Serialize};
 
@@ -59,8 +59,11 @@ pub struct RecordEvent {
 #[rtype(result = "()")]
 pub enum PublishedStatus {
     Changed {
-        /// The pod as it was given, with its new status.
+        /// The pod as it was given: the copy the sync loop holds, not this status's (an
+        /// API pod's own `status` is the API's as last read).
         pod: Arc<Pod>,
+        /// Its new status.
+        status: Arc<ApiPodStatus>,
         /// Its termination has completed (or it never ran): a deleted pod may be removed.
         terminated: bool,
     },
@@ -178,20 +181,41 @@ pub struct PodEvent {
     pub count: u32,
 }
 
-/// A pod as `podvisor get pods` shows it: the spec it was given, its status, its events.
+/// What the status manager holds of a pod: the pod as it was given (the one copy the sync
+/// loop and its worker share; its own `status` is not the node's), the status the node
+/// computed for it, and its recent events.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PodRecord {
     pub pod: Arc<Pod>,
+    #[serde(default)]
+    pub status: Option<Arc<ApiPodStatus>>,
     #[serde(default)]
     pub events: Vec<PodEvent>,
 }
 
 impl PodRecord {
+    /// A record of `pod` with no status of the node's yet.
     pub fn new(pod: Arc<Pod>) -> Self {
         Self {
             pod,
+            status: None,
             events: Vec::new(),
         }
+    }
+
+    /// A record of a pod as the API holds it: its status is the one the node last wrote.
+    pub fn from_api(pod: Arc<Pod>) -> Self {
+        let status = pod.status.clone().map(Arc::new);
+        Self {
+            pod,
+            status,
+            events: Vec::new(),
+        }
+    }
+
+    /// The phase of the node's status.
+    pub fn phase(&self) -> Option<Phase> {
+        self.status.as_ref()?.phase.as_deref()?.parse().ok()
     }
 
     /// Adds an event, counting it with the last one if it says the same; keeps the newest

@@ -10,6 +10,8 @@ mod inputs;
 mod queries;
 mod record;
 mod starts;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -26,7 +28,7 @@ use tracing::{info, warn};
 
 use crate::api_status::probes::{ProbeResults, ProbeView};
 use inputs::Inputs;
-use record::{keep_times, kept_finished, phase_and_ready, terminal};
+use record::{keep_times, kept_finished, phase_and_ready, same_but_status, terminal};
 
 use crate::protocol::cache::StatusChanged;
 use crate::protocol::probes::{ProbeChanged, ResendProbeResults};
@@ -124,8 +126,10 @@ impl StatusManager {
 
     fn publish(&self, uid: &PodUid, terminated: bool) {
         if let (Some(sink), Some(r)) = (&self.sink, self.records.get(uid)) {
+            let Some(status) = &r.status else { return };
             sink.do_send(PublishedStatus::Changed {
                 pod: r.pod.clone(),
+                status: status.clone(),
                 terminated,
             });
         }
@@ -137,7 +141,7 @@ impl StatusManager {
             return;
         };
         let runtime = self.runtime.get(uid).map(|(s, _)| s.as_ref());
-        let previous = self.records.get(uid).and_then(|r| r.pod.status.as_ref());
+        let previous = self.records.get(uid).and_then(|r| r.status.as_deref());
         let view = ProbeView::new(self.probes.get(uid), previous);
         let status = inputs.status(runtime, view, self.host_ip.as_deref());
         let (pod, terminated) = (inputs.pod.clone(), inputs.terminated);
@@ -146,12 +150,12 @@ impl StatusManager {
         }
     }
 
-    /// Stores the pod with `status`, keeping what must not move: its start time, and the
-    /// transition time of every condition whose value did not change. Says whether
-    /// something changed.
+    /// Stores the pod given (not a copy) and beside it `status`, keeping what must not move:
+    /// its start time, and the transition time of every condition whose value did not
+    /// change. Says whether something changed.
     fn set(&mut self, pod: &SharedPod, mut status: ApiPodStatus) -> bool {
         let uid = pod.uid().clone();
-        let previous = self.records.get(&uid).and_then(|r| r.pod.status.as_ref());
+        let previous = self.records.get(&uid).and_then(|r| r.status.as_deref());
         if let Some(done) = previous.filter(|p| terminal(p) && !terminal(&status)) {
             // A finished pod stays finished (the kubelet's rule): its containers are removed
             // once it terminated, and a runtime status without them must not make it
@@ -166,16 +170,17 @@ impl StatusManager {
             // times, from the log, without polling the API.
             info!(pod = pod.name(), pod_uid = %uid, phase = after.0.unwrap_or(""), ready = after.1, "pod status changed");
         }
-        let mut new_pod: Pod = (**pod.arc()).clone();
-        new_pod.status = Some(status);
         let record = self
             .records
-            .entry(uid.clone())
-            .or_insert_with(|| PodRecord::new(Arc::new(Pod::default())));
-        if *record.pod == new_pod {
+            .entry(uid)
+            .or_insert_with(|| PodRecord::new(pod.arc().clone()));
+        let same_pod = same_but_status(&record.pod, pod.arc());
+        // The newest copy is kept either way: the one the sync loop holds.
+        record.pod = pod.arc().clone();
+        if same_pod && record.status.as_deref() == Some(&status) {
             return false;
         }
-        record.pod = Arc::new(new_pod);
+        record.status = Some(Arc::new(status));
         self.changed();
         true
     }
@@ -193,7 +198,7 @@ impl StatusManager {
             };
             self.records
                 .entry(uid)
-                .or_insert_with(|| PodRecord::new(pod));
+                .or_insert_with(|| PodRecord::from_api(pod));
         }
         self.changed();
     }
@@ -279,7 +284,7 @@ impl SupervisedActor for StatusManager {
             .get_or_insert_with(|| {
                 let mut by_phase = BTreeMap::new();
                 for r in self.records.values() {
-                    let phase = r.pod.phase().map_or("Unknown", Phase::as_str);
+                    let phase = r.phase().map_or("Unknown", Phase::as_str);
                     *by_phase.entry(phase.to_string()).or_insert(0) += 1;
                 }
                 by_phase

@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 
 use actix::prelude::*;
-use podvisor_core::PodExt;
 
 use super::StatusManager;
 use crate::protocol::status::{FinishedPods, RepublishStatuses};
@@ -26,7 +25,7 @@ impl Handler<FinishedPods> for StatusManager {
             .records
             .iter()
             .filter_map(|(uid, r)| {
-                let phase = r.pod.phase()?;
+                let phase = r.phase()?;
                 phase.is_terminal().then(|| (uid.clone(), phase))
             })
             .collect::<HashMap<_, _>>();

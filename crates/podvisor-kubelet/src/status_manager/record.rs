@@ -2,8 +2,10 @@
 //! transition times of conditions that did not change; and what the log line of a change
 //! reports (phase and readiness).
 
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateTerminated, ContainerStatus, PodStatus as ApiPodStatus,
+    ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodStatus as ApiPodStatus,
 };
 use podvisor_core::Phase;
 
@@ -22,6 +24,12 @@ pub(super) fn keep_times(previous: Option<&ApiPodStatus>, status: &mut ApiPodSta
             .and_then(|o| o.last_transition_time.clone())
             .or_else(|| Some(podvisor_core::time::now()));
     }
+}
+
+/// Whether two copies of a pod differ only in their own status (an API pod's, which the
+/// node's writes change): the status the node computes is kept apart.
+pub(super) fn same_but_status(a: &Arc<Pod>, b: &Arc<Pod>) -> bool {
+    Arc::ptr_eq(a, b) || (a.metadata == b.metadata && a.spec == b.spec)
 }
 
 pub(super) fn terminal(status: &ApiPodStatus) -> bool {

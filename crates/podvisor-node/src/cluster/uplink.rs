@@ -81,7 +81,7 @@ async fn run(cluster: Client, job: Job) -> Result<(), Error> {
     let written = match (&job.base, job.status) {
         (_, false) => true,
         (Some(base), true) => patch_from(&cluster, p, (&uid, name), base).await?,
-        (None, true) => match write_status(&cluster, p, &uid, name).await {
+        (None, true) => match write_status(&cluster, (p, p.status.as_ref()), &uid, name).await {
             Ok(written) => written.is_some(),
             // A pod the node finished and removed, the cluster's Node authorizer no longer
             // lets it read: the cluster has it no more. Forbidden for a live copy is retried
@@ -132,7 +132,9 @@ async fn patch_from(
     match api.patch_status(name, &PostParams::default(), &patch).await {
         Ok(_) => Ok(true),
         Err(Error::NotFound { .. } | Error::Forbidden { .. }) => Ok(false),
-        Err(Error::Invalid { .. }) => Ok(write_status(cluster, p, uid, name).await?.is_some()),
+        Err(Error::Invalid { .. }) => Ok(write_status(cluster, (p, p.status.as_ref()), uid, name)
+            .await?
+            .is_some()),
         Err(e) => Err(e),
     }
 }

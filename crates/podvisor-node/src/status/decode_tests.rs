@@ -16,20 +16,21 @@ use podvisor_client::{Api, Client, ListParams, PostParams, WatchEvent, decodes_o
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use super::write::{Written, write};
+use super::write::{ToWrite, Written, write};
 
 const WATCHERS: usize = 5;
 
-fn running(p: &Pod, ready: &str) -> Arc<Pod> {
-    let mut p = p.clone();
-    p.status = Some(
-        serde_json::from_value(json!({"phase": "Running",
-            "conditions": [{"type": "Ready", "status": ready}],
-            "containerStatuses": [{"name": "c", "image": "busybox", "imageID": "", "ready": true,
-                "restartCount": 0, "state": {"running": {"startedAt": "2026-11-29T10:00:00Z"}}}]}))
-        .unwrap(),
-    );
-    Arc::new(p)
+fn running(p: &Arc<Pod>, ready: &str) -> ToWrite {
+    let status = serde_json::from_value(json!({"phase": "Running",
+        "conditions": [{"type": "Ready", "status": ready}],
+        "containerStatuses": [{"name": "c", "image": "busybox", "imageID": "", "ready": true,
+            "restartCount": 0, "state": {"running": {"startedAt": "2026-11-29T10:00:00Z"}}}]}))
+    .unwrap();
+    ToWrite {
+        pod: p.clone(),
+        status: Arc::new(status),
+        terminated: false,
+    }
 }
 
 /// Watchers that report each change they decode.
@@ -52,12 +53,12 @@ async fn watchers(api: &Api<Pod>, version: &str) -> mpsc::UnboundedReceiver<()> 
 /// Decodes of one write, its watchers' included.
 async fn counted(
     clients: &(Client, Client),
-    pod: &Pod,
+    to_write: &ToWrite,
     base: Option<k8s_openapi::api::core::v1::PodStatus>,
     seen: &mut mpsc::UnboundedReceiver<()>,
 ) -> (u64, Written) {
     let before = decodes_on_this_thread();
-    let written = write(clients, pod, false, base).await.ok().unwrap();
+    let written = write(clients, to_write, base).await.ok().unwrap();
     for _ in 0..WATCHERS {
         seen.recv().await.unwrap();
     }

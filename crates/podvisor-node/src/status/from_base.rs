@@ -31,14 +31,14 @@ pub(super) enum FromBase {
     Refused,
 }
 
-/// `pod`'s status (incarnation `uid`) patched from `base`.
+/// `status` of `pod` (incarnation `uid`) patched from `base`.
 pub(super) async fn write_from(
     client: &Client,
-    pod: &Pod,
+    (pod, status): (&Pod, &PodStatus),
     uid: &str,
     base: &PodStatus,
 ) -> Result<FromBase, Error> {
-    let status = merged(pod.status.as_ref(), Some(base));
+    let status = merged(Some(status), Some(base));
     if *base == status {
         return Ok(FromBase::Unchanged);
     }

@@ -17,13 +17,22 @@ pub(super) fn pods(client: &Client, ns: &str) -> Api<Pod> {
     Api::namespaced(client.clone(), ns)
 }
 
-/// Writes the status of `pod` on the API's pod `name` if it is still `uid`, as the
-/// kubelet's status manager does: read, then a strategic merge patch of what differs, the
-/// UID its precondition. The pod as it is after the write (or as it was, when nothing
-/// changed), or `None` when it is gone or another incarnation.
+/// A status to write: the pod as the node was given it, the node's status for it, and
+/// whether its termination completed (a deleted pod may then be removed).
+#[derive(Debug, Clone)]
+pub(crate) struct ToWrite {
+    pub pod: Arc<Pod>,
+    pub status: Arc<PodStatus>,
+    pub terminated: bool,
+}
+
+/// Writes `status` on the API's pod `name` (in `pod`'s namespace) if it is still `uid`,
+/// as the kubelet's status manager does: read, then a strategic merge patch of what
+/// differs, the UID its precondition. The pod as it is after the write (or as it was,
+/// when nothing changed), or `None` when it is gone or another incarnation.
 pub(crate) async fn write_status(
     client: &Client,
-    pod: &Pod,
+    (pod, status): (&Pod, Option<&PodStatus>),
     uid: &str,
     name: &str,
 ) -> Result<Option<Arc<Pod>>, Error> {
@@ -31,7 +40,7 @@ pub(crate) async fn write_status(
     let Some(current) = incarnation(&api, name, uid).await? else {
         return Ok(None);
     };
-    let status = merged(pod.status.as_ref(), current.status.as_ref());
+    let status = merged(status, current.status.as_ref());
     if current.status.as_ref() == Some(&status) {
         return Ok(Some(current));
     }
@@ -105,16 +114,16 @@ pub(super) struct Written {
 /// write of this pod left in the API, if known.
 pub(super) async fn write(
     (client, mirrors): &(Client, Client),
-    pod: &Pod,
-    terminated: bool,
+    to_write: &ToWrite,
     base: Option<PodStatus>,
 ) -> Result<Written, ()> {
+    let pod = to_write.pod.as_ref();
     let r = if pod.is_static() {
-        mirror(mirrors, pod)
+        mirror(mirrors, (pod, &to_write.status))
             .await
             .map(|mirror| Written { mirror, base: None })
     } else {
-        let base = api_pod(client, pod, terminated, base).await;
+        let base = api_pod(client, to_write, base).await;
         base.map(|base| Written { mirror: None, base })
     };
     r.map_err(|e| warn!(pod = pod.name(), error = %e, "status not written to the API"))
@@ -125,20 +134,21 @@ pub(super) async fn write(
 /// The new base.
 async fn api_pod(
     client: &Client,
-    pod: &Pod,
-    terminated: bool,
+    to_write: &ToWrite,
     base: Option<PodStatus>,
 ) -> Result<Option<PodStatus>, Error> {
+    let (pod, terminated) = (to_write.pod.as_ref(), to_write.terminated);
+    let status = to_write.status.as_ref();
     let uid = pod.metadata.uid.as_deref().unwrap_or_default();
     if let (false, Some(base)) = (terminated, base) {
-        match write_from(client, pod, uid, &base).await? {
+        match write_from(client, (pod, status), uid, &base).await? {
             FromBase::Unchanged => return Ok(Some(base)),
             FromBase::Written(stored) => return Ok(stored.status.clone()),
             FromBase::Gone => return Ok(None),
             FromBase::Refused => {}
         }
     }
-    let Some(stored) = write_status(client, pod, uid, pod.name()).await? else {
+    let Some(stored) = write_status(client, (pod, Some(status)), uid, pod.name()).await? else {
         return Ok(None);
     };
     if terminated && stored.metadata.deletion_timestamp.is_some() {
@@ -223,7 +233,7 @@ async fn mirror_get(client: &Client, pod: &Pod) -> Result<Option<Arc<Pod>>, Erro
 /// Makes the mirror exist, current, and not marked for deletion; writes its status (a
 /// mirror just made gets it at once: waiting for the pod's next change could leave it
 /// bare for as long as the pod does not change). Answers the mirror's UID and version.
-async fn mirror(client: &Client, pod: &Pod) -> Result<Mirror, Error> {
+async fn mirror(client: &Client, (pod, status): (&Pod, &PodStatus)) -> Result<Mirror, Error> {
     let static_uid = pod.metadata.uid.as_deref().unwrap_or_default();
     let made = match mirror_get(client, pod).await? {
         None => create_mirror(client, pod).await?,
@@ -245,7 +255,7 @@ async fn mirror(client: &Client, pod: &Pod) -> Result<Mirror, Error> {
     let Some(mirror_uid) = made else {
         return Ok(None);
     };
-    let written = write_status(client, pod, &mirror_uid, pod.name()).await?;
+    let written = write_status(client, (pod, Some(status)), &mirror_uid, pod.name()).await?;
     let version = written.and_then(|o| o.metadata.resource_version.clone());
     Ok(version.map(|v| (mirror_uid, v)))
 }
@@ -283,10 +293,8 @@ pub(super) mod tests {
 
     use super::*;
 
-    fn with_status(p: &Pod, status: serde_json::Value) -> Pod {
-        let mut p = p.clone();
-        p.status = Some(serde_json::from_value(status).unwrap());
-        p
+    fn status(status: serde_json::Value) -> PodStatus {
+        serde_json::from_value(status).unwrap()
     }
 
     /// Against a real store: the patch leaves what another writer added, removes what
@@ -317,16 +325,16 @@ pub(super) mod tests {
             .unwrap();
             let pod = api.create(&PostParams::default(), body.clone()).await.unwrap();
             let uid = pod.metadata.uid.clone().unwrap();
-            let first = with_status(&pod, json!({"phase": "Pending", "message": "pulling",
+            let first = status(json!({"phase": "Pending", "message": "pulling",
                 "conditions": [{"type": "Ready", "status": "False", "reason": "ContainersNotReady"}]}));
-            write_status(&client, &first, &uid, "p").await.unwrap().unwrap();
+            write_status(&client, (&pod, Some(&first)), &uid, "p").await.unwrap().unwrap();
             let other = json!({"status": {"conditions": [{"type": "DisruptionTarget", "status": "True"}]}});
             api.patch_status("p", &PostParams::default(), &Patch::Strategic(other))
                 .await
                 .unwrap();
-            let second = with_status(&pod, json!({"phase": "Running",
+            let second = status(json!({"phase": "Running",
                 "conditions": [{"type": "Ready", "status": "True"}]}));
-            let stored = write_status(&client, &second, &uid, "p").await.unwrap().unwrap();
+            let stored = write_status(&client, (&pod, Some(&second)), &uid, "p").await.unwrap().unwrap();
             let s = stored.status.clone().unwrap();
             assert_eq!((s.phase.as_deref(), s.message), (Some("Running"), None));
             let conditions: Vec<_> = s.conditions.unwrap().into_iter()
@@ -337,7 +345,7 @@ pub(super) mod tests {
 
             api.delete("p", &DeleteParams::now_if_uid(&uid)).await.unwrap();
             let again = api.create(&PostParams::default(), body).await.unwrap();
-            assert_eq!(write_status(&client, &first, &uid, "p").await.unwrap(), None);
+            assert_eq!(write_status(&client, (&pod, Some(&first)), &uid, "p").await.unwrap(), None);
             let untouched = api.get("p").await.unwrap();
             assert_eq!(untouched.status, again.status);
         });
