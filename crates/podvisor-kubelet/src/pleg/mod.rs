@@ -26,6 +26,7 @@
 
 mod events;
 mod health;
+mod kept;
 mod loss;
 mod pending;
 mod records;
@@ -228,7 +229,7 @@ impl Pleg {
     fn store(&mut self, uid: &PodUid, status: Result<PodStatus, CriError>, at: Instant) -> bool {
         let msg = SetStatus {
             uid: uid.clone(),
-            status: status.map(Arc::new).map_err(Arc::new),
+            status: status.map(kept::kept).map(Arc::new).map_err(Arc::new),
             at,
         };
         if self.cache.set.try_send(msg).is_err() {
