@@ -81,10 +81,22 @@ impl BenchAgent {
                 return Ok(api);
             }
             if t0.elapsed() > std::time::Duration::from_secs(30) {
-                anyhow::bail!("agent {} not serving its API within 30 s", self.node);
+                anyhow::bail!(
+                    "agent {} not serving its API within 30 s; the end of {}:\n{}",
+                    self.node,
+                    self.dir.join("agent.log").display(),
+                    self.log_tail(40)
+                );
             }
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
+    }
+
+    /// The last `lines` lines of the agent's log, for an error that says why it failed.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let text = std::fs::read_to_string(self.dir.join("agent.log")).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
     }
 
     /// Writes manifest `<name>.yaml` (to a hidden name, then renamed: never read half).
