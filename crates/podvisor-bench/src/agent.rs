@@ -23,13 +23,18 @@ pub fn spawn(bin: &Path, dir: &Path, config: &str) -> anyhow::Result<Child> {
         .with_context(|| format!("cannot run {}", bin.display()))
 }
 
-/// Two distinct free TCP ports on loopback (the agent's debug endpoint and API). Both
-/// listeners are held until both ports are known: a port taken and released at once can be
-/// handed out again by the next bind, and two servers given one port cannot both start.
-pub fn free_ports() -> anyhow::Result<(u16, u16)> {
-    let a = std::net::TcpListener::bind("127.0.0.1:0")?;
-    let b = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok((a.local_addr()?.port(), b.local_addr()?.port()))
+/// The debug endpoint (`http://127.0.0.1:PORT`) that an agent with a JSON log said it
+/// serves once everything was bound (`podvisor running`, its latest start). Agents here
+/// bind port 0 and are asked where they listen: a port found free and handed to the agent
+/// can be taken before the agent binds it (a busy control plane's connections draw from
+/// the same range), and the agent then exits.
+pub fn logged_endpoint(log: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(log).ok()?;
+    text.lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["fields"]["message"] == "podvisor running")
+        .and_then(|v| v["fields"]["endpoint"].as_str().map(str::to_string))
 }
 
 /// A release `podvisor run` of a benchmark's own (node name, directories, ports), killed
@@ -38,8 +43,8 @@ pub struct BenchAgent {
     pub child: Child,
     pub node: String,
     pub dir: std::path::PathBuf,
-    /// The debug endpoint (`http://127.0.0.1:PORT`).
-    pub debug: String,
+    /// The debug endpoint, once the agent said where it serves it.
+    debug: std::sync::OnceLock<String>,
 }
 
 impl BenchAgent {
@@ -56,9 +61,8 @@ impl BenchAgent {
     ) -> anyhow::Result<Self> {
         let dir = std::env::temp_dir().join(bench).join(node);
         let _ = std::fs::remove_dir_all(&dir);
-        let (debug_port, api_port) = free_ports()?;
         let config = format!(
-            "node_name = \"{node}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{d}/manifests\"\nstate_dir = \"{d}/state\"\npod_log_dir = \"{d}/logs\"\n[debug]\naddress = \"127.0.0.1:{debug_port}\"\n[api]\naddress = \"127.0.0.1:{api_port}\"\n[server]\naddress = \"127.0.0.1:0\"\n[log]\nformat = \"json\"\nfilter = \"{log}\"\n{extra}",
+            "node_name = \"{node}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{d}/manifests\"\nstate_dir = \"{d}/state\"\npod_log_dir = \"{d}/logs\"\n[debug]\naddress = \"127.0.0.1:0\"\n[api]\naddress = \"127.0.0.1:0\"\n[server]\naddress = \"127.0.0.1:0\"\n[log]\nformat = \"json\"\nfilter = \"{log}\"\n{extra}",
             d = dir.display(),
         );
         let child = spawn(bin, &dir, &config)?;
@@ -66,16 +70,28 @@ impl BenchAgent {
             child,
             node: node.to_string(),
             dir,
-            debug: format!("http://127.0.0.1:{debug_port}"),
+            debug: std::sync::OnceLock::new(),
         })
     }
 
-    /// The agent's Kubernetes API, once it answers (within 30 s).
+    /// The debug endpoint (`http://127.0.0.1:PORT`), as the agent logged it.
+    pub fn debug(&self) -> anyhow::Result<&str> {
+        if self.debug.get().is_none() {
+            let logged = logged_endpoint(&self.dir.join("agent.log"))
+                .ok_or_else(|| anyhow::anyhow!("agent {} not serving yet", self.node))?;
+            let _ = self.debug.set(logged);
+        }
+        Ok(self.debug.get().map(String::as_str).unwrap_or_default())
+    }
+
+    /// The agent's Kubernetes API, once it answers and its debug endpoint is known (within
+    /// 30 s).
     pub async fn api(&self) -> anyhow::Result<podvisor_debug::client::Endpoint> {
         let kubeconfig = self.dir.join("state/kubeconfig");
         let t0 = std::time::Instant::now();
         loop {
             if let Ok(api) = podvisor_debug::client::Endpoint::from_kubeconfig(&kubeconfig)
+                && self.debug().is_ok()
                 && api.get("/api/v1/namespaces/default/pods").await.is_ok()
             {
                 return Ok(api);
@@ -111,7 +127,8 @@ impl BenchAgent {
     /// An actor's summary from the debug endpoint.
     pub async fn actor_state(&self, id: &str) -> anyhow::Result<serde_json::Value> {
         let body =
-            podvisor_debug::client::get(&self.debug, &format!("/debug/actors/{id}"), None).await?;
+            podvisor_debug::client::get(self.debug()?, &format!("/debug/actors/{id}"), None)
+                .await?;
         let v: serde_json::Value = serde_json::from_str(&body)?;
         Ok(v["state"].clone())
     }

@@ -33,6 +33,9 @@ pub struct NodeSetup {
     pub ca: PathBuf,
     /// The kubelet refuses a loopback node IP: a host address.
     pub node_ip: String,
+    /// How many pods each node admits (podvisor's `[allocatable] pods`, the kubelet's
+    /// `maxPods`).
+    pub max_pods: u32,
 }
 
 /// Where the cluster and the kubelet are (the flags both cluster benchmarks take).
@@ -51,6 +54,9 @@ pub struct NodeArgs {
     /// `hostname -I`.
     #[arg(long)]
     pub node_ip: Option<String>,
+    /// How many pods each node admits, both alike (the kubelet's default is 110).
+    #[arg(long, default_value_t = 110)]
+    pub max_pods: u32,
 }
 
 impl NodeArgs {
@@ -70,6 +76,7 @@ impl NodeArgs {
                 Some(ip) => ip.clone(),
                 None => host_ip()?,
             },
+            max_pods: self.max_pods,
         })
     }
 
@@ -177,15 +184,16 @@ impl Drop for NodeProc {
 }
 
 fn podvisor(setup: &NodeSetup, name: &str, dir: &Path) -> anyhow::Result<Command> {
-    let (debug, api) = crate::agent::free_ports()?;
     let config = format!(
         "node_name = \"{name}\"\nruntime_endpoint = \"{}\"\nmanifest_dir = \"{d}/manifests\"\n\
-         state_dir = \"{d}/state\"\npod_log_dir = \"{d}/logs\"\n[debug]\naddress = \"127.0.0.1:{debug}\"\n\
-         [api]\naddress = \"127.0.0.1:{api}\"\n[server]\naddress = \"0.0.0.0:0\"\n[log]\nfilter = \"info\"\n[cluster]\nkubeconfig = \"{}\"\n\
+         state_dir = \"{d}/state\"\npod_log_dir = \"{d}/logs\"\n[debug]\naddress = \"127.0.0.1:0\"\n\
+         [api]\naddress = \"127.0.0.1:0\"\n[server]\naddress = \"0.0.0.0:0\"\n[log]\nfilter = \"info\"\n[cluster]\nkubeconfig = \"{}\"\n\
          [eviction]\nhard = {{ \"nodefs.available\" = \"0%\", \"imagefs.available\" = \"0%\", \"memory.available\" = \"0%\" }}\n\
-         [image_gc]\nhigh_threshold_percent = 100\nlow_threshold_percent = 99\n",
+         [image_gc]\nhigh_threshold_percent = 100\nlow_threshold_percent = 99\n\
+         [allocatable]\npods = {}\n",
         setup.endpoint,
         setup.bootstrap.display(),
+        setup.max_pods,
         d = dir.display(),
     );
     std::fs::write(dir.join("podvisor.toml"), config)?;
@@ -206,8 +214,9 @@ fn kubelet(setup: &NodeSetup, name: &str, dir: &Path) -> anyhow::Result<Command>
          cgroupsPerQOS: false\nenforceNodeAllocatable: []\nreadOnlyPort: 0\n\
          evictionHard: {{nodefs.available: \"0%\", imagefs.available: \"0%\", memory.available: \"0%\"}}\n\
          imageGCHighThresholdPercent: 100\nimageGCLowThresholdPercent: 99\n\
-         containerRuntimeEndpoint: {e}\nimageServiceEndpoint: {e}\n",
+         containerRuntimeEndpoint: {e}\nimageServiceEndpoint: {e}\nmaxPods: {}\n",
         setup.ca.display(),
+        setup.max_pods,
         e = setup.endpoint,
     );
     std::fs::write(dir.join("kubelet.yaml"), config)?;

@@ -55,8 +55,6 @@ struct Args {
 /// A `podvisor run` of our own; killed (pods left to the cleanup) if the bench fails.
 struct AgentProcess {
     child: Child,
-    /// The debug endpoint (`/readyz`).
-    debug: String,
     /// The Kubernetes API, once it answers.
     kube: Option<podvisor_debug::client::Endpoint>,
     state: PathBuf,
@@ -66,10 +64,9 @@ struct AgentProcess {
 
 impl AgentProcess {
     fn start(bin: &Path, dir: &Path, runtime: &str) -> anyhow::Result<Self> {
-        let (port, api_port) = podvisor_bench::agent::free_ports()?;
         let manifests = dir.join("manifests");
         let config = format!(
-            "node_name = \"{NODE}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"127.0.0.1:{port}\"\n[api]\naddress = \"127.0.0.1:{api_port}\"\n[server]\naddress = \"127.0.0.1:0\"\n[log]\nformat = \"json\"\nfilter = \"{}\"\n",
+            "node_name = \"{NODE}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"127.0.0.1:0\"\n[api]\naddress = \"127.0.0.1:0\"\n[server]\naddress = \"127.0.0.1:0\"\n[log]\nformat = \"json\"\nfilter = \"{}\"\n",
             manifests.display(),
             dir.join("state").display(),
             dir.join("logs").display(),
@@ -79,7 +76,6 @@ impl AgentProcess {
         let log_path = dir.join("agent.log");
         Ok(Self {
             child,
-            debug: format!("http://127.0.0.1:{port}"),
             kube: None,
             state: dir.join("state"),
             manifests,
@@ -96,9 +92,15 @@ impl AgentProcess {
         let t0 = Instant::now();
         let kubeconfig = self.state.join("kubeconfig");
         loop {
-            let ready = podvisor_debug::client::get(&self.debug, "/readyz", None).await;
+            // Its ports are the kernel's pick (port 0): the log says which.
+            let ready = match podvisor_bench::agent::logged_endpoint(&self.log) {
+                Some(debug) => podvisor_debug::client::get(&debug, "/readyz", None)
+                    .await
+                    .is_ok(),
+                None => false,
+            };
             let kube = podvisor_debug::client::Endpoint::from_kubeconfig(&kubeconfig);
-            if let (Ok(_), Ok(kube)) = (ready, kube)
+            if let (true, Ok(kube)) = (ready, kube)
                 && kube.get("/api/v1/pods").await.is_ok()
             {
                 self.kube = Some(kube);

@@ -80,7 +80,7 @@ async fn running(agent: &BenchAgent) -> anyhow::Result<u64> {
 }
 
 async fn max_queued(agent: &BenchAgent) -> anyhow::Result<u64> {
-    let body = podvisor_debug::client::get(&agent.debug, "/debug/actors?limit=5000", None).await?;
+    let body = podvisor_debug::client::get(agent.debug()?, "/debug/actors?limit=5000", None).await?;
     let v: serde_json::Value = serde_json::from_str(&body)?;
     let actors = v["actors"].as_array().cloned().unwrap_or_default();
     Ok(actors
@@ -187,7 +187,7 @@ fn print(steps: &[Step]) {
 type Calls = std::collections::BTreeMap<String, (f64, f64)>;
 
 async fn runtime_calls(agent: &BenchAgent) -> anyhow::Result<Calls> {
-    let text = podvisor_debug::client::get(&agent.debug, "/metrics", None).await?;
+    let text = podvisor_debug::client::get(agent.debug()?, "/metrics", None).await?;
     let value = |line: &str| line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
     let op = |line: &str| line.split('"').nth(1).map(str::to_string);
     let mut rows = Calls::new();
