@@ -137,14 +137,23 @@ impl PodSet {
         }
     }
 
-    /// Holds `from`; whether the desired set changed.
+    /// Holds `from`; whether the desired set changed. A change the kubelet's pod does not
+    /// show (a field `same_desire` compares but `desired` drops) keeps the copy already
+    /// given, which the sync loop holds too: a second, equal copy would live beside it.
     fn put(&mut self, from: &Arc<Pod>) -> bool {
         let k = key(from);
-        if let Some(held) = self.pods.get_mut(&k)
-            && same_desire(&held.from, from)
-        {
-            held.from = from.clone();
-            return false;
+        let held = self.pods.get_mut(&k);
+        if let Some(held) = held {
+            if same_desire(&held.from, from) {
+                held.from = from.clone();
+                return false;
+            }
+            if let Some(desired) = desired(from)
+                && desired == held.desired
+            {
+                held.from = from.clone();
+                return false;
+            }
         }
         match desired(from) {
             Some(desired) => {
@@ -279,6 +288,24 @@ mod tests {
         assert!(set.apply(&modified(gated)));
         let given = set.snapshot()[0].status.clone().and_then(|s| s.conditions);
         assert_eq!(given, Some(vec![condition("example.com/lb", "True")]));
+    }
+
+    #[test]
+    fn a_change_the_kubelet_s_pod_does_not_show_keeps_the_copy_it_was_given() {
+        let mut set = PodSet::default();
+        let first = pod("u1", false);
+        assert!(set.apply(&WatchEvent::Added(first.clone())));
+        let given = set.snapshot()[0].clone();
+        // The source's own annotation, as a write through the API can add it: the desired
+        // pod carries it already, so nothing the kubelet runs changed.
+        let mut annotated = (*first).clone();
+        annotated.metadata.annotations =
+            Some([(CONFIG_SOURCE_ANNOTATION.to_string(), SOURCE.to_string())].into());
+        assert!(!set.apply(&modified(annotated)));
+        assert!(
+            Arc::ptr_eq(set.snapshot()[0].arc(), given.arc()),
+            "the copy given before is kept"
+        );
     }
 
     #[test]
