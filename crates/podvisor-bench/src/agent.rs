@@ -29,6 +29,8 @@ pub fn spawn(bin: &Path, dir: &Path, config: &str) -> anyhow::Result<Child> {
 /// can be taken before the agent binds it (a busy control plane's connections draw from
 /// the same range), and the agent then exits.
 pub fn logged_endpoint(log: &Path) -> Option<String> {
+    // (The line is the agent's `podvisor::agent` target at info: `SAYS_WHERE` keeps it in
+    // a log filtered to warnings.)
     let text = std::fs::read_to_string(log).ok()?;
     text.lines()
         .rev()
@@ -36,6 +38,10 @@ pub fn logged_endpoint(log: &Path) -> Option<String> {
         .find(|v| v["fields"]["message"] == "podvisor running")
         .and_then(|v| v["fields"]["endpoint"].as_str().map(str::to_string))
 }
+
+/// A tracing directive to add to an agent's log filter so [`logged_endpoint`] finds its
+/// line (the agent's own start-up lines, a handful).
+pub const SAYS_WHERE: &str = "podvisor::agent=info";
 
 /// A release `podvisor run` of a benchmark's own (node name, directories, ports), killed
 /// when dropped; its pods are left for [`BenchAgent::clear`].
@@ -62,7 +68,7 @@ impl BenchAgent {
         let dir = std::env::temp_dir().join(bench).join(node);
         let _ = std::fs::remove_dir_all(&dir);
         let config = format!(
-            "node_name = \"{node}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{d}/manifests\"\nstate_dir = \"{d}/state\"\npod_log_dir = \"{d}/logs\"\n[debug]\naddress = \"127.0.0.1:0\"\n[api]\naddress = \"127.0.0.1:0\"\n[server]\naddress = \"127.0.0.1:0\"\n[log]\nformat = \"json\"\nfilter = \"{log}\"\n{extra}",
+            "node_name = \"{node}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{d}/manifests\"\nstate_dir = \"{d}/state\"\npod_log_dir = \"{d}/logs\"\n[debug]\naddress = \"127.0.0.1:0\"\n[api]\naddress = \"127.0.0.1:0\"\n[server]\naddress = \"127.0.0.1:0\"\n[log]\nformat = \"json\"\nfilter = \"{log},{SAYS_WHERE}\"\n{extra}",
             d = dir.display(),
         );
         let child = spawn(bin, &dir, &config)?;
@@ -126,9 +132,8 @@ impl BenchAgent {
 
     /// An actor's summary from the debug endpoint.
     pub async fn actor_state(&self, id: &str) -> anyhow::Result<serde_json::Value> {
-        let body =
-            podvisor_debug::client::get(self.debug()?, &format!("/debug/actors/{id}"), None)
-                .await?;
+        let body = podvisor_debug::client::get(self.debug()?, &format!("/debug/actors/{id}"), None)
+            .await?;
         let v: serde_json::Value = serde_json::from_str(&body)?;
         Ok(v["state"].clone())
     }

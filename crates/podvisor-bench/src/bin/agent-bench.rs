@@ -66,11 +66,12 @@ impl AgentProcess {
     fn start(bin: &Path, dir: &Path, runtime: &str) -> anyhow::Result<Self> {
         let manifests = dir.join("manifests");
         let config = format!(
-            "node_name = \"{NODE}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"127.0.0.1:0\"\n[api]\naddress = \"127.0.0.1:0\"\n[server]\naddress = \"127.0.0.1:0\"\n[log]\nformat = \"json\"\nfilter = \"{}\"\n",
+            "node_name = \"{NODE}\"\nruntime_endpoint = \"{runtime}\"\nmanifest_dir = \"{}\"\nstate_dir = \"{}\"\npod_log_dir = \"{}\"\n[debug]\naddress = \"127.0.0.1:0\"\n[api]\naddress = \"127.0.0.1:0\"\n[server]\naddress = \"127.0.0.1:0\"\n[log]\nformat = \"json\"\nfilter = \"{},{}\"\n",
             manifests.display(),
             dir.join("state").display(),
             dir.join("logs").display(),
             podvisor_bench::hops::FILTER,
+            podvisor_bench::agent::SAYS_WHERE,
         );
         let child = podvisor_bench::agent::spawn(bin, dir, &config)?;
         let log_path = dir.join("agent.log");

@@ -80,7 +80,8 @@ async fn running(agent: &BenchAgent) -> anyhow::Result<u64> {
 }
 
 async fn max_queued(agent: &BenchAgent) -> anyhow::Result<u64> {
-    let body = podvisor_debug::client::get(agent.debug()?, "/debug/actors?limit=5000", None).await?;
+    let body =
+        podvisor_debug::client::get(agent.debug()?, "/debug/actors?limit=5000", None).await?;
     let v: serde_json::Value = serde_json::from_str(&body)?;
     let actors = v["actors"].as_array().cloned().unwrap_or_default();
     Ok(actors
