@@ -129,10 +129,15 @@ fn desired(from: &Pod) -> Option<SharedPod> {
 }
 
 impl PodSet {
-    /// Replaces everything with a full list.
+    /// Replaces everything with a full list (after a relist). A pod the list shows as it
+    /// was keeps the copy already given, as [`PodSet::put`] keeps it.
     pub fn reset(&mut self, items: &[Arc<Pod>]) {
-        self.pods.clear();
+        let mut before = std::mem::take(&mut self.pods);
         for p in items {
+            let k = key(p);
+            if let Some(held) = before.remove(&k) {
+                self.pods.insert(k, held);
+            }
             self.put(p);
         }
     }
@@ -142,29 +147,29 @@ impl PodSet {
     /// given, which the sync loop holds too: a second, equal copy would live beside it.
     fn put(&mut self, from: &Arc<Pod>) -> bool {
         let k = key(from);
-        let held = self.pods.get_mut(&k);
-        if let Some(held) = held {
-            if same_desire(&held.from, from) {
-                held.from = from.clone();
-                return false;
-            }
-            if let Some(desired) = desired(from)
-                && desired == held.desired
-            {
-                held.from = from.clone();
-                return false;
-            }
+        if let Some(held) = self.pods.get_mut(&k)
+            && same_desire(&held.from, from)
+        {
+            held.from = from.clone();
+            return false;
         }
-        match desired(from) {
-            Some(desired) => {
-                let held = Held {
-                    from: from.clone(),
-                    desired,
-                };
-                self.pods.insert(k, held);
+        let Some(desired) = desired(from) else {
+            return self.pods.remove(&k).is_some();
+        };
+        match self.pods.get_mut(&k) {
+            Some(held) => {
+                held.from = from.clone();
+                let changed = desired != held.desired;
+                if changed {
+                    held.desired = desired;
+                }
+                changed
+            }
+            None => {
+                let from = from.clone();
+                self.pods.insert(k, Held { from, desired });
                 true
             }
-            None => self.pods.remove(&k).is_some(),
         }
     }
 
@@ -304,6 +309,26 @@ mod tests {
         assert!(!set.apply(&modified(annotated)));
         assert!(
             Arc::ptr_eq(set.snapshot()[0].arc(), given.arc()),
+            "the copy given before is kept"
+        );
+    }
+
+    #[test]
+    fn a_relist_keeps_the_copies_of_pods_it_shows_unchanged_and_drops_the_rest() {
+        let mut set = PodSet::default();
+        let (one, two) = (pod("u1", false), pod("u2", false));
+        let mut two = (*two).clone();
+        two.metadata.name = Some("q".into());
+        let two = Arc::new(two);
+        set.reset(&[one.clone(), two.clone()]);
+        let given = set.snapshot();
+        // Listed again (a watch too old to resume): the same objects, decoded anew.
+        let again = Arc::new((*one).clone());
+        set.reset(std::slice::from_ref(&again));
+        let now = set.snapshot();
+        assert_eq!(now.len(), 1, "a pod the list no longer has is gone");
+        assert!(
+            Arc::ptr_eq(now[0].arc(), given[0].arc()),
             "the copy given before is kept"
         );
     }
