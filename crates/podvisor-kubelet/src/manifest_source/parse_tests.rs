@@ -407,3 +407,26 @@ fn a_file_read_again_unchanged_gives_the_copies_it_gave_before() {
         "a new incarnation"
     );
 }
+
+#[test]
+fn a_burst_of_files_read_again_gives_one_copy_of_each_pod() {
+    let d = Dir::new("burst");
+    let mut last = LastGood::new();
+    let mut seen: Vec<std::sync::Arc<Pod>> = Vec::new();
+    for round in 0..4 {
+        // Files keep arriving while the first scans run, renamed in as a writer would.
+        for i in (round * 50)..(round * 50 + 50) {
+            let tmp = d.0.join(format!(".p{i}.tmp"));
+            std::fs::write(&tmp, WEB.replace("name: web", &format!("name: p{i}"))).unwrap();
+            std::fs::rename(&tmp, d.0.join(format!("p{i}.yaml"))).unwrap();
+        }
+        let s = scan_keeping(&d.0, "n", &last);
+        for p in &s.pods {
+            if !seen.iter().any(|a| std::sync::Arc::ptr_eq(a, p.arc())) {
+                seen.push(p.arc().clone());
+            }
+        }
+        last = s.good;
+    }
+    assert_eq!(seen.len(), 200, "one shared copy of each pod across scans");
+}
