@@ -10,7 +10,6 @@ pub mod config;
 mod healthz;
 mod host;
 mod kubelet_server;
-mod memory;
 mod node;
 mod node_metrics;
 mod notify;
@@ -237,7 +236,6 @@ async fn serve(mut cfg: AgentConfig) -> anyhow::Result<()> {
         .transpose()?;
     let endpoint = servers::debug(&cfg, registry, &tree.kubelet, (&metrics, prometheus))?;
     let healthz = healthz::serve_ready(&cfg, &tree.kubelet)?;
-    memory::return_freed_memory();
     info!(node = %node_name, manifests = %cfg.manifest_dir.display(), endpoint = %format!("http://{}", endpoint.address()), "podvisor running");
     stopping(wait_for_signal().await);
     let _ = root.send(Shutdown).await;
