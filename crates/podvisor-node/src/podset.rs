@@ -17,9 +17,10 @@ use tracing::warn;
 
 use crate::{MIRROR_ANNOTATION, SOURCE};
 
-/// One pod held: the object as the API has it now, and the pod the kubelet was given.
+/// One pod held: the pod the kubelet was given. Not the API's object it was made from:
+/// later versions are compared with this copy, so the decoded watch event (a whole pod
+/// with its status, some 10 KB) is not kept beside it.
 struct Held {
-    from: Arc<Pod>,
     desired: SharedPod,
 }
 
@@ -41,38 +42,50 @@ pub(crate) fn is_mirror(p: &Pod) -> bool {
     annotations.is_some_and(|a| a.contains_key(MIRROR_ANNOTATION))
 }
 
-/// Whether two metadata agree on all but what every write changes.
+/// Whether the pod given (`a`, made by `desired`) and the API's `b` agree on all their
+/// metadata but what every write changes and the source annotation `desired` adds.
 fn same_meta(a: &ObjectMeta, b: &ObjectMeta) -> bool {
+    let (a_rest, b_rest) = (
+        (
+            &a.labels,
+            &a.deletion_timestamp,
+            &a.deletion_grace_period_seconds,
+        ),
+        (
+            &b.labels,
+            &b.deletion_timestamp,
+            &b.deletion_grace_period_seconds,
+        ),
+    );
     (
         &a.uid,
         &a.name,
         &a.namespace,
-        &a.labels,
-        &a.annotations,
-        &a.deletion_timestamp,
-        &a.deletion_grace_period_seconds,
         &a.owner_references,
         &a.generation,
     ) == (
         &b.uid,
         &b.name,
         &b.namespace,
-        &b.labels,
-        &b.annotations,
-        &b.deletion_timestamp,
-        &b.deletion_grace_period_seconds,
         &b.owner_references,
         &b.generation,
-    )
+    ) && a_rest == b_rest
+        && annotations(a).eq(annotations(b))
 }
 
-/// Whether `b` asks the kubelet for nothing `a` did not (the status aside, but for the
-/// conditions its readiness gates name, which others set and the pod's readiness follows).
-fn same_desire(a: &Pod, b: &Pod) -> bool {
-    std::ptr::eq(a, b)
-        || (a.spec == b.spec
-            && same_meta(&a.metadata, &b.metadata)
-            && gate_conditions(a) == gate_conditions(b))
+/// An object's annotations but the source `desired` sets, in order.
+fn annotations(m: &ObjectMeta) -> impl Iterator<Item = (&String, &String)> {
+    let all = m.annotations.iter().flatten();
+    all.filter(|(k, _)| k.as_str() != CONFIG_SOURCE_ANNOTATION)
+}
+
+/// Whether the API's `from` asks the kubelet for nothing the pod it was given (`given`)
+/// does not: the status aside, but for the conditions its readiness gates name, which
+/// others set and the pod's readiness follows (`desired` keeps them in the copy).
+fn same_desire(given: &Pod, from: &Pod) -> bool {
+    given.spec == from.spec
+        && same_meta(&given.metadata, &from.metadata)
+        && gate_conditions(given) == gate_conditions(from)
 }
 
 /// The conditions the pod's readiness gates name, as the API has them.
@@ -103,15 +116,18 @@ fn desired(from: &Pod) -> Option<SharedPod> {
     if is_mirror(from) {
         return None;
     }
-    let mut pod = from.clone();
-    let phase = pod.status.as_ref().and_then(|s| s.phase.clone());
+    let phase = from.status.as_ref().and_then(|s| s.phase.clone());
     let terminal = phase.filter(|p| p.parse::<Phase>().is_ok_and(Phase::is_terminal));
     let gates = gate_conditions(from);
-    pod.status = (terminal.is_some() || !gates.is_empty()).then(|| PodStatus {
-        phase: terminal,
-        conditions: (!gates.is_empty()).then_some(gates),
-        ..PodStatus::default()
-    });
+    let mut pod = Pod {
+        metadata: from.metadata.clone(),
+        spec: from.spec.clone(),
+        status: (terminal.is_some() || !gates.is_empty()).then(|| PodStatus {
+            phase: terminal,
+            conditions: (!gates.is_empty()).then_some(gates),
+            ..PodStatus::default()
+        }),
+    };
     pod.metadata.resource_version = None;
     pod.metadata.managed_fields = None;
     pod.metadata
@@ -142,15 +158,14 @@ impl PodSet {
         }
     }
 
-    /// Holds `from`; whether the desired set changed. A change the kubelet's pod does not
+    /// Takes `from`; whether the desired set changed. A change the kubelet's pod does not
     /// show (a field `same_desire` compares but `desired` drops) keeps the copy already
     /// given, which the sync loop holds too: a second, equal copy would live beside it.
     fn put(&mut self, from: &Arc<Pod>) -> bool {
         let k = key(from);
-        if let Some(held) = self.pods.get_mut(&k)
-            && same_desire(&held.from, from)
+        if let Some(held) = self.pods.get(&k)
+            && same_desire(held.desired.arc(), from)
         {
-            held.from = from.clone();
             return false;
         }
         let Some(desired) = desired(from) else {
@@ -158,7 +173,6 @@ impl PodSet {
         };
         match self.pods.get_mut(&k) {
             Some(held) => {
-                held.from = from.clone();
                 let changed = desired != held.desired;
                 if changed {
                     held.desired = desired;
@@ -166,8 +180,7 @@ impl PodSet {
                 changed
             }
             None => {
-                let from = from.clone();
-                self.pods.insert(k, Held { from, desired });
+                self.pods.insert(k, Held { desired });
                 true
             }
         }
@@ -310,6 +323,37 @@ mod tests {
         assert!(
             Arc::ptr_eq(set.snapshot()[0].arc(), given.arc()),
             "the copy given before is kept"
+        );
+    }
+
+    #[test]
+    fn the_api_s_object_is_not_kept_and_an_annotation_of_its_own_is_a_change() {
+        let mut set = PodSet::default();
+        let first = pod("u1", false);
+        assert!(set.apply(&WatchEvent::Added(first.clone())));
+        let mut running = (*first).clone();
+        running.status = Some(PodStatus {
+            phase: Some("Running".into()),
+            ..PodStatus::default()
+        });
+        let running = Arc::new(running);
+        assert!(!set.apply(&WatchEvent::Modified(running.clone())));
+        assert_eq!(
+            (Arc::strong_count(&first), Arc::strong_count(&running)),
+            (1, 1),
+            "the watch's decoded objects are let go"
+        );
+        let mut annotated = (*running).clone();
+        annotated.metadata.annotations = Some([("team".to_string(), "a".to_string())].into());
+        assert!(set.apply(&modified(annotated.clone())));
+        assert!(!set.apply(&modified(annotated.clone())), "seen already");
+        annotated.metadata.annotations = None;
+        assert!(set.apply(&modified(annotated)), "an annotation removed");
+        let given = set.snapshot();
+        let source = given[0].metadata.annotations.as_ref().unwrap();
+        assert_eq!(
+            source.keys().collect::<Vec<_>>(),
+            [CONFIG_SOURCE_ANNOTATION]
         );
     }
 

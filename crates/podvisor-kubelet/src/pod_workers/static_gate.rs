@@ -30,7 +30,7 @@ impl StaticGate {
         &mut self,
         key: &ObjectKey,
         uid: &PodUid,
-        pods: &HashMap<PodUid, PodSyncStatus>,
+        pods: &HashMap<PodUid, Box<PodSyncStatus>>,
     ) -> bool {
         if let Some(started) = self.started.get(key) {
             return started == uid;
@@ -73,7 +73,7 @@ impl StaticGate {
     pub(crate) fn next(
         &self,
         key: &ObjectKey,
-        pods: &HashMap<PodUid, PodSyncStatus>,
+        pods: &HashMap<PodUid, Box<PodSyncStatus>>,
     ) -> Option<PodUid> {
         self.waiting
             .get(key)?

@@ -75,13 +75,12 @@ pub(crate) use state::{Deletion, Job, Uplink};
 
 /// Does one job against the cluster.
 async fn run(cluster: Client, job: Job) -> Result<(), Error> {
-    let p = &job.pod;
-    let uid = p.metadata.uid.clone().unwrap_or_default();
+    let (uid, status) = (job.pod.uid.clone(), job.pod.status.as_deref());
     let (ns, name) = (&job.key.0, &job.key.1);
     let written = match (&job.base, job.status) {
         (_, false) => true,
-        (Some(base), true) => patch_from(&cluster, p, (&uid, name), base).await?,
-        (None, true) => match write_status(&cluster, (p, p.status.as_ref()), &uid, name).await {
+        (Some(base), true) => patch_from(&cluster, status, (ns, &uid, name), base).await?,
+        (None, true) => match write_status(&cluster, (ns, status), &uid, name).await {
             Ok(written) => written.is_some(),
             // A pod the node finished and removed, the cluster's Node authorizer no longer
             // lets it read: the cluster has it no more. Forbidden for a live copy is retried
@@ -119,20 +118,17 @@ async fn run(cluster: Client, job: Job) -> Result<(), Error> {
 /// cluster will not take from that base), it is written as `write_status` writes it.
 async fn patch_from(
     cluster: &Client,
-    p: &Pod,
-    (uid, name): (&str, &str),
+    status: Option<&PodStatus>,
+    (ns, uid, name): (&str, &str, &str),
     base: &PodStatus,
 ) -> Result<bool, Error> {
-    let ours = p.status.clone().unwrap_or_default();
+    let ours = status.cloned().unwrap_or_default();
     let patch = Patch::Strategic(status_patch(uid, Some(base), &ours));
-    let api: Api<Pod> = Api::namespaced(
-        cluster.clone(),
-        p.metadata.namespace.as_deref().unwrap_or_default(),
-    );
+    let api: Api<Pod> = Api::namespaced(cluster.clone(), ns);
     match api.patch_status(name, &PostParams::default(), &patch).await {
         Ok(_) => Ok(true),
         Err(Error::NotFound { .. } | Error::Forbidden { .. }) => Ok(false),
-        Err(Error::Invalid { .. }) => Ok(write_status(cluster, (p, p.status.as_ref()), uid, name)
+        Err(Error::Invalid { .. }) => Ok(write_status(cluster, (ns, status), uid, name)
             .await?
             .is_some()),
         Err(e) => Err(e),

@@ -180,3 +180,24 @@ fn pod2(uid: &str) -> Arc<Pod> {
     p.metadata.name = Some("other".into());
     Arc::new(p)
 }
+
+#[test]
+fn the_pod_is_not_kept_and_a_pushed_status_seen_again_is_one_copy() {
+    let mut u = Uplink::default();
+    let running = pod("u1", "Running");
+    u.observe(Update::Reset(vec![running.clone()]));
+    assert_eq!(Arc::strong_count(&running), 1, "the decoded pod is let go");
+    let jobs = u.next(8);
+    u.done(&jobs[0], true);
+    // The node's own write comes back through the watch: an equal status, decoded anew.
+    u.observe(modified(&pod("u1", "Running")));
+    assert!(u.next(8).is_empty(), "nothing to write");
+    // Then deleted by the node, the status unchanged: the copy kept is the one written.
+    let deleting = deleting(&pod("u1", "Running"), 0);
+    u.observe(modified(&deleting));
+    let jobs = u.next(8);
+    assert!(!jobs[0].status, "the status was written already");
+    assert_eq!(jobs[0].deletion, Some(Deletion::Graceful(0)));
+    let (base, now) = (jobs[0].base.as_ref(), jobs[0].pod.status.as_ref());
+    assert!(Arc::ptr_eq(base.unwrap(), now.unwrap()), "one copy of it");
+}

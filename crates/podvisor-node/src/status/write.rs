@@ -26,17 +26,17 @@ pub(crate) struct ToWrite {
     pub terminated: bool,
 }
 
-/// Writes `status` on the API's pod `name` (in `pod`'s namespace) if it is still `uid`,
+/// Writes `status` on the API's pod `name` (in namespace `ns`) if it is still `uid`,
 /// as the kubelet's status manager does: read, then a strategic merge patch of what
 /// differs, the UID its precondition. The pod as it is after the write (or as it was,
 /// when nothing changed), or `None` when it is gone or another incarnation.
 pub(crate) async fn write_status(
     client: &Client,
-    (pod, status): (&Pod, Option<&PodStatus>),
+    (ns, status): (&str, Option<&PodStatus>),
     uid: &str,
     name: &str,
 ) -> Result<Option<Arc<Pod>>, Error> {
-    let api = pods(client, pod.namespace());
+    let api = pods(client, ns);
     let Some(current) = incarnation(&api, name, uid).await? else {
         return Ok(None);
     };
@@ -148,7 +148,9 @@ async fn api_pod(
             FromBase::Refused => {}
         }
     }
-    let Some(stored) = write_status(client, (pod, Some(status)), uid, pod.name()).await? else {
+    let Some(stored) =
+        write_status(client, (pod.namespace(), Some(status)), uid, pod.name()).await?
+    else {
         return Ok(None);
     };
     if terminated && stored.metadata.deletion_timestamp.is_some() {
@@ -255,7 +257,13 @@ async fn mirror(client: &Client, (pod, status): (&Pod, &PodStatus)) -> Result<Mi
     let Some(mirror_uid) = made else {
         return Ok(None);
     };
-    let written = write_status(client, (pod, Some(status)), &mirror_uid, pod.name()).await?;
+    let written = write_status(
+        client,
+        (pod.namespace(), Some(status)),
+        &mirror_uid,
+        pod.name(),
+    )
+    .await?;
     let version = written.and_then(|o| o.metadata.resource_version.clone());
     Ok(version.map(|v| (mirror_uid, v)))
 }
@@ -327,14 +335,14 @@ pub(super) mod tests {
             let uid = pod.metadata.uid.clone().unwrap();
             let first = status(json!({"phase": "Pending", "message": "pulling",
                 "conditions": [{"type": "Ready", "status": "False", "reason": "ContainersNotReady"}]}));
-            write_status(&client, (&pod, Some(&first)), &uid, "p").await.unwrap().unwrap();
+            write_status(&client, ("default", Some(&first)), &uid, "p").await.unwrap().unwrap();
             let other = json!({"status": {"conditions": [{"type": "DisruptionTarget", "status": "True"}]}});
             api.patch_status("p", &PostParams::default(), &Patch::Strategic(other))
                 .await
                 .unwrap();
             let second = status(json!({"phase": "Running",
                 "conditions": [{"type": "Ready", "status": "True"}]}));
-            let stored = write_status(&client, (&pod, Some(&second)), &uid, "p").await.unwrap().unwrap();
+            let stored = write_status(&client, ("default", Some(&second)), &uid, "p").await.unwrap().unwrap();
             let s = stored.status.clone().unwrap();
             assert_eq!((s.phase.as_deref(), s.message), (Some("Running"), None));
             let conditions: Vec<_> = s.conditions.unwrap().into_iter()
@@ -345,7 +353,7 @@ pub(super) mod tests {
 
             api.delete("p", &DeleteParams::now_if_uid(&uid)).await.unwrap();
             let again = api.create(&PostParams::default(), body).await.unwrap();
-            assert_eq!(write_status(&client, (&pod, Some(&first)), &uid, "p").await.unwrap(), None);
+            assert_eq!(write_status(&client, ("default", Some(&first)), &uid, "p").await.unwrap(), None);
             let untouched = api.get("p").await.unwrap();
             assert_eq!(untouched.status, again.status);
         });

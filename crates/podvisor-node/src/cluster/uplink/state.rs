@@ -27,21 +27,51 @@ pub(crate) enum Deletion {
     Finished,
 }
 
+/// What the uplink keeps of a pod: which incarnation, whether the node is deleting it,
+/// and its status. Not the pod: the spec is the store's, and a decoded pod kept here for
+/// each pod (10 KB with its status) was a fifth of a 500-pod node's heap.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Seen {
+    pub uid: String,
+    /// The grace the node deletes it with, once it does.
+    pub deleting: Option<i64>,
+    /// Shared with the entry's `pushed` once written: one copy while nothing changes.
+    pub status: Option<Arc<PodStatus>>,
+}
+
+impl Seen {
+    /// `p` as the uplink keeps it, its status one of the `known` copies when equal.
+    fn of(p: &Pod, known: &[&Arc<PodStatus>]) -> Self {
+        let m = &p.metadata;
+        let same = known.iter().find(|s| p.status.as_ref() == Some(&***s));
+        let status = match same {
+            Some(s) => Some(Arc::clone(s)),
+            None => p.status.clone().map(Arc::new),
+        };
+        let deleting = m.deletion_timestamp.as_ref();
+        Self {
+            uid: m.uid.clone().unwrap_or_default(),
+            deleting: deleting.map(|_| m.deletion_grace_period_seconds.unwrap_or(0)),
+            status,
+        }
+    }
+}
+
 /// One pod's due work.
 #[derive(Debug, Clone)]
 pub(crate) struct Job {
     pub key: Key,
-    pub pod: Arc<Pod>,
+    pub pod: Arc<Seen>,
     pub status: bool,
     /// The status this node last wrote for this incarnation: the cluster's, as far as the
     /// node knows, so the next write is a patch from it without a read first.
-    pub base: Option<PodStatus>,
+    pub base: Option<Arc<PodStatus>>,
     pub deletion: Option<Deletion>,
 }
 
 struct Entry {
-    pod: Arc<Pod>,
-    pushed: Option<PodStatus>,
+    pod: Arc<Seen>,
+    pushed: Option<Arc<PodStatus>>,
     deletion_sent: bool,
     gone: bool,
     /// First writes refused as Forbidden and retried soon (`retry_soon`).
@@ -88,10 +118,13 @@ impl Uplink {
         }
         let k = key(&p);
         match self.entries.get_mut(&k) {
-            Some(e) if e.pod.metadata.uid == p.metadata.uid => e.pod = p,
+            Some(e) if Some(&e.pod.uid) == p.metadata.uid.as_ref() => {
+                let known: Vec<_> = e.pushed.iter().chain(&e.pod.status).collect();
+                e.pod = Arc::new(Seen::of(&p, &known));
+            }
             _ => {
                 let e = Entry {
-                    pod: p,
+                    pod: Arc::new(Seen::of(&p, &[])),
                     pushed: None,
                     deletion_sent: false,
                     gone: false,
@@ -112,13 +145,14 @@ impl Uplink {
             return;
         }
         let e = self.entries.entry(k.clone()).or_insert_with(|| Entry {
-            pod: p.clone(),
+            pod: Arc::new(Seen::of(p, &[])),
             pushed: None,
             deletion_sent: false,
             gone: true,
             lag_retries: 0,
         });
-        e.pod = p.clone();
+        let known: Vec<_> = e.pushed.iter().chain(&e.pod.status).collect();
+        e.pod = Arc::new(Seen::of(p, &known));
         e.gone = true;
         self.dirty.insert(k);
     }
@@ -143,8 +177,7 @@ impl Uplink {
             let status = e.pushed.as_ref() != e.pod.status.as_ref();
             let deletion = if e.gone {
                 Some(Deletion::Finished)
-            } else if e.pod.metadata.deletion_timestamp.is_some() && !e.deletion_sent {
-                let grace = e.pod.metadata.deletion_grace_period_seconds.unwrap_or(0);
+            } else if let Some(grace) = e.pod.deleting.filter(|_| !e.deletion_sent) {
                 Some(Deletion::Graceful(grace))
             } else {
                 None
@@ -169,7 +202,7 @@ impl Uplink {
         let Some(e) = self.entries.get_mut(&job.key) else {
             return;
         };
-        if e.pod.metadata.uid != job.pod.metadata.uid {
+        if e.pod.uid != job.pod.uid {
             self.dirty.insert(job.key.clone());
             return;
         }
@@ -204,7 +237,7 @@ impl Uplink {
             return false;
         };
         let first = job.base.is_none() && job.deletion.is_none() && job.status;
-        let same = e.pod.metadata.uid == job.pod.metadata.uid;
+        let same = e.pod.uid == job.pod.uid;
         if !first || !same || e.lag_retries >= LAG_RETRIES {
             return false;
         }
