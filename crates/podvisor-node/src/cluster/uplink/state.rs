@@ -177,10 +177,9 @@ impl Uplink {
             let status = e.pushed.as_ref() != e.pod.status.as_ref();
             let deletion = if e.gone {
                 Some(Deletion::Finished)
-            } else if let Some(grace) = e.pod.deleting.filter(|_| !e.deletion_sent) {
-                Some(Deletion::Graceful(grace))
             } else {
-                None
+                let due = e.pod.deleting.filter(|_| !e.deletion_sent);
+                due.map(Deletion::Graceful)
             };
             if status || deletion.is_some() {
                 self.in_flight.insert(k.clone());
