@@ -58,9 +58,8 @@ pub struct StatusManager {
     prober: Option<Recipient<ResendProbeResults>>,
     /// Pods starting, for the kubelet's pod start metrics.
     starts: starts::Starts,
-    /// Pods per phase, counted again only after a record changed: the summary is read
-    /// after every message, and counting 500 records each time was the agent's busiest
-    /// code with 500 idle pods.
+    /// Pods per phase, counted only after a record changed: the summary is read after each
+    /// message, and counting 500 records each time was 500 idle pods' busiest code.
     by_phase: std::cell::RefCell<Option<BTreeMap<String, usize>>>,
     /// The node's address (each pod's `hostIP`).
     host_ip: Option<String>,
@@ -150,9 +149,9 @@ impl StatusManager {
         }
     }
 
-    /// Stores the pod given (not a copy) and beside it `status`, keeping what must not move:
-    /// its start time, and the transition time of every condition whose value did not
-    /// change. Says whether something changed.
+    /// Stores the pod given (not a copy) and beside it `status`, keeping its start time and
+    /// unchanged conditions' transition times, every time cut to the second as the API
+    /// keeps it. Says whether something changed.
     fn set(&mut self, pod: &SharedPod, mut status: ApiPodStatus) -> bool {
         let uid = pod.uid().clone();
         let previous = self.records.get(&uid).and_then(|r| r.status.as_deref());
@@ -164,6 +163,7 @@ impl StatusManager {
         }
         keep_times(previous, &mut status);
         self.starts.saw(&uid, pod, previous, &status);
+        record::normalize_times(&mut status);
         let (before, after) = (phase_and_ready(previous), phase_and_ready(Some(&status)));
         if before != after {
             // The transitions an operator follows a pod by; also what the agent benchmark

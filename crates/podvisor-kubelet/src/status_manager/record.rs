@@ -7,6 +7,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodStatus as ApiPodStatus,
 };
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
 use podvisor_core::Phase;
 
 /// A pod's start time and the transition time of every unchanged condition stay.
@@ -24,6 +26,43 @@ pub(super) fn keep_times(previous: Option<&ApiPodStatus>, status: &mut ApiPodSta
             .and_then(|o| o.last_transition_time.clone())
             .or_else(|| Some(podvisor_core::time::now()));
     }
+}
+
+/// Every time in `status` cut to the second, as the API writes it (the kubelet's
+/// `normalizeStatus`): the status recorded is the one the API will hold.
+pub(super) fn normalize_times(status: &mut ApiPodStatus) {
+    let times = status.start_time.iter_mut();
+    let conditions = status.conditions.iter_mut().flatten();
+    let conditions = conditions.flat_map(|c| [&mut c.last_probe_time, &mut c.last_transition_time]);
+    let mut all: Vec<&mut Time> = times.chain(conditions.flatten()).collect();
+    let lists = [
+        status.container_statuses.as_mut(),
+        status.init_container_statuses.as_mut(),
+        status.ephemeral_container_statuses.as_mut(),
+    ];
+    for c in lists.into_iter().flatten().flatten() {
+        for state in [c.state.as_mut(), c.last_state.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            all.extend(state_times(state));
+        }
+    }
+    for t in all {
+        if let Ok(whole) = Timestamp::from_second(t.0.as_second()) {
+            t.0 = whole;
+        }
+    }
+}
+
+fn state_times(state: &mut ContainerState) -> Vec<&mut Time> {
+    let running = state.running.iter_mut().flat_map(|r| r.started_at.as_mut());
+    let terminated = state.terminated.iter_mut().flat_map(|t| {
+        [t.started_at.as_mut(), t.finished_at.as_mut()]
+            .into_iter()
+            .flatten()
+    });
+    running.chain(terminated).collect()
 }
 
 /// Whether two copies of a pod differ only in their own status (an API pod's, which the

@@ -54,7 +54,7 @@ async fn watchers(api: &Api<Pod>, version: &str) -> mpsc::UnboundedReceiver<()> 
 async fn counted(
     clients: &(Client, Client),
     to_write: &ToWrite,
-    base: Option<k8s_openapi::api::core::v1::PodStatus>,
+    base: Option<Arc<k8s_openapi::api::core::v1::PodStatus>>,
     seen: &mut mpsc::UnboundedReceiver<()>,
 ) -> (u64, Written) {
     let before = decodes_on_this_thread();
@@ -89,5 +89,66 @@ fn a_status_write_decodes_the_pod_three_times_with_five_watchers() {
         let stored = api.get("p").await.unwrap();
         let ready = &stored.status.as_ref().unwrap().conditions.as_ref().unwrap()[0];
         assert_eq!(ready.status, "True");
+    });
+}
+
+/// The base a write leaves is the status manager's own `Arc` while the API holds just what
+/// the node wrote, and a copy of the API's once another writer's condition is beside it
+/// (the next patch must keep that condition).
+#[test]
+fn the_base_a_write_leaves_is_the_status_written_not_a_copy() {
+    paused_system().block_on(async {
+        let client = super::write::tests::store_client("base-shared");
+        let api: Api<Pod> = Api::namespaced(client.clone(), "default");
+        let body: Pod = serde_json::from_value(json!({"metadata": {"name": "p"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "busybox"}]}}))
+        .unwrap();
+        let pod = api.create(&PostParams::default(), body).await.unwrap();
+        let clients = (client.clone(), client);
+
+        let first = running(&pod, "False");
+        let read = write(&clients, &first, None)
+            .await
+            .ok()
+            .unwrap()
+            .base
+            .unwrap();
+        assert!(
+            Arc::ptr_eq(&read, &first.status),
+            "after a read and a write"
+        );
+        let next = running(&pod, "True");
+        let patched = write(&clients, &next, Some(read))
+            .await
+            .ok()
+            .unwrap()
+            .base
+            .unwrap();
+        assert!(
+            Arc::ptr_eq(&patched, &next.status),
+            "after a patch from the base"
+        );
+
+        let other =
+            json!({"status": {"conditions": [{"type": "DisruptionTarget", "status": "True"}]}});
+        let other = podvisor_client::Patch::Strategic(other);
+        api.patch_status("p", &PostParams::default(), &other)
+            .await
+            .unwrap();
+        let third = running(&pod, "False");
+        let kept = write(&clients, &third, None)
+            .await
+            .ok()
+            .unwrap()
+            .base
+            .unwrap();
+        assert!(!Arc::ptr_eq(&kept, &third.status));
+        let types: Vec<_> = kept
+            .conditions
+            .iter()
+            .flatten()
+            .map(|c| c.type_.as_str())
+            .collect();
+        assert_eq!(types, ["Ready", "DisruptionTarget"]);
     });
 }

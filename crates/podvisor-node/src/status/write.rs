@@ -103,10 +103,12 @@ async fn delete(client: &Client, ns: &str, name: &str, uid: &str) -> Result<(), 
 pub(super) type Mirror = Option<(Uid, String)>;
 
 /// What one write left: a static pod's mirror; an API pod's status as the API holds it
-/// after the write, which the next write of that pod patches from.
+/// after the write, which the next write of that pod patches from. When the API holds
+/// just what was written (no condition of another writer), the base is the status
+/// manager's own `Arc`, not a copy of it.
 pub(super) struct Written {
     pub mirror: Mirror,
-    pub base: Option<PodStatus>,
+    pub base: Option<Arc<PodStatus>>,
 }
 
 /// What one published status leads to. `Err` when the API refused or failed (logged here).
@@ -115,7 +117,7 @@ pub(super) struct Written {
 pub(super) async fn write(
     (client, mirrors): &(Client, Client),
     to_write: &ToWrite,
-    base: Option<PodStatus>,
+    base: Option<Arc<PodStatus>>,
 ) -> Result<Written, ()> {
     let pod = to_write.pod.as_ref();
     let r = if pod.is_static() {
@@ -135,15 +137,15 @@ pub(super) async fn write(
 async fn api_pod(
     client: &Client,
     to_write: &ToWrite,
-    base: Option<PodStatus>,
-) -> Result<Option<PodStatus>, Error> {
+    base: Option<Arc<PodStatus>>,
+) -> Result<Option<Arc<PodStatus>>, Error> {
     let (pod, terminated) = (to_write.pod.as_ref(), to_write.terminated);
     let status = to_write.status.as_ref();
     let uid = pod.metadata.uid.as_deref().unwrap_or_default();
     if let (false, Some(base)) = (terminated, base) {
         match write_from(client, (pod, status), uid, &base).await? {
             FromBase::Unchanged => return Ok(Some(base)),
-            FromBase::Written(stored) => return Ok(stored.status.clone()),
+            FromBase::Written(stored) => return Ok(as_base(to_write, &stored)),
             FromBase::Gone => return Ok(None),
             FromBase::Refused => {}
         }
@@ -161,7 +163,17 @@ async fn api_pod(
         );
         delete(client, pod.namespace(), pod.name(), uid).await?;
     }
-    Ok(stored.status.clone())
+    Ok(as_base(to_write, &stored))
+}
+
+/// The stored pod's status as the next write's base: the status written itself when the
+/// API holds just that (one copy per pod between the status manager and the writer).
+fn as_base(to_write: &ToWrite, stored: &Pod) -> Option<Arc<PodStatus>> {
+    let status = stored.status.as_ref()?;
+    if *status == *to_write.status {
+        return Some(to_write.status.clone());
+    }
+    Some(Arc::new(status.clone()))
 }
 
 /// The static pod's UID a mirror names.
