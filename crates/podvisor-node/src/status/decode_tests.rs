@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use futures_util::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use podvisor_actors::testing::paused_system;
 use podvisor_client::{Api, Client, ListParams, PostParams, WatchEvent, decodes_on_this_thread};
 use serde_json::json;
@@ -50,11 +50,22 @@ async fn watchers(api: &Api<Pod>, version: &str) -> mpsc::UnboundedReceiver<()> 
     rx
 }
 
+/// A real store of its own (named after `tag`) holding one pod, `p` in `default`.
+async fn pod_in_store(tag: &str) -> (Client, Api<Pod>, Arc<Pod>) {
+    let client = super::write::tests::store_client(tag);
+    let api: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let body: Pod = serde_json::from_value(json!({"metadata": {"name": "p"},
+        "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "busybox"}]}}))
+    .unwrap();
+    let pod = api.create(&PostParams::default(), body).await.unwrap();
+    (client, api, pod)
+}
+
 /// Decodes of one write, its watchers' included.
 async fn counted(
     clients: &(Client, Client),
     to_write: &ToWrite,
-    base: Option<Arc<k8s_openapi::api::core::v1::PodStatus>>,
+    base: Option<Arc<PodStatus>>,
     seen: &mut mpsc::UnboundedReceiver<()>,
 ) -> (u64, Written) {
     let before = decodes_on_this_thread();
@@ -68,12 +79,7 @@ async fn counted(
 #[test]
 fn a_status_write_decodes_the_pod_three_times_with_five_watchers() {
     paused_system().block_on(async {
-        let client = super::write::tests::store_client("decodes");
-        let api: Api<Pod> = Api::namespaced(client.clone(), "default");
-        let body: Pod = serde_json::from_value(json!({"metadata": {"name": "p"},
-            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "busybox"}]}}))
-        .unwrap();
-        let pod = api.create(&PostParams::default(), body).await.unwrap();
+        let (client, api, pod) = pod_in_store("decodes").await;
         let version = pod.metadata.resource_version.clone().unwrap();
         let mut seen = watchers(&api, &version).await;
         let clients = (client.clone(), client);
@@ -92,38 +98,33 @@ fn a_status_write_decodes_the_pod_three_times_with_five_watchers() {
     });
 }
 
+/// The base `to_write`'s write leaves.
+async fn base_after(
+    clients: &(Client, Client),
+    to_write: &ToWrite,
+    base: Option<Arc<PodStatus>>,
+) -> Arc<PodStatus> {
+    let written = write(clients, to_write, base).await.ok().unwrap();
+    written.base.unwrap()
+}
+
 /// The base a write leaves is the status manager's own `Arc` while the API holds just what
 /// the node wrote, and a copy of the API's once another writer's condition is beside it
 /// (the next patch must keep that condition).
 #[test]
 fn the_base_a_write_leaves_is_the_status_written_not_a_copy() {
     paused_system().block_on(async {
-        let client = super::write::tests::store_client("base-shared");
-        let api: Api<Pod> = Api::namespaced(client.clone(), "default");
-        let body: Pod = serde_json::from_value(json!({"metadata": {"name": "p"},
-            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "busybox"}]}}))
-        .unwrap();
-        let pod = api.create(&PostParams::default(), body).await.unwrap();
+        let (client, api, pod) = pod_in_store("base-shared").await;
         let clients = (client.clone(), client);
 
         let first = running(&pod, "False");
-        let read = write(&clients, &first, None)
-            .await
-            .ok()
-            .unwrap()
-            .base
-            .unwrap();
+        let read = base_after(&clients, &first, None).await;
         assert!(
             Arc::ptr_eq(&read, &first.status),
             "after a read and a write"
         );
         let next = running(&pod, "True");
-        let patched = write(&clients, &next, Some(read))
-            .await
-            .ok()
-            .unwrap()
-            .base
-            .unwrap();
+        let patched = base_after(&clients, &next, Some(read)).await;
         assert!(
             Arc::ptr_eq(&patched, &next.status),
             "after a patch from the base"
@@ -136,12 +137,7 @@ fn the_base_a_write_leaves_is_the_status_written_not_a_copy() {
             .await
             .unwrap();
         let third = running(&pod, "False");
-        let kept = write(&clients, &third, None)
-            .await
-            .ok()
-            .unwrap()
-            .base
-            .unwrap();
+        let kept = base_after(&clients, &third, None).await;
         assert!(!Arc::ptr_eq(&kept, &third.status));
         let types: Vec<_> = kept
             .conditions
