@@ -26,6 +26,7 @@ use podvisor_node::cluster::{ClusterReplica, ClusterUplink};
 use podvisor_node::node::{NodeFacts, NodeRegistrar, Unhealthy};
 use podvisor_node::source::ApiPodSource;
 use podvisor_node::status::StatusWriter;
+use podvisor_node::status::shared::SharedStatuses;
 use podvisor_store::{Admission, LocalClient, StoreActor, StoreConfig};
 
 use super::AgentConfig;
@@ -176,17 +177,14 @@ pub(crate) fn build(
         .as_ref()
         .map_or(local.clone(), |(r, _)| Client::new(r.clone()));
     let (events, events_spec) = recorder(&node_api, "kubelet", node_name);
-    let (node, c, republish) = (
-        node_name.to_string(),
-        local.clone(),
-        kubelet.status_manager.recipient(),
+    let shared = SharedStatuses::default();
+    let writer = status_writer(
+        node_name,
+        own.writer_slot,
+        kubelet,
+        (&local, &node_api),
+        (events, shared.clone()),
     );
-    let mirrors = node_api.clone();
-    let writer = own.writer_slot.with(move || {
-        StatusWriter::new(&node, c.clone(), events.recipient())
-            .with_republish(Some(republish.clone()))
-            .with_mirrors(mirrors.clone())
-    });
     let (node, c, sink) = (
         node_name.to_string(),
         local.clone(),
@@ -216,7 +214,7 @@ pub(crate) fn build(
             ca_pem.as_deref().unwrap_or_default(),
         )),
         Some((remote, rotation)) => {
-            last.extend(cluster_links(node_name, &local, remote));
+            last.extend(cluster_links(node_name, &local, remote, &shared));
             last.extend(rotation.clone().map(|r| {
                 let remote = remote.clone();
                 ChildSpec::of(move || CertRotation::new(r.clone(), &remote))
@@ -233,18 +231,43 @@ pub(crate) fn build(
     }
 }
 
+/// The status writer: `kubelet`'s statuses into `local`, static pods' mirrors into
+/// `node_api`, each pod's newest status published in `shared`.
+fn status_writer(
+    node: &str,
+    slot: Reserved<StatusWriter>,
+    kubelet: &Agent,
+    (local, node_api): (&Client, &Client),
+    (events, shared): (ActorRef<EventRecorder>, SharedStatuses),
+) -> ChildSpec {
+    let (node, c, mirrors) = (node.to_string(), local.clone(), node_api.clone());
+    let republish = kubelet.status_manager.recipient();
+    slot.with(move || {
+        StatusWriter::new(&node, c.clone(), events.recipient())
+            .with_republish(Some(republish.clone()))
+            .with_mirrors(mirrors.clone())
+            .with_shared(shared.clone())
+    })
+}
+
 /// In a cluster: its pods and Node copied into the store, the node's statuses and
 /// deletions copied up, and the node's Lease.
-fn cluster_links(node: &str, local: &Client, remote: &RemoteClient) -> Vec<ChildSpec> {
+fn cluster_links(
+    node: &str,
+    local: &Client,
+    remote: &RemoteClient,
+    shared: &SharedStatuses,
+) -> Vec<ChildSpec> {
     let cluster = Client::new(remote.clone());
     let (n, l, c) = (node.to_string(), local.clone(), cluster.clone());
     let (_, replica) = ChildSpec::of(move || ClusterReplica::new(&n, c.clone(), l.clone()))
         .capacity(1 << 14)
         .build();
-    let (n, l, c) = (node.to_string(), local.clone(), cluster);
-    let (_, uplink) = ChildSpec::of(move || ClusterUplink::new(&n, l.clone(), c.clone()))
-        .capacity(1 << 14)
-        .build();
+    let (n, l, c, s) = (node.to_string(), local.clone(), cluster, shared.clone());
+    let (_, uplink) =
+        ChildSpec::of(move || ClusterUplink::new(&n, l.clone(), c.clone()).with_shared(s.clone()))
+            .capacity(1 << 14)
+            .build();
     let (n, r) = (node.to_string(), remote.clone());
     let (_, lease) = ChildSpec::of(move || NodeLease::new(&n, &r)).build();
     vec![replica, uplink, lease]

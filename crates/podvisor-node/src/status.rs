@@ -34,11 +34,13 @@ use tracing::warn;
 use crate::MIRROR_ANNOTATION;
 use podvisor_machinery::events::RecordEvent;
 use serde::Serialize;
+use shared::SharedStatuses;
 
 #[cfg(test)]
 mod decode_tests;
 mod from_base;
 pub(crate) mod patch;
+pub mod shared;
 pub(crate) mod write;
 
 pub(crate) use write::ToWrite;
@@ -81,6 +83,8 @@ pub struct StatusWriter {
     failed: u64,
     /// Where every status comes from: asked for all of them again at each start.
     republish: Option<Recipient<RepublishStatuses>>,
+    /// Each pod's newest status, for the uplink to share.
+    shared: SharedStatuses,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -112,6 +116,7 @@ impl StatusWriter {
             written: 0,
             failed: 0,
             republish: None,
+            shared: SharedStatuses::default(),
         }
     }
 
@@ -120,6 +125,12 @@ impl StatusWriter {
     /// until each one's status changed.
     pub fn with_republish(mut self, source: Option<Recipient<RepublishStatuses>>) -> Self {
         self.republish = source;
+        self
+    }
+
+    /// Publishes each pod's newest status in `shared` (the uplink's copies share them).
+    pub fn with_shared(mut self, shared: SharedStatuses) -> Self {
+        self.shared = shared;
         self
     }
 
@@ -293,6 +304,7 @@ impl Handler<PublishedStatus> for StatusWriter {
                 let Some(uid) = pod.metadata.uid.as_deref().map(PodUid::from) else {
                     return;
                 };
+                self.shared.publish(&uid, &status);
                 let to_write = ToWrite {
                     pod,
                     status,
@@ -313,6 +325,7 @@ impl Handler<PublishedStatus> for StatusWriter {
             PublishedStatus::Gone { uid, pod } => {
                 self.pending.remove(&uid);
                 self.bases.remove(&uid);
+                self.shared.forget(&uid);
                 if self.in_flight.contains(&uid) {
                     self.forget.insert(uid.clone());
                 }

@@ -35,6 +35,7 @@ use tracing::{debug, info, warn};
 
 use crate::source::bound_to;
 use crate::status::patch::status_patch;
+use crate::status::shared::SharedStatuses;
 use crate::status::write::write_status;
 
 /// The cluster's pods the node finished and removed before this instance started (to the
@@ -145,6 +146,7 @@ pub struct ClusterUplink {
     retry_due: bool,
     written: usize,
     backoff: Backoff,
+    shared: SharedStatuses,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -169,7 +171,14 @@ impl ClusterUplink {
             // Failed work waits a growing, jittered while (0.8 s, doubling, to 30 s): many
             // nodes do not retry in step against a recovering apiserver.
             backoff: Backoff::default(),
+            shared: SharedStatuses::default(),
         }
+    }
+
+    /// Keeps a status equal to the one the status manager published as that copy.
+    pub fn with_shared(mut self, shared: SharedStatuses) -> Self {
+        self.shared = shared;
+        self
     }
 
     /// Lists the cluster for pods the node finished and removed before this instance.
@@ -204,7 +213,7 @@ impl SupervisedActor for ClusterUplink {
     type Summary = ClusterUplinkSummary;
 
     fn rebuild(&mut self, ctx: &mut Context<Self>, start: &StartInfo<Self>) {
-        self.state = Uplink::default();
+        self.state = Uplink::sharing(self.shared.clone());
         self.me = Some(start.me.recipient());
         self.view.start(ctx, start.me.recipient());
         self.find_orphans(ctx);

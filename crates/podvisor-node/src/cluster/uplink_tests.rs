@@ -201,3 +201,28 @@ fn the_pod_is_not_kept_and_a_pushed_status_seen_again_is_one_copy() {
     let (base, now) = (jobs[0].base.as_ref(), jobs[0].pod.status.as_ref());
     assert!(Arc::ptr_eq(base.unwrap(), now.unwrap()), "one copy of it");
 }
+
+#[test]
+fn a_status_equal_to_the_published_one_is_that_copy() {
+    let shared = SharedStatuses::default();
+    let mut u = Uplink::sharing(shared.clone());
+    let published = Arc::new(pod("u1", "Running").status.clone().unwrap());
+    shared.publish(&"u1".into(), &published);
+    // The store's watch brings the same status back, decoded anew.
+    u.observe(Update::Reset(vec![pod("u1", "Running")]));
+    let jobs = u.next(8);
+    let kept = jobs[0].pod.status.as_ref().unwrap();
+    assert!(
+        Arc::ptr_eq(kept, &published),
+        "the published copy, not a third"
+    );
+    u.done(&jobs[0], true);
+    // Another writer's condition beside it: not the published status, a copy of its own.
+    let mut other = (*pod("u1", "Running")).clone();
+    other.status.as_mut().unwrap().reason = Some("Evicted".into());
+    u.observe(modified(&Arc::new(other)));
+    let jobs = u.next(8);
+    let kept = jobs[0].pod.status.as_ref().unwrap();
+    assert!(!Arc::ptr_eq(kept, &published));
+    assert_eq!(kept.reason.as_deref(), Some("Evicted"));
+}

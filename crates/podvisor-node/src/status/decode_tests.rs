@@ -148,3 +148,29 @@ fn the_base_a_write_leaves_is_the_status_written_not_a_copy() {
         assert_eq!(types, ["Ready", "DisruptionTarget"]);
     });
 }
+
+/// A watcher of the store decodes the node's write back equal to the status published, so
+/// the uplink keeps the published copy (`shared.rs`) and no third.
+#[test]
+fn a_watcher_s_decode_of_a_write_is_the_published_status() {
+    paused_system().block_on(async {
+        let (client, api, pod) = pod_in_store("shared").await;
+        let version = pod.metadata.resource_version.clone().unwrap();
+        let mut stream = api.watch(&ListParams::default(), &version).await.unwrap();
+        let shared = super::shared::SharedStatuses::default();
+        let to_write = running(&pod, "True");
+        let uid = pod.metadata.uid.clone().unwrap();
+        shared.publish(&uid.as_str().into(), &to_write.status);
+
+        write(&(client.clone(), client), &to_write, None)
+            .await
+            .ok()
+            .unwrap();
+
+        let Some(Ok(WatchEvent::Modified(seen))) = stream.next().await else {
+            panic!("the write's change")
+        };
+        let kept = shared.same(&uid, seen.status.as_ref().unwrap());
+        assert!(kept.is_some_and(|k| Arc::ptr_eq(&k, &to_write.status)));
+    });
+}

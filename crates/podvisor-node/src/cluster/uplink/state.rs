@@ -9,6 +9,7 @@ use podvisor_client::WatchEvent;
 use podvisor_machinery::reflector::Update;
 
 use crate::podset::is_mirror;
+use crate::status::shared::SharedStatuses;
 
 pub(crate) type Key = (String, String);
 
@@ -40,17 +41,19 @@ pub(crate) struct Seen {
 }
 
 impl Seen {
-    /// `p` as the uplink keeps it, its status one of the `known` copies when equal.
-    fn of(p: &Pod, known: &[&Arc<PodStatus>]) -> Self {
+    /// `p` as the uplink keeps it, its status one of the `known` copies or the one the
+    /// status manager published (`shared`) when equal.
+    fn of(p: &Pod, known: &[&Arc<PodStatus>], shared: &SharedStatuses) -> Self {
         let m = &p.metadata;
-        let same = known.iter().find(|s| p.status.as_ref() == Some(&***s));
-        let status = match same {
-            Some(s) => Some(Arc::clone(s)),
-            None => p.status.clone().map(Arc::new),
-        };
+        let uid = m.uid.clone().unwrap_or_default();
+        let status = p.status.as_ref().map(|s| {
+            let same = known.iter().copied().find(|k| ***k == *s).cloned();
+            let same = same.or_else(|| shared.same(&uid, s));
+            same.unwrap_or_else(|| Arc::new(s.clone()))
+        });
         let deleting = m.deletion_timestamp.as_ref();
         Self {
-            uid: m.uid.clone().unwrap_or_default(),
+            uid,
             deleting: deleting.map(|_| m.deletion_grace_period_seconds.unwrap_or(0)),
             status,
         }
@@ -87,6 +90,7 @@ pub(crate) struct Uplink {
     /// Failed work waiting out the backoff: not started again until `unpark`, so pods
     /// the cluster keeps refusing cannot take every slot from fresh statuses.
     parked: BTreeSet<Key>,
+    shared: SharedStatuses,
 }
 
 fn key(p: &Pod) -> Key {
@@ -98,6 +102,14 @@ fn key(p: &Pod) -> Key {
 }
 
 impl Uplink {
+    /// Nothing due yet; statuses equal to those in `shared` are kept as those copies.
+    pub(crate) fn sharing(shared: SharedStatuses) -> Self {
+        Self {
+            shared,
+            ..Self::default()
+        }
+    }
+
     pub(crate) fn observe(&mut self, update: Update<Pod>) {
         match update {
             Update::Reset(items) => {
@@ -120,11 +132,11 @@ impl Uplink {
         match self.entries.get_mut(&k) {
             Some(e) if Some(&e.pod.uid) == p.metadata.uid.as_ref() => {
                 let known: Vec<_> = e.pushed.iter().chain(&e.pod.status).collect();
-                e.pod = Arc::new(Seen::of(&p, &known));
+                e.pod = Arc::new(Seen::of(&p, &known, &self.shared));
             }
             _ => {
                 let e = Entry {
-                    pod: Arc::new(Seen::of(&p, &[])),
+                    pod: Arc::new(Seen::of(&p, &[], &self.shared)),
                     pushed: None,
                     deletion_sent: false,
                     gone: false,
@@ -145,14 +157,14 @@ impl Uplink {
             return;
         }
         let e = self.entries.entry(k.clone()).or_insert_with(|| Entry {
-            pod: Arc::new(Seen::of(p, &[])),
+            pod: Arc::new(Seen::of(p, &[], &self.shared)),
             pushed: None,
             deletion_sent: false,
             gone: true,
             lag_retries: 0,
         });
         let known: Vec<_> = e.pushed.iter().chain(&e.pod.status).collect();
-        e.pod = Arc::new(Seen::of(p, &known));
+        e.pod = Arc::new(Seen::of(p, &known, &self.shared));
         e.gone = true;
         self.dirty.insert(k);
     }
