@@ -6,6 +6,7 @@
 mod accounts;
 pub mod api;
 mod cadvisor;
+mod code_pages;
 pub mod config;
 mod healthz;
 mod host;
@@ -212,6 +213,7 @@ async fn serve(mut cfg: AgentConfig) -> anyhow::Result<()> {
         tree.children,
         Escalation::exit_process,
     );
+    code_pages::trim_every(code_pages::PERIOD);
     let stats = tree.kubelet.stats.recipient();
     let streams = Arc::new(Streams::new(runtime, cfg.streaming.limits()));
     let api = servers::kubernetes(
