@@ -214,11 +214,26 @@ async fn a_container_that_keeps_failing_backs_off_longer_each_time() {
     assert!((17.0..28.0).contains(&gaps[2]), "{gaps:?}");
 }
 
+/// Waits until the app container of pod `name` logged `line`, which its shell prints right
+/// after it set its SIGTERM trap. A container is Running as soon as its process exists:
+/// a SIGTERM before the shell set its trap is ignored (the shell is its PID namespace's
+/// init) or, while the runtime's init still runs in its place, ends it at once.
+async fn wait_trapped(agent: &Agent, name: &str, line: &str) {
+    common::eventually("the SIGTERM trap set", Duration::from_secs(10), || async {
+        agent
+            .logs(name, "app")
+            .await
+            .starts_with(line)
+            .then_some(())
+    })
+    .await;
+}
+
 fn trap_container(out: &str, marker: &str) -> String {
     container_yaml(
         "app",
         &format!(
-            "trap 'echo got-SIGTERM > /out/{marker}; exit 0' TERM; while true; do sleep 0.2; done"
+            "trap 'echo got-SIGTERM > /out/{marker}; exit 0' TERM; echo trapped; while true; do sleep 0.2; done"
         ),
     ) + &format!(
         "    volumeMounts: [{{name: out, mountPath: /out}}]\n  volumes:\n  - name: out\n    hostPath: {{path: {out}}}\n"
@@ -240,6 +255,7 @@ async fn deleting_the_file_stops_the_pod_with_sigterm_within_its_grace_period() 
             running(p, "app")
         })
         .await;
+    wait_trapped(&agent, "graceful", "trapped\n").await;
     let t0 = Instant::now();
     agent.remove("graceful.yaml");
     common::eventually(
@@ -283,6 +299,7 @@ async fn editing_a_manifest_replaces_the_pod_after_the_old_one_terminated() {
         })
         .await;
     let old_uid = old.metadata.uid.clone().unwrap();
+    wait_trapped(&agent, "web", "v1\n").await;
     let v2 = container_yaml("app", "echo v2; date +%s%N > /out/new-started; sleep 3600")
         + &format!(
             "    volumeMounts: [{{name: out, mountPath: /out}}]\n  volumes:\n  - name: out\n    hostPath: {{path: {out}}}\n"
@@ -299,7 +316,13 @@ async fn editing_a_manifest_replaces_the_pod_after_the_old_one_terminated() {
     );
     // The old container finished its two-second shutdown before the new one started.
     let old_stopped = std::fs::metadata(agent.out_dir().join("old"))
-        .unwrap()
+        .unwrap_or_else(|e| {
+            panic!(
+                "the old container left no mark of its SIGTERM trap ({e}); the new pod: {:#?}\nagent log tail:\n{}",
+                new.status,
+                agent.log_tail(60)
+            )
+        })
         .modified()
         .unwrap();
     let new_started = std::fs::metadata(agent.out_dir().join("new-started"))
