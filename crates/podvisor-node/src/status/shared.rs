@@ -11,26 +11,48 @@ use podvisor_core::PodUid;
 
 /// Weak references: a status lives as long as its publisher or a sharer keeps it.
 #[derive(Clone, Default)]
-pub struct SharedStatuses(Arc<Mutex<HashMap<PodUid, Weak<PodStatus>>>>);
+pub struct SharedStatuses(Arc<Mutex<Entries>>);
+
+/// A pod removed while the status writer was down is never forgotten by name: entries
+/// whose status nobody keeps are dropped whenever the map has doubled since the last such
+/// sweep, so it stays within twice the live pods (plus a few) at a cost per publish that
+/// does not grow with them.
+#[derive(Default)]
+struct Entries {
+    by_pod: HashMap<PodUid, Weak<PodStatus>>,
+    sweep_at: usize,
+}
+
+/// Fewest entries before a sweep.
+const SWEEP_MIN: usize = 64;
 
 impl SharedStatuses {
     /// `status` is pod `uid`'s newest.
     pub(crate) fn publish(&self, uid: &PodUid, status: &Arc<PodStatus>) {
-        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        map.insert(uid.clone(), Arc::downgrade(status));
+        let mut e = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        e.by_pod.insert(uid.clone(), Arc::downgrade(status));
+        if e.by_pod.len() >= e.sweep_at.max(SWEEP_MIN) {
+            e.by_pod.retain(|_, s| s.strong_count() > 0);
+            e.sweep_at = e.by_pod.len() * 2;
+        }
     }
 
     /// Pod `uid` is gone.
     pub(crate) fn forget(&self, uid: &str) {
-        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        map.remove(uid);
+        let mut e = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        e.by_pod.remove(uid);
     }
 
     /// Pod `uid`'s published status when it is still kept and equals `status`.
     pub(crate) fn same(&self, uid: &str, status: &PodStatus) -> Option<Arc<PodStatus>> {
-        let map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let published = map.get(uid)?.upgrade()?;
+        let e = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let published = e.by_pod.get(uid)?.upgrade()?;
         (*published == *status).then_some(published)
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.0.lock().unwrap().by_pod.len()
     }
 }
 
@@ -71,5 +93,30 @@ mod tests {
             shared.same("u1", &status("Running")).is_none(),
             "no longer kept"
         );
+    }
+
+    #[test]
+    fn entries_nobody_keeps_are_swept_while_kept_ones_stay() {
+        let shared = SharedStatuses::default();
+        let kept: Vec<Arc<PodStatus>> = (0..100).map(|_| status("Running")).collect();
+        for (i, s) in kept.iter().enumerate() {
+            shared.publish(&PodUid::from(format!("kept-{i}").as_str()), s);
+        }
+        // Ten thousand pods published once and gone without a `forget`.
+        for i in 0..10_000 {
+            shared.publish(
+                &PodUid::from(format!("lost-{i}").as_str()),
+                &status("Pending"),
+            );
+            assert!(
+                shared.len() <= 2 * 101 + SWEEP_MIN,
+                "{} entries",
+                shared.len()
+            );
+        }
+        for (i, k) in kept.iter().enumerate() {
+            let same = shared.same(&format!("kept-{i}"), &status("Running"));
+            assert!(same.is_some_and(|s| Arc::ptr_eq(&s, k)), "kept-{i}");
+        }
     }
 }
