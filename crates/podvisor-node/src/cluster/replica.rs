@@ -237,7 +237,10 @@ async fn apply(node: &str, local: &Client, op: Op) -> Result<(), Error> {
 async fn keep(node: &str, local: &Client, p: Arc<Pod>) -> Result<(), Error> {
     let p = super::admit::copy(local, node, p).await?;
     let api: Api<Pod> = Api::all(local.clone());
-    api.replicate((*p).clone()).await.map(|_| ())
+    api.replicate((*p).clone()).await?;
+    let (name, uid) = (p.metadata.name.as_deref(), p.metadata.uid.as_deref());
+    debug!(pod = name, pod_uid = uid, "pod copied from the cluster");
+    Ok(())
 }
 
 async fn forget(local: &Client, ns: &str, name: &str, uid: &str) -> Result<(), Error> {

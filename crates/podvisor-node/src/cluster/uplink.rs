@@ -280,6 +280,7 @@ impl Handler<Done> for ClusterUplink {
                 Some(wait)
             }
             Ok(()) => {
+                debug!(pod = %job.key.1, status = job.status, deletion = ?job.deletion, "written to the cluster");
                 self.written += 1;
                 self.backoff.reset();
                 None
