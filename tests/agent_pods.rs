@@ -325,10 +325,17 @@ async fn editing_a_manifest_replaces_the_pod_after_the_old_one_terminated() {
         })
         .modified()
         .unwrap();
-    let new_started = std::fs::metadata(agent.out_dir().join("new-started"))
-        .unwrap()
-        .modified()
-        .unwrap();
+    // Running means the shell exists, not that it has written its mark yet.
+    let new_started = common::eventually(
+        "the new container's start mark",
+        Duration::from_secs(10),
+        || async {
+            std::fs::metadata(agent.out_dir().join("new-started"))
+                .ok()
+                .and_then(|m| m.modified().ok())
+        },
+    )
+    .await;
     assert!(
         old_stopped <= new_started,
         "the new pod started before the old one stopped"
