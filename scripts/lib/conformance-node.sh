@@ -101,15 +101,18 @@ EOF
   echo $! >"$dir/node.pid"
 }
 
+umount_under() { # DIR: every mount below it, deepest first
+  [ -d "$1" ] || return 0
+  awk -v d="$(realpath "$1")/" 'index($2, d) == 1 {print $2}' /proc/mounts |
+    sort -r | xargs -r -n1 umount -l
+}
+
 node_up() { # KIND
   local kind=$1 name dir
   name=$(node_name "$kind")
   dir=$report/$kind-node
   # An interrupted run leaves its pods' volume mounts (tmpfs, binds) under the directory.
-  if [ -d "$dir" ]; then
-    awk -v d="$(realpath "$dir")/" 'index($2, d) == 1 {print $2}' /proc/mounts |
-      sort -r | xargs -r -n1 umount -l
-  fi
+  umount_under "$dir"
   rm -rf "$dir" "${report:?}/$kind"
   # The node under test is the cluster's only one; the Leases of nodes gone (a node
   # stopped after its Node was deleted leaves one no Node owns) go too: the suite checks
@@ -148,10 +151,8 @@ node_down() { # KIND
     kill -KILL "$pid" 2>/dev/null || true
   fi
   kc delete node "$name" --wait=false >/dev/null 2>&1 || true
-  # The kubelet bind-mounts its root directory onto itself; podvisor keeps the cluster's
-  # objects on a tmpfs that outlives it.
-  umount -R "$dir/root" 2>/dev/null || true
-  umount "$dir/state/cluster/objects" 2>/dev/null || true
-  umount -l "$dir/state/pods" 2>/dev/null || true
+  # What a node mounts outlives it: the kubelet's root bound onto itself, podvisor's
+  # tmpfs of the cluster's objects, and both nodes' last pods' volumes (token tmpfs).
+  umount_under "$dir"
   scripts/containerd-down >/dev/null
 }
