@@ -28,7 +28,7 @@ use podvisor_bench::floor;
 use podvisor_bench::nodes::{NodeArgs, NodeKind, NodeProc, NodeSetup, node_ready};
 use podvisor_bench::procstat;
 use podvisor_bench::schedule::{self, PodTimes};
-use podvisor_bench::stats::{Samples, Summary};
+use podvisor_bench::stats::{Samples, Summary, ms};
 use podvisor_client::{Api, Client, DeleteParams, ListParams, Patch, PostParams, WatchEvent};
 use podvisor_cri::{CriClient, CriRuntime, Runtime, Timeouts};
 
@@ -259,6 +259,11 @@ fn kind_of(comm: &str) -> Option<&'static str> {
     })
 }
 
+/// How long a batch of `n` may take to be Running: the kubelet needs over 300 s for 500.
+fn batch_limit(n: usize) -> Duration {
+    Duration::from_secs(300.max(2 * n as u64))
+}
+
 async fn batch(
     pods: &Api<Pod>,
     seen: &Mutex<Seen>,
@@ -277,7 +282,7 @@ async fn batch(
     .try_collect::<Vec<()>>()
     .await?;
     let names: Vec<String> = (0..n).map(|i| format!("b-{i}")).collect();
-    until("the batch Running", Duration::from_secs(300), || {
+    until("the batch Running", batch_limit(n), || {
         let s = seen.lock().unwrap();
         names.iter().all(|n| s.ready.contains_key(n)).then_some(())
     })
@@ -357,14 +362,15 @@ async fn exits(
 }
 
 /// The namespace's pods deleted and gone (the node stops them first).
-async fn drain(client: &Client, ns: &str) -> anyhow::Result<()> {
+async fn drain(client: &Client, ns: &str, n: usize) -> anyhow::Result<()> {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     namespaces.delete(ns, &DeleteParams::default()).await?;
-    let deadline = Instant::now() + Duration::from_secs(300);
+    let limit = batch_limit(n);
+    let deadline = Instant::now() + limit;
     while namespaces.get_opt(ns).await?.is_some() {
         anyhow::ensure!(
             Instant::now() < deadline,
-            "namespace {ns} not gone after 300 s"
+            "namespace {ns} not gone after {limit:?}"
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
@@ -436,7 +442,7 @@ async fn measure(
     batch(&pods, &seen, batch_places, (cri, args.batch), &mut r).await?;
     tokio::time::sleep(Duration::from_secs(5)).await;
     r.busy = usage(node.pid(), window).await?;
-    drain(client, &ns).await?;
+    drain(client, &ns, args.batch).await?;
     let nodes: Api<Node> = Api::all(client.clone());
     let name = node.name.clone();
     node.stop();
@@ -524,7 +530,17 @@ async fn main() -> anyhow::Result<()> {
     let both = (rt, cri);
     let mut all = Vec::new();
     for kind in [NodeKind::Podvisor, NodeKind::Kubelet] {
-        all.push((kind, run_node(kind, &setup, &client, &both, &args).await?));
+        match run_node(kind, &setup, &client, &both, &args).await {
+            Ok(r) => {
+                eprintln!("node-bench: {} done: {}", kind.label(), headline(&r));
+                all.push((kind, r));
+            }
+            Err(e) => {
+                // The nodes measured before still count: print them, then fail.
+                report(&args, (&floor, &api_floor), &all);
+                return Err(e.context(format!("{} not measured", kind.label())));
+            }
+        }
     }
     report(&args, (&floor, &api_floor), &all);
     println!(
@@ -691,6 +707,19 @@ fn report(args: &Args, (floor, api_floor): (&Samples, &Samples), all: &[(NodeKin
     if let [Some(a), Some(b)] = statuses.as_slice() {
         podvisor_bench::status_diff::print(a, b);
     }
+}
+
+/// One node's main figures, printed as soon as it is measured.
+fn headline(r: &Results) -> String {
+    format!(
+        "one pod p50 {} ms; batch of {} first/last {:.2}/{:.2} s; RSS idle {:.1} MiB, busy {:.1} MiB",
+        ms(r.single.summary().p50),
+        r.batch.len(),
+        r.batch.summary().min.as_secs_f64(),
+        r.batch_all.as_secs_f64(),
+        r.idle.1,
+        r.busy.1
+    )
 }
 
 /// A batch's first pod, and its schedule as the runtime saw it.
