@@ -103,6 +103,7 @@ impl<A: SupervisedActor> ActorFuture<A> for Pump<A> {
         task: &mut TaskContext<'_>,
     ) -> Poll<()> {
         let this = self.get_mut();
+        let _in_actor = panic_capture::InActor::enter();
         if !this.receiving {
             // The crashed predecessor's context may not be gone yet.
             if !this.mailbox.acquire(task.waker()) {
