@@ -213,6 +213,17 @@ pub(crate) async fn obtain(
     Ok(both)
 }
 
+/// The first look at a new CSR's status comes this soon after asking: the cluster's
+/// approver issues a client certificate within about a second.
+const POLL_FIRST: Duration = Duration::from_millis(250);
+/// Looks slow down to this: a CSR nobody approves (kubelet-serving, until an operator
+/// runs `kubectl certificate approve`) was asked for four times a second for 15 minutes.
+const POLL_MAX: Duration = Duration::from_secs(5);
+
+fn next_poll(after: Duration) -> Duration {
+    (after * 2).min(POLL_MAX)
+}
+
 /// The certificate, once the CSR `name` is issued.
 pub(crate) async fn issued(
     api: &Api<CertificateSigningRequest>,
@@ -220,6 +231,7 @@ pub(crate) async fn issued(
     wait: Duration,
 ) -> Result<Vec<u8>, BootstrapError> {
     let deadline = tokio::time::Instant::now() + wait;
+    let mut poll = POLL_FIRST;
     loop {
         let csr = api.get(name).await.map_err(BootstrapError::Api)?;
         let status = csr.status.unwrap_or_default();
@@ -244,7 +256,8 @@ pub(crate) async fn issued(
                 waited: wait,
             });
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
+        tokio::time::sleep(poll).await;
+        poll = next_poll(poll);
     }
 }
 
@@ -291,4 +304,29 @@ pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), BootstrapEr
         path: path.display().to_string(),
         source,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn looks_at_a_csr_slow_down_to_one_in_five_seconds() {
+        let mut d = POLL_FIRST;
+        let mut waits = Vec::new();
+        for _ in 0..8 {
+            waits.push(d.as_millis());
+            d = next_poll(d);
+        }
+        assert_eq!(waits, [250, 500, 1000, 2000, 4000, 5000, 5000, 5000]);
+        // Fifteen minutes unapproved: 184 looks, not 3,600.
+        let mut left = Duration::from_secs(15 * 60);
+        let (mut d, mut looks) = (POLL_FIRST, 1);
+        while left >= d {
+            left -= d;
+            d = next_poll(d);
+            looks += 1;
+        }
+        assert_eq!(looks, 184);
+    }
 }
