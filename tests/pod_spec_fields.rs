@@ -438,3 +438,66 @@ async fn a_pod_past_its_empty_dir_size_limit_is_evicted_and_one_within_it_runs_o
     .await;
     assert_eq!(k.jsonpath(&["pod", "modest"], "{.status.phase}"), "Running");
 }
+
+/// The hierarchies a pod's cgroup is in: v1's this test looks at, or v2's one tree.
+fn hierarchies() -> Vec<std::path::PathBuf> {
+    let root = std::path::Path::new("/sys/fs/cgroup");
+    if root.join("cgroup.controllers").exists() {
+        return vec![root.to_path_buf()];
+    }
+    ["memory", "cpu", "pids"].map(|h| root.join(h)).to_vec()
+}
+
+fn gone_everywhere(dir: &str) -> bool {
+    hierarchies().iter().all(|h| !h.join(dir).exists())
+}
+
+/// A pod's cgroup goes with it even when the agent missed its end: an orphan (its manifest
+/// removed while the agent was down) is removed with its cgroup after the restart, and a
+/// pod cgroup nobody knows, untouched for over a minute (a pod whose sandbox someone else
+/// removed), goes at the next housekeeping; one made a moment ago stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pod_cgroups_nobody_knows_are_removed() {
+    let pid = std::process::id();
+    let stale = format!("kubepods/besteffort/podsweep-stale-{pid}");
+    let fresh = format!("kubepods/burstable/podsweep-fresh-{pid}");
+    for h in hierarchies() {
+        std::fs::create_dir_all(h.join(&stale).join("c1")).unwrap();
+        std::fs::create_dir_all(h.join(&fresh)).unwrap();
+        let dir = std::fs::File::open(h.join(&stale)).unwrap();
+        let ago = std::time::SystemTime::now() - Duration::from_secs(300);
+        dir.set_modified(ago).unwrap();
+    }
+    let mut agent = Agent::start("pod-fields-cgroups").await;
+    agent.write("orphan.yaml", &qos_pod("orphan", "{}"));
+    wait_for("the stale cgroup removed", Duration::from_secs(20), || {
+        gone_everywhere(&stale)
+    })
+    .await;
+    agent
+        .wait_pod("orphan", "Running", Duration::from_secs(60), |p| {
+            p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+        })
+        .await;
+    let uid = agent
+        .static_uid("orphan")
+        .await
+        .expect("the mirror names its pod");
+    let own = format!("kubepods/besteffort/pod{uid}");
+    assert!(!gone_everywhere(&own), "the running pod has no cgroup");
+    assert!(!gone_everywhere(&fresh), "a fresh cgroup was removed");
+    agent.kill9();
+    agent.remove("orphan.yaml");
+    agent.restart().await;
+    wait_for(
+        "the orphan and its cgroup removed",
+        Duration::from_secs(60),
+        || gone_everywhere(&own),
+    )
+    .await;
+    assert!(!runs(&agent, &uid).await, "the orphan runs on");
+    assert!(!gone_everywhere(&fresh), "a fresh cgroup was removed");
+    for h in hierarchies() {
+        let _ = std::fs::remove_dir(h.join(&fresh));
+    }
+}

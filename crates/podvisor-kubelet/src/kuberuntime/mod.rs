@@ -10,6 +10,7 @@ pub mod config;
 pub mod images;
 pub(crate) mod keyring;
 pub mod pod_cgroups;
+mod pod_cgroups_sweep;
 mod pod_cgroups_v2;
 pub mod subpath;
 pub mod syncer;

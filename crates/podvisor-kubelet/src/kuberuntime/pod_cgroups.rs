@@ -213,7 +213,12 @@ impl PodCgroups {
         if self.systemd {
             return Vec::new();
         }
-        let name = self.name(pod);
+        self.remove_named(&self.name(pod))
+    }
+
+    /// Removes cgroup `name` (below the node's root) from every hierarchy, with what a
+    /// runtime left empty beneath it.
+    pub(crate) fn remove_named(&self, name: &str) -> Vec<CgroupError> {
         let Ok(entries) = std::fs::read_dir(&self.fs) else {
             return Vec::new();
         };
@@ -222,7 +227,7 @@ impl PodCgroups {
         let roots = entries.flatten().map(|e| e.path()).chain([self.fs.clone()]);
         for root in roots.filter(|r| r.is_dir()) {
             let dir = root.join(name.trim_start_matches('/'));
-            match std::fs::remove_dir(&dir) {
+            match remove_tree(&dir) {
                 Ok(()) => {}
                 Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
                 Err(err) => errors.push(io(&dir)(err)),
@@ -230,6 +235,17 @@ impl PodCgroups {
         }
         errors
     }
+}
+
+/// Removes a cgroup and the cgroups below it, deepest first: a runtime may leave its
+/// containers' empty cgroups under the pod's. The kernel refuses any that holds a process.
+fn remove_tree(dir: &Path) -> std::io::Result<()> {
+    for e in std::fs::read_dir(dir)?.flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            remove_tree(&e.path())?;
+        }
+    }
+    std::fs::remove_dir(dir)
 }
 
 #[cfg(test)]

@@ -7,10 +7,11 @@ use std::collections::{BTreeMap, HashSet};
 use actix::prelude::*;
 use podvisor_core::{EventType, GracePeriod, PodExt, PodUid, SharedPod};
 use podvisor_cri::CriError;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::{SyncLoop, eviction, gc, housekeeping};
 use crate::kuberuntime::cleanup;
+use crate::kuberuntime::pod_cgroups::PodCgroups;
 use crate::protocol::cache::DeleteStatus;
 use crate::protocol::probes::RetainProbes;
 use crate::protocol::status::{ForgetPod, RecordEvent, RetainPods};
@@ -148,6 +149,9 @@ impl SyncLoop {
                             Err(e) => warn!(dir = %dir.display(), error = %e, "cannot remove an orphaned pod directory"),
                         }
                     }
+                    if let Some(cgroups) = &node.pod_cgroups {
+                        sweep_cgroups(cgroups, &known);
+                    }
                 })
                 .await;
                 then();
@@ -170,5 +174,16 @@ impl SyncLoop {
             }
             .into_actor(self),
         );
+    }
+}
+
+/// Removes the cgroups of pods nobody knows (`pod_cgroups_sweep.rs`). Blocking.
+fn sweep_cgroups(cgroups: &PodCgroups, known: &HashSet<PodUid>) {
+    let swept = cgroups.sweep_orphans(known, std::time::SystemTime::now());
+    if let Some(first) = swept.removed.first() {
+        info!(pods = swept.removed.len(), first = %first, "removed the cgroups of pods nobody knows");
+    }
+    for e in swept.stayed {
+        debug!(error = %e, "the cgroup of a pod nobody knows stays");
     }
 }
