@@ -8,7 +8,8 @@
 //! container exit (the runtime's `finishedAt`, CRI, nanoseconds) → the exit seen through
 //! the watch; CPU and memory with `--batch` pods running; and what differs between the two
 //! nodes' statuses for the same pod spec. Beside them, the raw CRI floor of one pod's start
-//! (the same calls, made directly), and each batch's schedule as the runtime saw it
+//! (the same calls, made directly, one before each of the node's starts, so both see the
+//! same machine), and each batch's schedule as the runtime saw it
 //! (sandboxes begun, containers created and started, pods Running, over time), and the CPU
 //! the runtime, the control plane and the node used while the batch started.
 //!
@@ -154,6 +155,8 @@ async fn until<T>(
 
 struct Results {
     single: Samples,
+    /// The raw CRI floor, one start just before each of `single`'s.
+    floor: Samples,
     delete: Samples,
     batch: Samples,
     batch_all: Duration,
@@ -200,6 +203,12 @@ async fn singles(
         if i > 0 {
             quiet(cri, ns).await?;
         }
+        // What a teardown leaves the runtime doing (a node's removal after the stop, the
+        // runtime's own cleanup) settles before either start: neither pays for the other.
+        tokio::time::sleep(SETTLE).await;
+        r.floor
+            .push(floor_one(cri, &format!("node-bench-floor-{node}-{i}")).await?);
+        tokio::time::sleep(SETTLE).await;
         let name = format!("s-{i}");
         let t0 = Instant::now();
         pods.create(&PostParams::default(), pod(&name, node, SLEEPER, "Always"))
@@ -222,6 +231,9 @@ async fn singles(
     }
     Ok(())
 }
+
+/// How long the runtime is left to settle before each start of one at a time.
+const SETTLE: Duration = Duration::from_millis(500);
 
 /// Until the runtime holds no ready sandbox of namespace `ns` (within 60 s).
 async fn quiet(cri: &CriClient, ns: &str) -> anyhow::Result<()> {
@@ -419,6 +431,7 @@ async fn measure(
     let window = Duration::from_secs(args.window);
     let mut r = Results {
         single: Samples::new(),
+        floor: Samples::new(),
         delete: Samples::new(),
         batch: Samples::new(),
         batch_all: Duration::ZERO,
@@ -524,7 +537,6 @@ async fn main() -> anyhow::Result<()> {
         v.runtime_version,
         args.nodes.kubelet.display()
     );
-    let floor = floor_singles(&cri, args.singles).await?;
     let api_floor = api_floor(&client, args.singles).await?;
     let batch_floor = floor_batch(&cri, args.batch).await?;
     let both = (rt, cri);
@@ -537,12 +549,12 @@ async fn main() -> anyhow::Result<()> {
             }
             Err(e) => {
                 // The nodes measured before still count: print them, then fail.
-                report(&args, (&floor, &api_floor), &all);
+                report(&args, &api_floor, &all);
                 return Err(e.context(format!("{} not measured", kind.label())));
             }
         }
     }
-    report(&args, (&floor, &api_floor), &all);
+    report(&args, &api_floor, &all);
     println!(
         "raw CRI floor, {} at once with {} in flight (podvisor's default bound): the last running after {:.0} ms\n",
         args.batch,
@@ -598,22 +610,17 @@ async fn floor_batch(cri: &CriClient, n: usize) -> anyhow::Result<Duration> {
 }
 
 /// The raw CRI floor of one pod's start (RunPodSandbox, CreateContainer, StartContainer
-/// of a one-container bridge pod, made directly), `n` times one at a time.
-async fn floor_singles(cri: &CriClient, n: usize) -> anyhow::Result<Samples> {
+/// of a one-container bridge pod, made directly), torn down before it returns.
+async fn floor_one(cri: &CriClient, uid: &str) -> anyhow::Result<Duration> {
     let logs = std::env::temp_dir().join("node-bench-floor");
     std::fs::create_dir_all(&logs)?;
     let logs = logs.to_string_lossy().into_owned();
-    let mut out = Samples::new();
-    for i in 0..n {
-        let (pod, took) =
-            floor::start_pod(cri, &format!("node-bench-floor-{i}"), false, &logs).await?;
-        out.push(took.total());
-        floor::teardown_pod(cri, &pod).await?;
-    }
-    Ok(out)
+    let (pod, took) = floor::start_pod(cri, uid, false, &logs).await?;
+    floor::teardown_pod(cri, &pod).await?;
+    Ok(took.total())
 }
 
-fn report(args: &Args, (floor, api_floor): (&Samples, &Samples), all: &[(NodeKind, Results)]) {
+fn report(args: &Args, api_floor: &Samples, all: &[(NodeKind, Results)]) {
     let table = |title: &str, f: &dyn Fn(&Results) -> Summary| {
         println!("## {title}\n\n{}", Summary::HEADER);
         for (k, r) in all {
@@ -628,14 +635,22 @@ fn report(args: &Args, (floor, api_floor): (&Samples, &Samples), all: &[(NodeKin
     );
     for (k, r) in all {
         println!("{}", r.single.summary().row(k.label()));
+        let beside = format!("raw CRI floor, just before each of {}'s", k.label());
+        println!("{}", r.floor.summary().row(&beside));
     }
-    println!("{}", floor.summary().row("raw CRI floor"));
     println!(
         "{}\n",
         api_floor
             .summary()
             .row("API floor: create, status patch, watch")
     );
+    for (k, r) in all {
+        println!(
+            "{}: p50 {:+.1} ms over the raw floor beside it and the API floor\n",
+            k.label(),
+            over_floors(r, api_floor)
+        );
+    }
     table(
         &format!(
             "{} created at once: each pod's create → Running and Ready",
@@ -710,10 +725,17 @@ fn report(args: &Args, (floor, api_floor): (&Samples, &Samples), all: &[(NodeKin
 }
 
 /// One node's main figures, printed as soon as it is measured.
+/// How far a node's one-pod p50 is above the raw CRI floor's beside it plus the API's.
+fn over_floors(r: &Results, api_floor: &Samples) -> f64 {
+    let p50 = |s: &Samples| s.summary().p50.as_secs_f64() * 1e3;
+    p50(&r.single) - p50(&r.floor) - p50(api_floor)
+}
+
 fn headline(r: &Results) -> String {
     format!(
-        "one pod p50 {} ms; batch of {} first/last {:.2}/{:.2} s; RSS idle {:.1} MiB, busy {:.1} MiB",
+        "one pod p50 {} ms (raw floor beside it {} ms); batch of {} first/last {:.2}/{:.2} s; RSS idle {:.1} MiB, busy {:.1} MiB",
         ms(r.single.summary().p50),
+        ms(r.floor.summary().p50),
         r.batch.len(),
         r.batch.summary().min.as_secs_f64(),
         r.batch_all.as_secs_f64(),

@@ -164,8 +164,10 @@ impl CriClient {
             Some(_) => flow::to_the_end(op, work).await,
             None => work.await,
         };
+        let took = started.elapsed();
+        tracing::trace!(op, ?took, error = result.is_err(), "CRI call");
         if let Some(o) = &self.observer {
-            o.observe(op, started.elapsed(), result.is_err());
+            o.observe(op, took, result.is_err());
         }
         result
     }
