@@ -51,6 +51,13 @@ pub async fn runtime() -> CriRuntime {
              start one with `scripts/containerd-up` (or point PODVISOR_TEST_ENDPOINT at yours)"
         );
     }
+    let image = podvisor_cri::sample::TEST_IMAGE;
+    if let Ok(None) = rt.image_status(image).await {
+        panic!(
+            "{image} is not in the test containerd: `scripts/containerd-up` imports it (and \
+             pins it, so no agent's image garbage collection removes it)"
+        );
+    }
     rt
 }
 
