@@ -22,7 +22,7 @@ use podvisor_controllers::{deployment, job, replicaset};
 use podvisor_kubelet::agent::Agent;
 use podvisor_machinery::controller::{Controller, Reconciler};
 use podvisor_machinery::events::{EventRecorder, RecordEvent, Reporter};
-use podvisor_node::cluster::{ClusterReplica, ClusterUplink};
+use podvisor_node::cluster::{ClusterReplica, ClusterUplink, FirstCopies};
 use podvisor_node::node::{NodeFacts, NodeRegistrar, Unhealthy};
 use podvisor_node::source::ApiPodSource;
 use podvisor_node::status::StatusWriter;
@@ -259,15 +259,26 @@ fn cluster_links(
     shared: &SharedStatuses,
 ) -> Vec<ChildSpec> {
     let cluster = Client::new(remote.clone());
-    let (n, l, c) = (node.to_string(), local.clone(), cluster.clone());
-    let (_, replica) = ChildSpec::of(move || ClusterReplica::new(&n, c.clone(), l.clone()))
-        .capacity(1 << 14)
-        .build();
+    let first = FirstCopies::default();
+    let (n, l, c, f) = (
+        node.to_string(),
+        local.clone(),
+        cluster.clone(),
+        first.clone(),
+    );
+    let (_, replica) = ChildSpec::of(move || {
+        ClusterReplica::new(&n, c.clone(), l.clone()).with_first_copies(f.clone())
+    })
+    .capacity(1 << 14)
+    .build();
     let (n, l, c, s) = (node.to_string(), local.clone(), cluster, shared.clone());
-    let (_, uplink) =
-        ChildSpec::of(move || ClusterUplink::new(&n, l.clone(), c.clone()).with_shared(s.clone()))
-            .capacity(1 << 14)
-            .build();
+    let (_, uplink) = ChildSpec::of(move || {
+        ClusterUplink::new(&n, l.clone(), c.clone())
+            .with_shared(s.clone())
+            .with_first_copies(first.clone())
+    })
+    .capacity(1 << 14)
+    .build();
     let (n, r) = (node.to_string(), remote.clone());
     let (_, lease) = ChildSpec::of(move || NodeLease::new(&n, &r)).build();
     vec![replica, uplink, lease]

@@ -5,8 +5,10 @@
 //! away, and nothing but these two knows there is a cluster.
 
 mod admit;
+pub mod first_copies;
 pub mod replica;
 pub mod uplink;
 
+pub use first_copies::FirstCopies;
 pub use replica::ClusterReplica;
 pub use uplink::ClusterUplink;

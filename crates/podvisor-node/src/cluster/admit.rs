@@ -50,14 +50,22 @@ fn checks(p: &Pod, node: &Node, active: &[&Pod]) -> Result<(), Rejection> {
     node_admit::admit(p, node, active)
 }
 
-/// The copy to keep of the cluster's pod `p`: `p` itself, or `p` Failed when the node
-/// turns it away.
-pub(crate) async fn copy(local: &Client, node: &str, p: Arc<Pod>) -> Result<Arc<Pod>, Error> {
+/// The copy to keep of a cluster's pod.
+pub(crate) struct Copied {
+    /// The cluster's pod itself, or Failed when the node turns it away.
+    pub pod: Arc<Pod>,
+    /// The first copy of this incarnation, its status the cluster's as is.
+    pub first: bool,
+}
+
+/// The copy to keep of the cluster's pod `p` (see `Copied`).
+pub(crate) async fn copy(local: &Client, node: &str, p: Arc<Pod>) -> Result<Copied, Error> {
+    let as_is = |pod, first| Ok(Copied { pod, first });
     if settled(&p) || !is_new(local, &p).await? {
-        return Ok(p);
+        return as_is(p, false);
     }
     let Some(me) = Api::<Node>::all(local.clone()).get_opt(node).await? else {
-        return Ok(p); // no copy of the Node yet: the sync loop still checks resources
+        return as_is(p, true); // no copy of the Node yet: the sync loop still checks resources
     };
     // The other pods matter only to host ports: read them only then (a burst of copies
     // would otherwise read every pod once per copy).
@@ -75,7 +83,7 @@ pub(crate) async fn copy(local: &Client, node: &str, p: Arc<Pod>) -> Result<Arc<
         .map(|o| &**o)
         .collect();
     let Err(rejection) = checks(&p, &me, &active) else {
-        return Ok(p);
+        return as_is(p, true);
     };
     tracing::info!(
         pod = p.metadata.name.as_deref().unwrap_or_default(),
@@ -89,5 +97,5 @@ pub(crate) async fn copy(local: &Client, node: &str, p: Arc<Pod>) -> Result<Arc<
         message: Some(rejection.message),
         ..failed.status.unwrap_or_default()
     });
-    Ok(Arc::new(failed))
+    as_is(Arc::new(failed), false)
 }

@@ -35,6 +35,7 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
+use super::first_copies::FirstCopies;
 use crate::podset::is_mirror;
 use crate::source::bound_to;
 
@@ -114,10 +115,9 @@ where
 }
 
 pub struct ClusterReplica {
-    node: String,
+    target: Target,
     pods_view: Reflector<Pod>,
     node_view: Reflector<Node>,
-    local: Client,
     queue: Option<mpsc::UnboundedSender<Op>>,
     me: Option<ActorRef<Self>>,
     copies: usize,
@@ -135,14 +135,23 @@ impl ClusterReplica {
     pub fn new(node: &str, cluster: Client, local: Client) -> Self {
         let node_params = ListParams::default().field_equals("metadata.name", node);
         Self {
-            node: node.to_string(),
+            target: Target {
+                node: node.to_string(),
+                local,
+                first: FirstCopies::default(),
+            },
             pods_view: Reflector::new(Api::all(cluster.clone()), bound_to(node)),
             node_view: Reflector::new(Api::all(cluster), node_params),
-            local,
             queue: None,
             me: None,
             copies: 0,
         }
+    }
+
+    /// Hands each first copy's status to the uplink holding `first`.
+    pub fn with_first_copies(mut self, first: FirstCopies) -> Self {
+        self.target.first = first;
+        self
     }
 
     fn send(&mut self, ops: Vec<Op>) {
@@ -155,16 +164,19 @@ impl ClusterReplica {
     }
 }
 
-/// Applies the writes one at a time, in order (a pod's copy before its forgetting), until
-/// one fails in a way that may pass later: the actor hears of it and stops.
-async fn apply_all(
+/// Where the copies go: the node's store; and the statuses of first copies, for the uplink.
+#[derive(Clone)]
+struct Target {
     node: String,
     local: Client,
-    mut rx: mpsc::UnboundedReceiver<Op>,
-    failed: Recipient<CopyFailed>,
-) {
+    first: FirstCopies,
+}
+
+/// Applies the writes one at a time, in order (a pod's copy before its forgetting), until
+/// one fails in a way that may pass later: the actor hears of it and stops.
+async fn apply_all(to: Target, mut rx: mpsc::UnboundedReceiver<Op>, failed: Recipient<CopyFailed>) {
     while let Some(op) = rx.recv().await {
-        match apply_retrying(&node, &local, op).await {
+        match apply_retrying(&to, op).await {
             Ok(()) => {}
             Err(e) if e.is_transient() => {
                 failed.do_send(CopyFailed(e));
@@ -176,10 +188,10 @@ async fn apply_all(
 }
 
 /// `apply`, tried again after each of `RETRIES` while the store fails transiently.
-async fn apply_retrying(node: &str, local: &Client, op: Op) -> Result<(), Error> {
+async fn apply_retrying(to: &Target, op: Op) -> Result<(), Error> {
     let mut waits = RETRIES.iter();
     loop {
-        match apply(node, local, op.clone()).await {
+        match apply(to, op.clone()).await {
             Err(e) if e.is_transient() => {
                 let Some(wait) = waits.next() else {
                     return Err(e);
@@ -192,9 +204,10 @@ async fn apply_retrying(node: &str, local: &Client, op: Op) -> Result<(), Error>
     }
 }
 
-async fn apply(node: &str, local: &Client, op: Op) -> Result<(), Error> {
+async fn apply(to: &Target, op: Op) -> Result<(), Error> {
+    let (node, local) = (to.node.as_str(), &to.local);
     match op {
-        Op::Keep(p) => keep(node, local, p).await,
+        Op::Keep(p) => keep(to, p).await,
         Op::Refresh(p) => {
             if super::admit::finished_and_removed(local, &p).await? {
                 let name = p.metadata.name.as_deref().unwrap_or_default();
@@ -204,7 +217,7 @@ async fn apply(node: &str, local: &Client, op: Op) -> Result<(), Error> {
                 );
                 return Ok(());
             }
-            keep(node, local, p).await
+            keep(to, p).await
         }
         Op::KeepNode(n) => {
             let api: Api<Node> = Api::all(local.clone());
@@ -234,9 +247,15 @@ async fn apply(node: &str, local: &Client, op: Op) -> Result<(), Error> {
     }
 }
 
-async fn keep(node: &str, local: &Client, p: Arc<Pod>) -> Result<(), Error> {
-    let p = super::admit::copy(local, node, p).await?;
-    let api: Api<Pod> = Api::all(local.clone());
+async fn keep(to: &Target, p: Arc<Pod>) -> Result<(), Error> {
+    let copied = super::admit::copy(&to.local, &to.node, p).await?;
+    let p = copied.pod;
+    if copied.first
+        && let (Some(uid), Some(status)) = (p.metadata.uid.as_deref(), &p.status)
+    {
+        to.first.hand_over(uid, Arc::new(status.clone()));
+    }
+    let api: Api<Pod> = Api::all(to.local.clone());
     api.replicate((*p).clone()).await?;
     let (name, uid) = (p.metadata.name.as_deref(), p.metadata.uid.as_deref());
     debug!(pod = name, pod_uid = uid, "pod copied from the cluster");
@@ -263,12 +282,7 @@ impl SupervisedActor for ClusterReplica {
         let (tx, rx) = mpsc::unbounded_channel();
         self.queue = Some(tx);
         self.me = Some(start.me.clone());
-        let work = apply_all(
-            self.node.clone(),
-            self.local.clone(),
-            rx,
-            start.me.recipient(),
-        );
+        let work = apply_all(self.target.clone(), rx, start.me.recipient());
         ctx.spawn(work.into_actor(self));
         self.pods_view.start(ctx, start.me.recipient());
         self.node_view.start(ctx, start.me.recipient());

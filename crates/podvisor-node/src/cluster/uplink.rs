@@ -8,7 +8,9 @@
 //! A pod's first status after the agent starts is written as the status writer writes it
 //! (read, then a patch with the UID as precondition); later ones are a patch from the
 //! node's own last write, one request each, as the kubelet's status manager diffs from
-//! what it knows. A first write refused as Forbidden (the cluster's Node authorizer
+//! what it knows. A pod new to the node owes nothing while its copy holds the status the
+//! cluster gave it (the replica hands that status over, `FirstCopies`), and its first
+//! status from the node is a patch from that one. A first write refused as Forbidden (the cluster's Node authorizer
 //! learns of a binding from its own watch, milliseconds after the node) is retried on its
 //! own after 50 ms, up to 5 times, before it waits the shared backoff with other failures.
 //!
@@ -33,10 +35,11 @@ use podvisor_machinery::reflector::{Reflected, Reflector, Update};
 use serde::Serialize;
 use tracing::{debug, info, warn};
 
+use super::first_copies::FirstCopies;
 use crate::source::bound_to;
 use crate::status::patch::status_patch;
 use crate::status::shared::SharedStatuses;
-use crate::status::write::write_status;
+use crate::status::write::{merged, write_status};
 
 /// The cluster's pods the node finished and removed before this instance started (to the
 /// actor itself), or why they could not be listed.
@@ -80,7 +83,9 @@ async fn run(cluster: Client, job: Job) -> Result<(), Error> {
     let (ns, name) = (&job.key.0, &job.key.1);
     let written = match (&job.base, job.status) {
         (_, false) => true,
-        (Some(base), true) => patch_from(&cluster, status, (ns, &uid, name), base).await?,
+        (Some(base), true) => {
+            patch_from(&cluster, status, (ns, &uid, name), (base, job.first)).await?
+        }
         (None, true) => match write_status(&cluster, (ns, status), &uid, name).await {
             Ok(written) => written.is_some(),
             // A pod the node finished and removed, the cluster's Node authorizer no longer
@@ -113,21 +118,29 @@ async fn run(cluster: Client, job: Job) -> Result<(), Error> {
     }
 }
 
-/// The status written as a patch from `base`, the node's last write (one request where
-/// `write_status` makes two); false when the pod is gone (or no longer the node's: the
-/// Node authorizer forbids it). Refused as Invalid (the UID precondition, or a status the
-/// cluster will not take from that base), it is written as `write_status` writes it.
+/// The status written as a patch from `base`, the node's last write or the cluster's
+/// status in the pod's first copy (one request where `write_status` makes two); false
+/// when the pod is gone (or no longer the node's: the Node authorizer forbids it, unless
+/// this is the `first` write, which it may refuse for not knowing the binding yet).
+/// Refused as Invalid (the UID precondition, or a status the cluster will not take from
+/// that base), it is written as `write_status` writes it.
 async fn patch_from(
     cluster: &Client,
     status: Option<&PodStatus>,
     (ns, uid, name): (&str, &str, &str),
-    base: &PodStatus,
+    (base, first): (&PodStatus, bool),
 ) -> Result<bool, Error> {
-    let ours = status.cloned().unwrap_or_default();
+    // From the cluster's own status, the conditions others set there stay, as
+    // `write_status` keeps them from what it read.
+    let ours = match first {
+        true => merged(status, Some(base)),
+        false => status.cloned().unwrap_or_default(),
+    };
     let patch = Patch::Strategic(status_patch(uid, Some(base), &ours));
     let api: Api<Pod> = Api::namespaced(cluster.clone(), ns);
     match api.patch_status(name, &PostParams::default(), &patch).await {
         Ok(_) => Ok(true),
+        Err(e @ Error::Forbidden { .. }) if first => Err(e),
         Err(Error::NotFound { .. } | Error::Forbidden { .. }) => Ok(false),
         Err(Error::Invalid { .. }) => Ok(write_status(cluster, (ns, status), uid, name)
             .await?
@@ -147,6 +160,7 @@ pub struct ClusterUplink {
     written: usize,
     backoff: Backoff,
     shared: SharedStatuses,
+    first_copies: FirstCopies,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -172,12 +186,20 @@ impl ClusterUplink {
             // nodes do not retry in step against a recovering apiserver.
             backoff: Backoff::default(),
             shared: SharedStatuses::default(),
+            first_copies: FirstCopies::default(),
         }
     }
 
     /// Keeps a status equal to the one the status manager published as that copy.
     pub fn with_shared(mut self, shared: SharedStatuses) -> Self {
         self.shared = shared;
+        self
+    }
+
+    /// Owes nothing for a new pod whose status is the cluster's in its first copy, as
+    /// the replica holding `first_copies` made it.
+    pub fn with_first_copies(mut self, first_copies: FirstCopies) -> Self {
+        self.first_copies = first_copies;
         self
     }
 
@@ -213,7 +235,7 @@ impl SupervisedActor for ClusterUplink {
     type Summary = ClusterUplinkSummary;
 
     fn rebuild(&mut self, ctx: &mut Context<Self>, start: &StartInfo<Self>) {
-        self.state = Uplink::sharing(self.shared.clone());
+        self.state = Uplink::sharing(self.shared.clone(), self.first_copies.clone());
         self.me = Some(start.me.recipient());
         self.view.start(ctx, start.me.recipient());
         self.find_orphans(ctx);

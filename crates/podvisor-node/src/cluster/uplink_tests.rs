@@ -205,7 +205,7 @@ fn the_pod_is_not_kept_and_a_pushed_status_seen_again_is_one_copy() {
 #[test]
 fn a_status_equal_to_the_published_one_is_that_copy() {
     let shared = SharedStatuses::default();
-    let mut u = Uplink::sharing(shared.clone());
+    let mut u = Uplink::sharing(shared.clone(), FirstCopies::default());
     let published = Arc::new(pod("u1", "Running").status.clone().unwrap());
     shared.publish(&"u1".into(), &published);
     // The store's watch brings the same status back, decoded anew.
@@ -225,4 +225,48 @@ fn a_status_equal_to_the_published_one_is_that_copy() {
     let kept = jobs[0].pod.status.as_ref().unwrap();
     assert!(!Arc::ptr_eq(kept, &published));
     assert_eq!(kept.reason.as_deref(), Some("Evicted"));
+}
+
+#[test]
+fn a_new_pod_with_the_clusters_own_status_owes_nothing_and_its_first_write_patches_from_it() {
+    let first = FirstCopies::default();
+    let mut u = Uplink::sharing(SharedStatuses::default(), first.clone());
+    let theirs = Arc::new(pod("u1", "Pending").status.clone().unwrap());
+    first.hand_over("u1", theirs.clone());
+    // The copy comes back through the store's watch, decoded anew.
+    u.observe(Update::Change(WatchEvent::Added(pod("u1", "Pending"))));
+    assert!(
+        u.next(8).is_empty(),
+        "the cluster has it: no read, no write"
+    );
+    // The node's first status: a patch from the cluster's, its refusal as Forbidden maybe
+    // the authorizer's lag.
+    u.observe(modified(&pod("u1", "Running")));
+    let jobs = u.next(8);
+    assert!(Arc::ptr_eq(jobs[0].base.as_ref().unwrap(), &theirs));
+    assert!(jobs[0].first && u.retry_soon(&jobs[0]));
+    u.unpark_one(&jobs[0].key);
+    let jobs = u.next(8);
+    u.done(&jobs[0], true);
+    u.observe(modified(&pod("u1", "Succeeded")));
+    let jobs = u.next(8);
+    assert!(
+        !jobs[0].first && !u.retry_soon(&jobs[0]),
+        "written once: a refusal is final"
+    );
+}
+
+#[test]
+fn a_first_copy_unlike_the_clusters_status_is_owed_and_read_first() {
+    let first = FirstCopies::default();
+    let mut u = Uplink::sharing(SharedStatuses::default(), first.clone());
+    // Handed over for another incarnation, or a copy the node turned away (Failed).
+    first.hand_over("u1", Arc::new(pod("u1", "Pending").status.clone().unwrap()));
+    u.observe(Update::Change(WatchEvent::Added(pod("u1", "Failed"))));
+    let jobs = u.next(8);
+    assert_eq!(jobs.len(), 1);
+    assert!(jobs[0].base.is_none() && jobs[0].first);
+    // What was handed over is taken once, whatever came of it.
+    u.observe(Update::Change(WatchEvent::Deleted(pod("u1", "Failed"))));
+    assert!(first.take("u1").is_none());
 }

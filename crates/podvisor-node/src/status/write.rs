@@ -70,7 +70,7 @@ async fn incarnation(api: &Api<Pod>, name: &str, uid: &str) -> Result<Option<Arc
 }
 
 /// The node's status for the pod, with the stored conditions it does not own.
-pub(super) fn merged(ours: Option<&PodStatus>, stored: Option<&PodStatus>) -> PodStatus {
+pub(crate) fn merged(ours: Option<&PodStatus>, stored: Option<&PodStatus>) -> PodStatus {
     let mut status = ours.cloned().unwrap_or_default();
     let theirs: Vec<PodCondition> = stored
         .and_then(|s| s.conditions.as_ref())

@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use podvisor_client::WatchEvent;
 use podvisor_machinery::reflector::Update;
 
+use crate::cluster::first_copies::FirstCopies;
 use crate::podset::is_mirror;
 use crate::status::shared::SharedStatuses;
 
@@ -66,15 +67,21 @@ pub(crate) struct Job {
     pub key: Key,
     pub pod: Arc<Seen>,
     pub status: bool,
-    /// The status this node last wrote for this incarnation: the cluster's, as far as the
-    /// node knows, so the next write is a patch from it without a read first.
+    /// The status this node last wrote for this incarnation, or the cluster's own in its
+    /// first copy: the cluster's, as far as the node knows, so the next write is a patch
+    /// from it without a read first.
     pub base: Option<Arc<PodStatus>>,
     pub deletion: Option<Deletion>,
+    /// Nothing of this incarnation written yet: a refusal as Forbidden may be the Node
+    /// authorizer's lag (`Uplink::retry_soon`), not a pod that is no longer the node's.
+    pub first: bool,
 }
 
 struct Entry {
     pod: Arc<Seen>,
     pushed: Option<Arc<PodStatus>>,
+    /// A write of this incarnation went through.
+    written: bool,
     deletion_sent: bool,
     gone: bool,
     /// First writes refused as Forbidden and retried soon (`retry_soon`).
@@ -91,6 +98,7 @@ pub(crate) struct Uplink {
     /// the cluster keeps refusing cannot take every slot from fresh statuses.
     parked: BTreeSet<Key>,
     shared: SharedStatuses,
+    first_copies: FirstCopies,
 }
 
 fn key(p: &Pod) -> Key {
@@ -102,10 +110,12 @@ fn key(p: &Pod) -> Key {
 }
 
 impl Uplink {
-    /// Nothing due yet; statuses equal to those in `shared` are kept as those copies.
-    pub(crate) fn sharing(shared: SharedStatuses) -> Self {
+    /// Nothing due yet; statuses equal to those in `shared` are kept as those copies, and
+    /// a new pod's status the cluster had in its first copy (`first_copies`) is not owed.
+    pub(crate) fn sharing(shared: SharedStatuses, first_copies: FirstCopies) -> Self {
         Self {
             shared,
+            first_copies,
             ..Self::default()
         }
     }
@@ -135,9 +145,20 @@ impl Uplink {
                 e.pod = Arc::new(Seen::of(&p, &known, &self.shared));
             }
             _ => {
+                let uid = p.metadata.uid.as_deref().unwrap_or_default();
+                let cluster = self.first_copies.take(uid);
+                let pod = Arc::new(Seen::of(
+                    &p,
+                    &cluster.iter().collect::<Vec<_>>(),
+                    &self.shared,
+                ));
+                // The cluster's own status, as the replica copied it: nothing owed yet.
+                let same =
+                    |c: &Arc<PodStatus>| pod.status.as_ref().is_some_and(|s| Arc::ptr_eq(s, c));
                 let e = Entry {
-                    pod: Arc::new(Seen::of(&p, &[], &self.shared)),
-                    pushed: None,
+                    pushed: cluster.filter(same),
+                    pod,
+                    written: false,
                     deletion_sent: false,
                     gone: false,
                     lag_retries: 0,
@@ -159,6 +180,7 @@ impl Uplink {
         let e = self.entries.entry(k.clone()).or_insert_with(|| Entry {
             pod: Arc::new(Seen::of(p, &[], &self.shared)),
             pushed: None,
+            written: false,
             deletion_sent: false,
             gone: true,
             lag_retries: 0,
@@ -201,6 +223,7 @@ impl Uplink {
                     status,
                     base: e.pushed.clone(),
                     deletion,
+                    first: !e.written,
                 });
             }
         }
@@ -227,6 +250,7 @@ impl Uplink {
             return;
         }
         e.pushed = job.pod.status.clone();
+        e.written = true;
         e.deletion_sent |= job.deletion.is_some();
         if !Arc::ptr_eq(&e.pod, &job.pod) {
             self.dirty.insert(job.key.clone());
@@ -247,7 +271,7 @@ impl Uplink {
         let Some(e) = self.entries.get_mut(&job.key) else {
             return false;
         };
-        let first = job.base.is_none() && job.deletion.is_none() && job.status;
+        let first = job.first && job.deletion.is_none() && job.status;
         let same = e.pod.uid == job.pod.uid;
         if !first || !same || e.lag_retries >= LAG_RETRIES {
             return false;
