@@ -10,9 +10,10 @@
 //! node's own last write, one request each, as the kubelet's status manager diffs from
 //! what it knows. A pod new to the node owes nothing while its copy holds the status the
 //! cluster gave it (the replica hands that status over, `FirstCopies`), and its first
-//! status from the node is a patch from that one. A first write refused as Forbidden (the cluster's Node authorizer
-//! learns of a binding from its own watch, milliseconds after the node) is retried on its
-//! own after 50 ms, up to 5 times, before it waits the shared backoff with other failures.
+//! status from the node is a patch from that one. A first write refused as Forbidden
+//! (the cluster's Node authorizer learns of a binding from its own watch, milliseconds
+//! after the node) is retried on its own after 50 ms, up to 5 times, before it waits the
+//! shared backoff with other failures.
 //!
 //! While the cluster cannot be reached the work stays due and is retried; once it answers,
 //! every pod's latest status goes up (only the latest: statuses in between are not
@@ -84,7 +85,10 @@ async fn run(cluster: Client, job: Job) -> Result<(), Error> {
     let written = match (&job.base, job.status) {
         (_, false) => true,
         (Some(base), true) => {
-            patch_from(&cluster, status, (ns, &uid, name), (base, job.first)).await?
+            // A refusal of a pod the node finished and removed: the cluster has it no more.
+            let lag = job.first && job.deletion != Some(Deletion::Finished);
+            let base = (base.as_ref(), job.first, lag);
+            patch_from(&cluster, status, (ns, &uid, name), base).await?
         }
         (None, true) => match write_status(&cluster, (ns, status), &uid, name).await {
             Ok(written) => written.is_some(),
@@ -118,21 +122,21 @@ async fn run(cluster: Client, job: Job) -> Result<(), Error> {
     }
 }
 
-/// The status written as a patch from `base`, the node's last write or the cluster's
-/// status in the pod's first copy (one request where `write_status` makes two); false
-/// when the pod is gone (or no longer the node's: the Node authorizer forbids it, unless
-/// this is the `first` write, which it may refuse for not knowing the binding yet).
-/// Refused as Invalid (the UID precondition, or a status the cluster will not take from
-/// that base), it is written as `write_status` writes it.
+/// The status written as a patch from `base`, the node's last write or (`theirs`) the
+/// cluster's status in the pod's first copy (one request where `write_status` makes two);
+/// false when the pod is gone (or no longer the node's: the Node authorizer forbids it,
+/// unless it may not know the binding yet: `lag`, an error then). Refused as Invalid (the
+/// UID precondition, or a status the cluster will not take from that base), it is written
+/// as `write_status` writes it.
 async fn patch_from(
     cluster: &Client,
     status: Option<&PodStatus>,
     (ns, uid, name): (&str, &str, &str),
-    (base, first): (&PodStatus, bool),
+    (base, theirs, lag): (&PodStatus, bool, bool),
 ) -> Result<bool, Error> {
     // From the cluster's own status, the conditions others set there stay, as
     // `write_status` keeps them from what it read.
-    let ours = match first {
+    let ours = match theirs {
         true => merged(status, Some(base)),
         false => status.cloned().unwrap_or_default(),
     };
@@ -140,7 +144,7 @@ async fn patch_from(
     let api: Api<Pod> = Api::namespaced(cluster.clone(), ns);
     match api.patch_status(name, &PostParams::default(), &patch).await {
         Ok(_) => Ok(true),
-        Err(e @ Error::Forbidden { .. }) if first => Err(e),
+        Err(e @ Error::Forbidden { .. }) if lag => Err(e),
         Err(Error::NotFound { .. } | Error::Forbidden { .. }) => Ok(false),
         Err(Error::Invalid { .. }) => Ok(write_status(cluster, (ns, status), uid, name)
             .await?
