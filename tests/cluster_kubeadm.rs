@@ -16,6 +16,7 @@ use common::nodes::*;
 
 const KUBELET_CONFIG: &str = include_str!("fixtures/kubelet-config.yaml");
 const KUBEADM_FLAGS: &str = include_str!("fixtures/kubeadm-flags.env");
+const EVICTION: &str = "evictionHard:\n  memory.available: 100Mi\n  nodefs.available: 512Mi\n  imagefs.available: 512Mi\nimageGCHighThresholdPercent: 100\n";
 
 /// kubeadm's file with this machine's paths and ports in place of a kubeadm node's.
 fn kubelet_config(dir: &Path, (port, healthz): (u16, u16)) -> String {
@@ -30,9 +31,13 @@ fn kubelet_config(dir: &Path, (port, healthz): (u16, u16)) -> String {
         .replace("healthzPort: 10248", &format!("healthzPort: {healthz}"))
         // Asked of the runtime instead: the test containerd's is cgroupfs.
         .replace("cgroupDriver: systemd\n", "");
-    // This machine is cgroup v1, where kubeadm's admin sets failCgroupV1: false too.
+    // This machine is cgroup v1, where kubeadm's admin sets failCgroupV1: false too. The
+    // disk is the test host's, shared with its builds: the kubelet's default thresholds
+    // (imagefs.available 15 %, image GC above 85 % used) would put this node under disk
+    // pressure (tainted, no pod scheduled) on a host merely full of build output, so the
+    // thresholds are absolute, as every other test agent's are.
     format!(
-        "{text}port: {port}\ncontainerRuntimeEndpoint: {}\npodLogsDir: {}\nfailCgroupV1: false\n",
+        "{text}port: {port}\ncontainerRuntimeEndpoint: {}\npodLogsDir: {}\nfailCgroupV1: false\n{EVICTION}",
         common::endpoint(),
         dir.join("logs").display()
     )

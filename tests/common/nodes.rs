@@ -111,14 +111,35 @@ pub fn pods(admin: &Kubectl, ns: &str) -> Vec<String> {
     out.lines().map(str::to_string).collect()
 }
 
+/// Waits for `n` pods of `ns` Running on `node`; fails naming what the pods' conditions
+/// and the node's say (a pressure taint keeps the scheduler away).
 pub async fn running(admin: &Kubectl, ns: &str, node: &str, n: usize) -> Vec<String> {
-    let what = format!("{n} pods Running on {node}");
-    eventually(&what, MINUTE, || async {
+    let deadline = tokio::time::Instant::now() + MINUTE;
+    loop {
         let p = pods(admin, ns);
-        let ok = p.len() == n && p.iter().all(|l| l.ends_with(&format!(" Running {node}")));
-        ok.then_some(p)
-    })
-    .await
+        if p.len() == n && p.iter().all(|l| l.ends_with(&format!(" Running {node}"))) {
+            return p;
+        }
+        if tokio::time::Instant::now() > deadline {
+            panic!(
+                "timed out after {MINUTE:?} waiting for {n} pods Running on {node}: {p:?}\n{}",
+                why_not_running(admin, ns, node)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The pods' condition messages, and the node's true conditions and taints.
+fn why_not_running(admin: &Kubectl, ns: &str, node: &str) -> String {
+    let pods = r#"{range .items[*]}{.metadata.name}: {.status.conditions[*].message}{"\n"}{end}"#;
+    let conditions = r#"{range .status.conditions[?(@.status=="True")]}{.type} {end}"#;
+    format!(
+        "{}node conditions true: {}\nnode taints: {}",
+        admin.jsonpath(&["pods", "-n", ns], pods),
+        admin.jsonpath(&["node", node], conditions),
+        admin.jsonpath(&["node", node], "{.spec.taints}")
+    )
 }
 
 /// Containers of the agent's pods running in containerd now.
