@@ -133,7 +133,7 @@ impl Default for RuntimeSection {
     fn default() -> Self {
         Self {
             request_timeout: podvisor_cri::Timeouts::default().call,
-            max_mutations_in_flight: podvisor_cri::client::DEFAULT_MUTATIONS,
+            max_mutations_in_flight: podvisor_cri::client::default_mutations(),
         }
     }
 }

@@ -562,7 +562,7 @@ async fn main() -> anyhow::Result<()> {
     println!(
         "raw CRI floor, {} at once with {} in flight (podvisor's default bound): the last running after {:.0} ms\n",
         args.batch,
-        podvisor_cri::client::DEFAULT_MUTATIONS,
+        podvisor_cri::client::default_mutations(),
         batch_floor.as_secs_f64() * 1e3
     );
     Ok(())
@@ -606,7 +606,7 @@ async fn floor_batch(cri: &CriClient, n: usize) -> anyhow::Result<Duration> {
     let logs = std::env::temp_dir().join("node-bench-floor");
     std::fs::create_dir_all(&logs)?;
     let logs = logs.to_string_lossy().into_owned();
-    let bound = podvisor_cri::client::DEFAULT_MUTATIONS;
+    let bound = podvisor_cri::client::default_mutations();
     let (pods, took) =
         floor::start_pods_parallel(cri, "node-bench-burst", n, bound, false, &logs).await?;
     floor::teardown_parallel(cri, &pods, bound).await?;

@@ -267,7 +267,7 @@ async fn main() -> anyhow::Result<()> {
         rt.client(),
         &format!("peer-batch-{}", std::process::id()),
         args.batch,
-        8,
+        podvisor_cri::client::default_mutations(),
         false,
         &log_dir,
     )
@@ -288,7 +288,7 @@ async fn main() -> anyhow::Result<()> {
     println!("{}", podman.row("podman kube play → returns, running"));
     println!("\n| {} pods at once | wall |\n|---|---:|", args.batch);
     for (what, wall) in [
-        ("raw CRI (8 in flight)", floor_wall),
+        ("raw CRI (the agent's default bound in flight)", floor_wall),
         ("podvisor (manifests written together)", agent_wall),
         ("podman kube play (all at once)", podman_wall),
     ] {

@@ -36,7 +36,7 @@ mod runtime_config;
 mod stats;
 mod streams;
 
-pub use flow::{DEFAULT_MUTATIONS, MUTATIONS, STOP_HOLD};
+pub use flow::{MUTATIONS, STOP_HOLD, default_mutations};
 pub use listing::decode_views;
 
 /// Deadlines for CRI calls. Defaults follow the kubelet (two minutes per call) except for
