@@ -10,8 +10,8 @@ use crate::CriError;
 /// it may use, at least 4 and at most 16. containerd's work for a burst is CPU-bound: on
 /// 2 cores it starts pods as fast with 4 in flight as with 8 to 32, and each call waits
 /// less inside it (burst-bench); 100 pods bound at once in a cluster had their containers
-/// created 0.3 s after their sandbox was begun with 4 in flight, 0.7-0.8 s with 8
-/// (node-bench; docs/benchmarks.md).
+/// created 0.4 s after their sandbox was begun with 4 in flight, 0.75-0.85 s with 8 (p50,
+/// node-bench; docs/benchmarks.md).
 pub fn default_mutations() -> usize {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     mutations_for(cores)
