@@ -25,6 +25,13 @@ address = "127.0.0.1:$debug_port"
 address = "127.0.0.1:$api_port"
 [server]
 address = "127.0.0.1:0"
+# Thresholds off, as podvisor_bench::agent::DISK_DECIDES_NOTHING: with the kubelet's
+# defaults a host disk 86 % full tainted the node mid-run and the API refused the pods.
+[eviction]
+hard = { "nodefs.available" = "0%", "imagefs.available" = "0%", "memory.available" = "0%" }
+[image_gc]
+high_threshold_percent = 100
+low_threshold_percent = 99
 EOT
     "${PODVISOR_BIN:-target/release/podvisor}" run --config "$dir/podvisor.toml" >"$dir/agent.log" 2>&1 &
     pid=$!

@@ -6,11 +6,23 @@ use std::process::{Child, Command, Stdio};
 
 use anyhow::Context as _;
 
-/// Starts `bin run` in `dir` with `config` (TOML); the caller waits for it to be ready.
+/// Eviction and image GC thresholds off, as on the kubelet beside it (`nodes`): how full
+/// the host's disk is must decide nothing in a benchmark. With the kubelet's defaults
+/// (imagefs.available 15 %), a CI host with a disk 86 % full tainted the agent's node with
+/// disk pressure mid-run and its API refused the benchmark's pods.
+pub const DISK_DECIDES_NOTHING: &str = "[eviction]\nhard = { \"nodefs.available\" = \"0%\", \"imagefs.available\" = \"0%\", \"memory.available\" = \"0%\" }\n[image_gc]\nhigh_threshold_percent = 100\nlow_threshold_percent = 99\n";
+
+/// Starts `bin run` in `dir` with `config` (TOML, [`DISK_DECIDES_NOTHING`] added unless it
+/// has an `[eviction]` of its own); the caller waits for it to be ready.
 pub fn spawn(bin: &Path, dir: &Path, config: &str) -> anyhow::Result<Child> {
     for sub in ["manifests", "state", "logs"] {
         std::fs::create_dir_all(dir.join(sub))?;
     }
+    let config = if config.contains("[eviction]") {
+        config.to_string()
+    } else {
+        format!("{config}\n{DISK_DECIDES_NOTHING}")
+    };
     std::fs::write(dir.join("podvisor.toml"), config)?;
     let log = std::fs::File::create(dir.join("agent.log"))?;
     Command::new(bin)

@@ -188,11 +188,10 @@ fn podvisor(setup: &NodeSetup, name: &str, dir: &Path) -> anyhow::Result<Command
         "node_name = \"{name}\"\nruntime_endpoint = \"{}\"\nmanifest_dir = \"{d}/manifests\"\n\
          state_dir = \"{d}/state\"\npod_log_dir = \"{d}/logs\"\n[debug]\naddress = \"127.0.0.1:0\"\n\
          [api]\naddress = \"127.0.0.1:0\"\n[server]\naddress = \"0.0.0.0:0\"\n[log]\nfilter = \"info\"\n[cluster]\nkubeconfig = \"{}\"\n\
-         [eviction]\nhard = {{ \"nodefs.available\" = \"0%\", \"imagefs.available\" = \"0%\", \"memory.available\" = \"0%\" }}\n\
-         [image_gc]\nhigh_threshold_percent = 100\nlow_threshold_percent = 99\n\
-         [allocatable]\npods = {}\n",
+         {}[allocatable]\npods = {}\n",
         setup.endpoint,
         setup.bootstrap.display(),
+        crate::agent::DISK_DECIDES_NOTHING,
         setup.max_pods,
         d = dir.display(),
     );
