@@ -27,25 +27,31 @@ from concurrent.futures import ThreadPoolExecutor
 # (pleg_events): alone, before the lanes start.
 ALONE = {"cri_reconnect", "pleg_restart", "runtime_outages", "pleg_events", "cluster_outage"}
 
-# Known long binaries first, so the lanes end together (longest processing time first);
-# the rest in cargo's order.
+# Known long binaries first, so the lanes end together (longest processing time first, by
+# their times in CI); the rest in cargo's order.
 LONG_FIRST = [
-    "taints",
-    "hostile_streams",
     "deployments",
-    "cluster_node",
-    "agent_pods",
+    "packaging",
     "replicaset",
+    "cluster_node",
+    "taints",
+    "agent_pods",
     "runtime_faults",
     "cluster_silent_node",
-    "jobs",
     "api_durability",
+    "jobs",
     "hostile_input",
-    "chaos",
+    "image_gc",
+    "eviction",
     "pod_spec_fields",
-    "kubectl_pods",
     "subpath",
+    "cluster_pressure",
+    "chaos",
     "kubectl_exec",
+    "kubectl_pods",
+    "hostile_streams",
+    "cluster_streams",
+    "hostile_tenants",
     "lifecycle",
 ]
 
