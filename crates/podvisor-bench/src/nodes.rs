@@ -36,6 +36,9 @@ pub struct NodeSetup {
     /// How many pods each node admits (podvisor's `[allocatable] pods`, the kubelet's
     /// `maxPods`).
     pub max_pods: u32,
+    /// podvisor logs in JSON what [`crate::hops`] reads, its CRI calls included (and, below
+    /// warnings, nothing else).
+    pub hops_log: bool,
 }
 
 /// Where the cluster and the kubelet are (the flags both cluster benchmarks take).
@@ -77,6 +80,7 @@ impl NodeArgs {
                 None => host_ip()?,
             },
             max_pods: self.max_pods,
+            hops_log: false,
         })
     }
 
@@ -184,12 +188,22 @@ impl Drop for NodeProc {
 }
 
 fn podvisor(setup: &NodeSetup, name: &str, dir: &Path) -> anyhow::Result<Command> {
+    let log = if setup.hops_log {
+        format!(
+            "filter = \"{},{}\"\nformat = \"json\"\n",
+            crate::hops::FILTER,
+            crate::hops::CRI_CALLS
+        )
+    } else {
+        "filter = \"info\"\n".to_string()
+    };
     let config = format!(
         "node_name = \"{name}\"\nruntime_endpoint = \"{}\"\nmanifest_dir = \"{d}/manifests\"\n\
          state_dir = \"{d}/state\"\npod_log_dir = \"{d}/logs\"\n[debug]\naddress = \"127.0.0.1:0\"\n\
-         [api]\naddress = \"127.0.0.1:0\"\n[server]\naddress = \"0.0.0.0:0\"\n[log]\nfilter = \"info\"\n[cluster]\nkubeconfig = \"{}\"\n\
+         [api]\naddress = \"127.0.0.1:0\"\n[server]\naddress = \"0.0.0.0:0\"\n[log]\n{}[cluster]\nkubeconfig = \"{}\"\n\
          {}[allocatable]\npods = {}\n",
         setup.endpoint,
+        log,
         setup.bootstrap.display(),
         crate::agent::DISK_DECIDES_NOTHING,
         setup.max_pods,

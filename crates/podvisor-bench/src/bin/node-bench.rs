@@ -25,7 +25,9 @@ use std::time::{Duration, Instant, SystemTime};
 use clap::Parser;
 use futures_util::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::jiff::Timestamp;
 use podvisor_bench::floor;
+use podvisor_bench::hops;
 use podvisor_bench::nodes::{NodeArgs, NodeKind, NodeProc, NodeSetup, node_ready};
 use podvisor_bench::procstat;
 use podvisor_bench::schedule::{self, PodTimes};
@@ -53,6 +55,10 @@ struct Args {
     /// Seconds over which idle CPU is measured.
     #[arg(long, default_value_t = 10)]
     window: u64,
+    /// Also where podvisor's one-pod starts go, hop by hop, from its own log (JSON, at the
+    /// levels the hops need and warnings: it then logs less than by default).
+    #[arg(long)]
+    hops: bool,
 }
 
 const IMAGE: &str = "localhost/podvisor/busybox:test";
@@ -155,8 +161,10 @@ async fn until<T>(
 
 struct Results {
     single: Samples,
-    /// The raw CRI floor, one start just before each of `single`'s.
+    /// The raw CRI floor, one start just before each of `single`'s: whole, and its
+    /// RunPodSandbox and CreateContainer + StartContainer.
     floor: Samples,
+    floor_parts: (Samples, Samples),
     /// Floor starts made again (the node killed the pod half way).
     floor_retries: usize,
     delete: Samples,
@@ -177,6 +185,12 @@ struct Results {
     exec: Samples,
     logs: Samples,
     exec_sync: Samples,
+    /// Each one-pod start's create and when it was seen Running and ready (wall clock,
+    /// as the node's log stamps it); with `--hops`, each hop of podvisor's.
+    created: HashMap<String, Timestamp>,
+    seen_ready: HashMap<String, Timestamp>,
+    hops: Vec<Samples>,
+    own: Samples,
 }
 
 /// CPU (% of one core), RSS and anonymous RSS (MiB) of `pid` over `window`.
@@ -209,11 +223,13 @@ async fn singles(
         // runtime's own cleanup) settles before either start: neither pays for the other.
         tokio::time::sleep(SETTLE).await;
         let floor_pod = format!("node-bench-floor-{node}-{i}");
-        r.floor
-            .push(floor_one(cri, &floor_pod, &mut r.floor_retries).await?);
+        let start = floor_one(cri, &floor_pod, &mut r.floor_retries).await?;
+        r.floor.push(start.total());
+        r.floor_parts.0.push(start.sandbox);
+        r.floor_parts.1.push(start.container);
         tokio::time::sleep(SETTLE).await;
         let name = format!("s-{i}");
-        let t0 = Instant::now();
+        let (t0, wall) = (Instant::now(), SystemTime::now());
         pods.create(&PostParams::default(), pod(&name, node, SLEEPER, "Always"))
             .await?;
         let at = until("a pod Running", Duration::from_secs(60), || {
@@ -221,6 +237,9 @@ async fn singles(
         })
         .await?;
         r.single.push(at - t0);
+        r.created.insert(name.clone(), hops::wall_at(wall));
+        r.seen_ready
+            .insert(name.clone(), hops::wall_at(wall + (at - t0)));
         if i == 0 {
             r.status = seen.lock().unwrap().last.get(&name).cloned();
         }
@@ -435,6 +454,7 @@ async fn measure(
     let mut r = Results {
         single: Samples::new(),
         floor: Samples::new(),
+        floor_parts: (Samples::new(), Samples::new()),
         floor_retries: 0,
         delete: Samples::new(),
         batch: Samples::new(),
@@ -449,6 +469,10 @@ async fn measure(
         exec: Samples::new(),
         logs: Samples::new(),
         exec_sync: Samples::new(),
+        created: HashMap::new(),
+        seen_ready: HashMap::new(),
+        hops: Vec::new(),
+        own: Samples::new(),
     };
     singles(&pods, &seen, (&node.name, &ns), (cri, args.singles), &mut r).await?;
     let admin = args.nodes.admin_kubeconfig();
@@ -461,9 +485,13 @@ async fn measure(
     r.busy = usage(node.pid(), window).await?;
     drain(client, &ns, args.batch).await?;
     let nodes: Api<Node> = Api::all(client.clone());
-    let name = node.name.clone();
+    let (name, kind, log) = (node.name.clone(), node.kind, node.dir.join("node.log"));
     node.stop();
     let _ = nodes.delete(&name, &DeleteParams::default()).await;
+    if args.hops && kind == NodeKind::Podvisor {
+        r.hops = hops::cluster_hops(&log, &r.created, &r.seen_ready)?;
+        r.own = hops::own_time(&log, &r.created)?;
+    }
     Ok(r)
 }
 
@@ -530,7 +558,8 @@ async fn streams(
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let setup = args.nodes.setup(&args.agent, &args.runtime)?;
+    let mut setup = args.nodes.setup(&args.agent, &args.runtime)?;
+    setup.hops_log = args.hops;
     let client = args.nodes.admin().await?;
     let rt = CriRuntime::new(&args.runtime.endpoint, Timeouts::default())?;
     let cri = CriClient::new(&args.runtime.endpoint, Timeouts::default())?;
@@ -618,7 +647,11 @@ async fn floor_batch(cri: &CriClient, n: usize) -> anyhow::Result<Duration> {
 /// kubelet kills every runtime pod it does not know (its housekeeping, every 2 s), so a
 /// start beside it may lose its sandbox half way: such a start is made again, up to
 /// three times, and the retries are counted.
-async fn floor_one(cri: &CriClient, uid: &str, retries: &mut usize) -> anyhow::Result<Duration> {
+async fn floor_one(
+    cri: &CriClient,
+    uid: &str,
+    retries: &mut usize,
+) -> anyhow::Result<floor::PodStart> {
     let logs = std::env::temp_dir().join("node-bench-floor");
     std::fs::create_dir_all(&logs)?;
     let logs = logs.to_string_lossy().into_owned();
@@ -633,7 +666,7 @@ async fn floor_one(cri: &CriClient, uid: &str, retries: &mut usize) -> anyhow::R
                     eprintln!("node-bench: a floor pod's teardown failed ({e:#}); removing it");
                     remove_floor_pod(cri, &name).await;
                 }
-                return Ok(took.total());
+                return Ok(took);
             }
             Err(e) if attempt < 3 => {
                 eprintln!("node-bench: a floor start failed ({e:#}); once more");
@@ -689,6 +722,27 @@ fn report(args: &Args, api_floor: &Samples, all: &[(NodeKind, Results)]) {
             k.label(),
             over_floors(r, api_floor),
             r.floor_retries
+        );
+    }
+    for (k, r) in all.iter().filter(|(_, r)| !r.hops.is_empty()) {
+        println!(
+            "### {}: where one pod's start goes, from its log\n\n{}",
+            k.label(),
+            Summary::HEADER
+        );
+        for (name, s) in hops::CLUSTER_HOPS.iter().zip(&r.hops) {
+            println!("{}", s.summary().row(name));
+        }
+        println!(
+            "{}\n{}\n{}\n",
+            r.own
+                .summary()
+                .row("its own time: added → reported ready, less its CRI calls"),
+            r.floor_parts.0.summary().row("floor: RunPodSandbox"),
+            r.floor_parts
+                .1
+                .summary()
+                .row("floor: CreateContainer + StartContainer")
         );
     }
     table(
