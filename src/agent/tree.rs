@@ -116,7 +116,7 @@ fn pod_objects(cfg: &AgentConfig, store: &ActorRef<StoreActor>, g: &Ground) -> P
             let objects = Objects::new(Client::new(remote.clone()))
                 .cached_for(CLUSTER_OBJECTS_FRESH)
                 .with_tokens(Arc::new(ClusterTokens::new(remote.clone())))
-                .with_services(Arc::new(ClusterServices::new(remote.clone())));
+                .with_services(Arc::new(ClusterServices::new(remote.clone()).following()));
             let dir = cfg.state_dir.join("cluster").join("objects");
             match Keep::open(&dir, KEEP_SIZE) {
                 Ok(keep) => Arc::new(objects.kept_in(keep)),
