@@ -10,8 +10,11 @@
 #   PODVISOR_CONTAINERD_DIR      private directory (default /var/lib/podvisor-containerd for
 #                                1.6, /var/lib/podvisor-containerd-X for the others, so they
 #                                can run side by side)
+#   PODVISOR_CONTAINERD_BRIDGE   the bridge and pod subnet of this instance (default: its
+#   PODVISOR_CONTAINERD_SUBNET   version's, below), for a second instance of one version
 # Each version has its own bridge and pod subnet, so the two side by side never hand out
-# one address twice (two instances of one version, in two directories, would: run one).
+# one address twice (two instances of one version, in two directories, would, unless the
+# second is given a bridge and subnet of its own).
 containerd_version=${PODVISOR_CONTAINERD_VERSION:-1.6}
 case "$containerd_version" in
   1.6)
@@ -33,6 +36,8 @@ case "$containerd_version" in
     exit 2
     ;;
 esac
+bridge=${PODVISOR_CONTAINERD_BRIDGE:-$bridge}
+pod_subnet=${PODVISOR_CONTAINERD_SUBNET:-$pod_subnet}
 # Where each version comes from, and its configuration's format.
 case "$containerd_version" in
   2.*) containerd_suite=sid; containerd_config=containerd-2.toml ;;
