@@ -23,15 +23,16 @@ pub(crate) fn name(pod: &str, namespace: &str, container: &str, id: &str) -> Str
     format!("{stem}.log")
 }
 
-/// Points `dir/name` at `target`, replacing whatever link had that name.
-pub(crate) fn make(dir: &Path, name: &str, target: &Path) -> io::Result<()> {
+/// Points `dir/name` at `target`, replacing whatever link had that name; whether it had
+/// to (the link was missing or pointed elsewhere).
+pub(crate) fn make(dir: &Path, name: &str, target: &Path) -> io::Result<bool> {
     std::fs::create_dir_all(dir)?;
     let link = dir.join(name);
     if std::fs::read_link(&link).is_ok_and(|t| t == target) {
-        return Ok(());
+        return Ok(false);
     }
     let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink(target, &link)
+    std::os::unix::fs::symlink(target, &link).map(|()| true)
 }
 
 /// What one sweep did.
@@ -42,12 +43,14 @@ pub(crate) struct Swept {
 }
 
 /// Makes `dir` hold a link for each of `wanted` (name → the container's log), and removes
-/// the links into `pod_log_dir` that are not wanted (their container is gone) and any
-/// `.log` link whose target is gone (another agent's, left behind).
+/// the links into `pod_log_dir` that are not wanted (their container is gone) and, if
+/// `foreign`, any other `.log` link whose target is gone (another agent's, left behind:
+/// a look at each one's target, which the caller does less often).
 pub(crate) fn sweep(
     dir: &Path,
     pod_log_dir: &Path,
     wanted: &BTreeMap<String, PathBuf>,
+    foreign: bool,
 ) -> io::Result<Swept> {
     let mut swept = Swept::default();
     let mut present = BTreeMap::new();
@@ -61,16 +64,44 @@ pub(crate) fn sweep(
         }
     }
     for (name, target) in &present {
-        let ours = target.starts_with(pod_log_dir) && wanted.get(name) != Some(target);
-        let dangling = name.ends_with(".log") && !dir.join(target).exists();
-        if ours || dangling {
+        let unwanted = if target.starts_with(pod_log_dir) {
+            wanted.get(name) != Some(target)
+        } else {
+            foreign && name.ends_with(".log") && !dir.join(target).exists()
+        };
+        if unwanted {
             std::fs::remove_file(dir.join(name))?;
             swept.removed += 1;
         }
     }
     for (name, target) in wanted {
-        if present.get(name) != Some(target) {
-            make(dir, name, target)?;
+        if present.get(name) != Some(target) && make(dir, name, target)? {
+            swept.made += 1;
+        }
+    }
+    Ok(swept)
+}
+
+/// Between sweeps, without reading `dir`: removes the links wanted at the last pass
+/// (`before`) and no longer, and makes those wanted now and not then.
+pub(crate) fn update(
+    dir: &Path,
+    before: &BTreeMap<String, PathBuf>,
+    wanted: &BTreeMap<String, PathBuf>,
+) -> io::Result<Swept> {
+    let mut swept = Swept::default();
+    for (name, target) in before {
+        if wanted.get(name) == Some(target) {
+            continue;
+        }
+        match std::fs::remove_file(dir.join(name)) {
+            Ok(()) => swept.removed += 1,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    for (name, target) in wanted {
+        if before.get(name) != Some(target) && make(dir, name, target)? {
             swept.made += 1;
         }
     }
@@ -112,7 +143,7 @@ mod tests {
         make(&links, "b_ns_c-2.log", &gone).unwrap();
         make(&links, "x_ns_c-3.log", &elsewhere).unwrap();
         let wanted = BTreeMap::from([("a_ns_c-1.log".to_string(), live.clone())]);
-        let swept = sweep(&links, &pods, &wanted).unwrap();
+        let swept = sweep(&links, &pods, &wanted, true).unwrap();
         assert_eq!(
             swept,
             Swept {
@@ -128,14 +159,65 @@ mod tests {
             links.join("x_ns_c-3.log").exists(),
             "another agent's live link is left"
         );
-        assert_eq!(sweep(&links, &pods, &wanted).unwrap(), Swept::default());
-        let swept = sweep(&links, &pods, &BTreeMap::new()).unwrap();
+        assert_eq!(
+            sweep(&links, &pods, &wanted, true).unwrap(),
+            Swept::default()
+        );
+        let swept = sweep(&links, &pods, &BTreeMap::new(), true).unwrap();
         assert_eq!(swept.removed, 1, "the container is gone: so is its link");
         std::fs::remove_file(&elsewhere).unwrap();
         assert_eq!(
-            sweep(&links, &pods, &BTreeMap::new()).unwrap().removed,
+            sweep(&links, &pods, &BTreeMap::new(), false).unwrap(),
+            Swept::default(),
+            "another agent's dangling link waits for a sweep that looks at them"
+        );
+        assert_eq!(
+            sweep(&links, &pods, &BTreeMap::new(), true)
+                .unwrap()
+                .removed,
             1,
             "dangling"
+        );
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn an_update_follows_the_wanted_links_without_reading_the_directory() {
+        let root = tmp("update");
+        let (links, pods) = (root.join("containers"), root.join("pods"));
+        let (a, b) = (pods.join("ns_a_u1/c/0.log"), pods.join("ns_b_u2/c/0.log"));
+        let foreign = root.join("gone.log");
+        make(&links, "x_ns_c-9.log", &foreign).unwrap();
+        let first = BTreeMap::from([("a_ns_c-1.log".to_string(), a.clone())]);
+        let made = update(&links, &BTreeMap::new(), &first).unwrap();
+        assert_eq!(
+            made,
+            Swept {
+                made: 1,
+                removed: 0
+            }
+        );
+        // Made already (as a container's start makes it): nothing to count.
+        make(&links, "b_ns_c-2.log", &b).unwrap();
+        let second = BTreeMap::from([("b_ns_c-2.log".to_string(), b.clone())]);
+        assert_eq!(
+            update(&links, &first, &second).unwrap(),
+            Swept {
+                made: 0,
+                removed: 1
+            }
+        );
+        assert_eq!(std::fs::read_link(links.join("b_ns_c-2.log")).unwrap(), b);
+        assert!(std::fs::symlink_metadata(links.join("a_ns_c-1.log")).is_err());
+        assert!(
+            std::fs::symlink_metadata(links.join("x_ns_c-9.log")).is_ok(),
+            "a link it did not make is left to the sweeps"
+        );
+        std::fs::remove_file(links.join("b_ns_c-2.log")).unwrap();
+        assert_eq!(
+            update(&links, &second, &BTreeMap::new()).unwrap(),
+            Swept::default(),
+            "already gone"
         );
         let _ = std::fs::remove_dir_all(&root);
     }

@@ -72,11 +72,23 @@ impl Default for LogRotationConfig {
     }
 }
 
+/// Every how many checks the links directory is read whole, the links of other agents
+/// with it (a minute at the default interval: the kubelet's container GC period, when it
+/// removes dead links); the checks between only follow what this node wants linked.
+const SWEEP_LINKS_EVERY: u64 = 6;
+
+/// A link's name → the log it points at.
+type Links = std::collections::BTreeMap<String, PathBuf>;
+
 pub struct LogRotation {
     runtime: Arc<dyn Runtime>,
     node: NodeConfig,
     config: LogRotationConfig,
     totals: RotationReport,
+    /// Checks begun by this instance.
+    checks: u64,
+    /// The links the last check left, when it could (the next one only follows changes).
+    linked: Option<Links>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -103,15 +115,17 @@ impl LogRotation {
             node,
             config,
             totals: RotationReport::default(),
+            checks: 0,
+            linked: None,
         }
     }
 
-    /// This node's containers and where their logs are.
-    async fn live(runtime: Arc<dyn Runtime>, node: NodeConfig) -> Vec<Live> {
-        let Ok(pods) = runtime.list_pods().await else {
-            return Vec::new();
-        };
-        pods.iter()
+    /// This node's containers and where their logs are; `None` if the runtime cannot be
+    /// listed (no link is then taken for gone).
+    async fn live(runtime: Arc<dyn Runtime>, node: NodeConfig) -> Option<Vec<Live>> {
+        let pods = runtime.list_pods().await.ok()?;
+        let live = pods
+            .iter()
             .filter(|p| podvisor_cri::labels::owned_by(p, &node.node_name))
             .flat_map(|p| {
                 let dir = node
@@ -124,7 +138,8 @@ impl LogRotation {
                     link: links::name(&p.pod.name, &p.pod.namespace, &c.name, &c.id),
                 })
             })
-            .collect()
+            .collect();
+        Some(live)
     }
 
     /// The logs among `live` that have grown past `max_size`, in one blocking call: one
@@ -140,23 +155,39 @@ impl LogRotation {
         .unwrap_or_default()
     }
 
-    /// Makes the node's container log links match `live` (when the node keeps them).
-    async fn link(node: &NodeConfig, live: &[Live], report: &mut RotationReport) {
-        let Some(dir) = node.container_links_dir.clone() else {
-            return;
-        };
-        let wanted = live
+    /// Makes the node's container log links match `live` (when the node keeps them): from
+    /// what the last check left (`before`) or, without it, by a sweep of the directory.
+    /// What is linked now, if that worked.
+    async fn link(
+        node: &NodeConfig,
+        live: &[Live],
+        before: Option<Links>,
+        report: &mut RotationReport,
+    ) -> Option<Links> {
+        let dir = node.container_links_dir.clone()?;
+        let wanted: Links = live
             .iter()
             .map(|c| (c.link.clone(), c.path.clone()))
             .collect();
         let pods = node.pod_log_dir.clone();
-        match tokio::task::spawn_blocking(move || links::sweep(&dir, &pods, &wanted)).await {
-            Ok(Ok(swept)) => {
+        let made = tokio::task::spawn_blocking(move || {
+            match &before {
+                Some(before) => links::update(&dir, before, &wanted),
+                None => links::sweep(&dir, &pods, &wanted, true),
+            }
+            .map(|swept| (swept, wanted))
+        });
+        match made.await {
+            Ok(Ok((swept, wanted))) => {
                 report.linked += swept.made;
                 report.unlinked += swept.removed;
+                Some(wanted)
             }
-            Ok(Err(e)) => warn!(error = %e, "cannot keep the container log links"),
-            Err(_) => {}
+            Ok(Err(e)) => {
+                warn!(error = %e, "cannot keep the container log links");
+                None
+            }
+            Err(_) => None,
         }
     }
 
@@ -205,21 +236,25 @@ impl LogRotation {
 
     fn check(&mut self, ctx: &mut Context<Self>) -> impl Future<Output = RotationReport> + use<> {
         let (runtime, node, cfg) = (self.runtime.clone(), self.node.clone(), self.config);
+        let sweep = self.checks.is_multiple_of(SWEEP_LINKS_EVERY);
+        let before = if sweep { None } else { self.linked.take() };
+        self.checks += 1;
         let (tx, rx) = tokio::sync::oneshot::channel();
         let work = async move {
-            let live = Self::live(runtime.clone(), node.clone()).await;
-            let mut report = RotationReport {
-                checked: live.iter().filter(|c| c.running).count(),
-                ..Default::default()
+            let mut report = RotationReport::default();
+            let Some(live) = Self::live(runtime.clone(), node.clone()).await else {
+                return (report, before);
             };
-            Self::link(&node, &live, &mut report).await;
+            report.checked = live.iter().filter(|c| c.running).count();
+            let linked = Self::link(&node, &live, before, &mut report).await;
             for c in Self::full(live, cfg.max_size).await {
                 Self::rotate_one(runtime.as_ref(), c, cfg, &mut report).await;
             }
-            report
+            (report, linked)
         }
         .into_actor(self)
-        .map(|report, act, _| {
+        .map(|(report, linked), act, _| {
+            act.linked = linked;
             act.totals.checked += report.checked;
             act.totals.rotated += report.rotated;
             act.totals.removed += report.removed;

@@ -9,6 +9,7 @@
 //! nothing, so a restart alone never stops a pod.
 
 mod eviction;
+mod gate;
 pub mod gc;
 mod housekeeping;
 mod pods;
@@ -109,6 +110,9 @@ pub struct SyncLoop {
     settled: bool,
     /// Pods that had finished when this instance started, until their source adds them.
     finished: HashMap<PodUid, Phase>,
+    /// Which housekeeping passes list the runtime, and which sweep the disk and cgroups.
+    listings: gate::Gate,
+    sweeps: gate::Gate,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -130,6 +134,8 @@ impl SyncLoop {
             measuring: false,
             settled: false,
             finished: HashMap::new(),
+            listings: gate::Gate::new(gate::LIST_EVERY),
+            sweeps: gate::Gate::new(gate::SWEEP_EVERY),
         }
     }
 

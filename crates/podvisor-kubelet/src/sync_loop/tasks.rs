@@ -3,6 +3,7 @@
 //! containers after one dies.
 
 use std::collections::{BTreeMap, HashSet};
+use std::time::Instant;
 
 use actix::prelude::*;
 use podvisor_core::{EventType, GracePeriod, PodExt, PodUid, SharedPod};
@@ -26,11 +27,17 @@ impl SyncLoop {
         }
         self.housekeeping_running = true;
         let desired = self.pods.desired_uids();
+        let removing = self.pods.removed().next().is_some();
+        let list = self.listings.due(&desired, removing, Instant::now());
         let (known, runtime) = (self.deps.known.clone(), self.deps.runtime.clone());
         ctx.spawn(
             async move {
                 let states = known.send(SyncKnownPods(desired)).await.ok();
-                let running = runtime.list_pods().await;
+                let running = if list {
+                    Some(runtime.list_pods().await)
+                } else {
+                    None
+                };
                 (states, running)
             }
             .into_actor(self)
@@ -45,13 +52,21 @@ impl SyncLoop {
     fn after_housekeeping(
         &mut self,
         states: BTreeMap<PodUid, PodWorkerState>,
-        running: Result<Vec<podvisor_cri::Pod>, CriError>,
+        running: Option<Result<Vec<podvisor_cri::Pod>, CriError>>,
         ctx: &mut Context<Self>,
     ) {
-        let running = running
-            .map_err(|e| warn!(error = %e, "housekeeping cannot list the runtime"))
-            .ok();
+        // Not listed this pass (`gate.rs`), or listing failed: nothing is swept or killed.
+        let running = match running {
+            Some(Err(e)) => {
+                warn!(error = %e, "housekeeping cannot list the runtime");
+                self.listings.again();
+                None
+            }
+            Some(Ok(pods)) => Some(pods),
+            None => None,
+        };
         let plan = housekeeping::plan(&mut self.pods, &states, running, &self.config.node_name);
+        let forgets = !plan.forget.is_empty();
         let (deps, forget, retain) = (self.deps.clone(), plan.forget, plan.retain);
         let forget_statuses = move || {
             for uid in forget {
@@ -66,8 +81,10 @@ impl SyncLoop {
         // A pod leaves `get pods` only once its directories are gone: whoever waits for it
         // to disappear (a script, a user re-adding the same manifest) finds them gone too.
         match plan.keep_dirs {
-            Some(keep) => self.sweep_dirs(keep, forget_statuses, ctx),
-            None => forget_statuses(),
+            Some(keep) if self.sweeps.due(&keep, forgets, Instant::now()) => {
+                self.sweep_dirs(keep, forget_statuses, ctx)
+            }
+            _ => forget_statuses(),
         }
         for u in plan.updates {
             if let Some(rp) = &u.running_pod {
