@@ -148,8 +148,10 @@ async fn rejected_manifests_and_bodies_cost_no_memory_and_stop_no_pod() {
     let running = |p: &k8s_openapi::api::core::v1::Pod| {
         p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
     };
+    // What is measured is what hostile input costs, not how soon a pod starts: once, with
+    // the suite's other lane busy, containerd 2.1 took 30.2 s over this pod's RunPodSandbox.
     agent
-        .wait_pod("good", "running", Duration::from_secs(30), running)
+        .wait_pod("good", "running", Duration::from_secs(90), running)
         .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let before = settled_rss(&agent).await;
