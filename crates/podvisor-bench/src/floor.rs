@@ -80,13 +80,30 @@ pub async fn start_pods_parallel(
     host_network: bool,
     log_dir: &str,
 ) -> anyhow::Result<(Vec<RawPod>, Duration)> {
+    start_parallel(cri, n, parallelism, |i| {
+        let uid = format!("{prefix}-{i}");
+        async move { start_pod(cri, &uid, host_network, log_dir).await }
+    })
+    .await
+}
+
+/// Starts `n` pods, the `i`th by `start(i)`, with at most `parallelism` in flight; returns
+/// the pods and the wall time until the last one ran. On a failure the pods that did start
+/// are torn down and the first error returned.
+pub async fn start_parallel<F, Fut>(
+    cri: &CriClient,
+    n: usize,
+    parallelism: usize,
+    start: F,
+) -> anyhow::Result<(Vec<RawPod>, Duration)>
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<(RawPod, PodStart)>>,
+{
     use futures_util::StreamExt;
     let t0 = Instant::now();
     let results: Vec<_> = futures_util::stream::iter(0..n)
-        .map(|i| {
-            let uid = format!("{prefix}-{i}");
-            async move { start_pod(cri, &uid, host_network, log_dir).await }
-        })
+        .map(start)
         .buffer_unordered(parallelism.max(1))
         .collect()
         .await;

@@ -11,6 +11,7 @@ pub mod floor;
 pub mod hops;
 pub mod nodes;
 pub mod procstat;
+pub mod replay;
 pub mod schedule;
 pub mod stats;
 pub mod status_diff;

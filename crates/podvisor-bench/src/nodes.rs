@@ -25,6 +25,7 @@ impl NodeKind {
 }
 
 /// What every node of a run shares.
+#[derive(Clone)]
 pub struct NodeSetup {
     pub podvisor: PathBuf,
     pub kubelet: PathBuf,

@@ -13,7 +13,7 @@
 //! stays in the runtime to be asked.
 //!
 //! PODVISOR_CONTAINERD_VERSION=1.7 scripts/containerd-up
-//! cargo build --release --bin podvisor -p podvisor-bench --bin exit-bench
+//! cargo build --release -p podvisor --bin podvisor && cargo build --release -p podvisor-bench --bin exit-bench
 //! target/release/exit-bench --endpoint unix:///var/lib/podvisor-containerd-1.7/containerd.sock
 
 use std::collections::HashMap;

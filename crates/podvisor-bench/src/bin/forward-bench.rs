@@ -8,7 +8,7 @@
 //!   node agent → containerd → pod), the path a user takes.
 //!
 //! scripts/cluster-up && PODVISOR_CONTAINERD_VERSION=2.1 scripts/containerd-up
-//! cargo build --release -p podvisor --bin podvisor -p podvisor-bench --bin forward-bench
+//! cargo build --release -p podvisor --bin podvisor && cargo build --release -p podvisor-bench --bin forward-bench
 //! target/release/forward-bench --endpoint unix:///var/lib/podvisor-containerd-2.1/containerd.sock
 
 use std::time::{Duration, Instant};

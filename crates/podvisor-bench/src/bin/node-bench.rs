@@ -15,7 +15,7 @@
 //!
 //! scripts/cluster-up && PODVISOR_CONTAINERD_VERSION=1.7 scripts/containerd-up
 //! (. scripts/lib/kubernetes-build.sh && k8s_build v1.37.2 kubelet)   # the kubelet, once
-//! cargo build --release -p podvisor --bin podvisor -p podvisor-bench --bin node-bench
+//! cargo build --release -p podvisor --bin podvisor && cargo build --release -p podvisor-bench --bin node-bench
 //! target/release/node-bench --endpoint unix:///var/lib/podvisor-containerd-1.7/containerd.sock
 
 use std::collections::{BTreeMap, HashMap};

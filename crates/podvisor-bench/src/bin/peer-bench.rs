@@ -7,7 +7,7 @@
 //! conmon processes for podman (which has no daemon).
 //!
 //! crates/podvisor-bench/peer/podman-up   # prints CONTAINERS_CONF=...; export it
-//! cargo build --release --bin podvisor -p podvisor-bench --bin peer-bench
+//! cargo build --release -p podvisor --bin podvisor && cargo build --release -p podvisor-bench --bin peer-bench
 //! CONTAINERS_CONF=/var/lib/podvisor-peer/containers.conf target/release/peer-bench
 
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@
 //! upper bound).
 //!
 //! scripts/containerd-up
-//! cargo build --release --bin podvisor -p podvisor-bench --bin probe-bench
+//! cargo build --release -p podvisor --bin podvisor && cargo build --release -p podvisor-bench --bin probe-bench
 //! target/release/probe-bench
 
 use std::path::PathBuf;

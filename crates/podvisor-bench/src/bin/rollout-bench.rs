@@ -15,7 +15,7 @@
 //! write, a pod to create), with each new pod's time to run and then to be ready.
 //!
 //! scripts/cluster-up && PODVISOR_CONTAINERD_VERSION=2.1 scripts/containerd-up
-//! cargo build --release -p podvisor --bin podvisor -p podvisor-bench --bin rollout-bench
+//! cargo build --release -p podvisor --bin podvisor && cargo build --release -p podvisor-bench --bin rollout-bench
 //! target/release/rollout-bench --endpoint unix:///var/lib/podvisor-containerd-2.1/containerd.sock
 
 use std::collections::{BTreeMap, BTreeSet};
