@@ -177,7 +177,8 @@ struct Results {
     exit: Samples,
     /// Exited containers the runtime no longer had when asked.
     exits_lost: usize,
-    /// CPU %, RSS MiB and its anonymous part (the rest is mostly the binary's own pages).
+    /// CPU %, RSS MiB and its anonymous part, means over the window (the rest is mostly the
+    /// binary's own pages).
     idle: (f64, f64, f64),
     busy: (f64, f64, f64),
     status: Option<Arc<Pod>>,
@@ -193,14 +194,21 @@ struct Results {
     own: Samples,
 }
 
-/// CPU (% of one core), RSS and anonymous RSS (MiB) of `pid` over `window`.
+/// CPU (% of one core) of `pid` over `window`, and its RSS and anonymous RSS (MiB), each
+/// the mean of a reading every second of it: podvisor unmaps the code it has not run every
+/// 10 s, so one reading of its file-backed pages depends on how long ago that was.
 async fn usage(pid: u32, window: Duration) -> anyhow::Result<(f64, f64, f64)> {
     let c0 = procstat::cpu_time(pid)?;
     let t0 = Instant::now();
-    tokio::time::sleep(window).await;
+    let (mut rss, mut anon, mut n) = (0u64, 0u64, 0u64);
+    while n == 0 || t0.elapsed() < window {
+        tokio::time::sleep(Duration::from_secs(1).min(window)).await;
+        rss += procstat::rss_bytes(pid)?;
+        anon += procstat::anon_rss_bytes(pid)?;
+        n += 1;
+    }
     let cpu = (procstat::cpu_time(pid)? - c0).as_secs_f64() / t0.elapsed().as_secs_f64() * 100.0;
-    let mib = |b: u64| b as f64 / (1 << 20) as f64;
-    let (rss, anon) = (procstat::rss_bytes(pid)?, procstat::anon_rss_bytes(pid)?);
+    let mib = |b: u64| b as f64 / n as f64 / (1 << 20) as f64;
     Ok((cpu, mib(rss), mib(anon)))
 }
 
@@ -794,7 +802,7 @@ fn report(args: &Args, api_floor: &Samples, all: &[(NodeKind, Results)]) {
         );
     }
     println!(
-        "## the node agent's resources\n\n| node | idle CPU % | idle RSS (anonymous) MiB | CPU % with {n} pods | RSS (anonymous) MiB with {n} pods | {n} at once: until the last |\n|---|---:|---:|---:|---:|---:|",
+        "## the node agent's resources\n\n| node | idle CPU % | idle RSS (anonymous) MiB, mean | CPU % with {n} pods | RSS (anonymous) MiB with {n} pods, mean | {n} at once: until the last |\n|---|---:|---:|---:|---:|---:|",
         n = args.batch
     );
     for (k, r) in all {
