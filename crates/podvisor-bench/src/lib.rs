@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod alloc;
+pub mod api_requests;
 pub mod args;
 pub mod cpu;
 pub mod fetch;

@@ -11,7 +11,10 @@
 //! (the same calls, made directly, one before each of the node's starts, so both see the
 //! same machine), and each batch's schedule as the runtime saw it
 //! (sandboxes begun, containers created and started, pods Running, over time), and the CPU
-//! the runtime, the control plane and the node used while the batch started.
+//! the runtime, the control plane and the node used while the batch started, and the API
+//! requests served meanwhile. A burst has two floors: the runtime alone, and the runtime
+//! with the cluster's least share of it (each pod created, its status patched once,
+//! seen through a watch), no node.
 //!
 //! scripts/cluster-up && PODVISOR_CONTAINERD_VERSION=1.7 scripts/containerd-up
 //! (. scripts/lib/kubernetes-build.sh && k8s_build v1.37.2 kubelet)   # the kubelet, once
@@ -26,6 +29,7 @@ use clap::Parser;
 use futures_util::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::jiff::Timestamp;
+use podvisor_bench::api_requests;
 use podvisor_bench::floor;
 use podvisor_bench::hops;
 use podvisor_bench::nodes::{NodeArgs, NodeKind, NodeProc, NodeSetup, node_ready};
@@ -112,25 +116,78 @@ fn observe(seen: &Mutex<Seen>, e: WatchEvent<Arc<Pod>>) {
     s.last.insert(name, p);
 }
 
-/// Follows the namespace's pods until the program ends.
-async fn watch(api: Api<Pod>, seen: Arc<Mutex<Seen>>) -> anyhow::Result<()> {
+/// What a list says when a watch begins again: its pods as if modified, and the pods
+/// seen before and no longer listed as deleted now.
+fn relisted(seen: &Mutex<Seen>, items: Vec<Arc<Pod>>) {
+    let names: std::collections::HashSet<String> = items
+        .iter()
+        .filter_map(|p| p.metadata.name.clone())
+        .collect();
+    let gone: Vec<String> = {
+        let s = seen.lock().unwrap();
+        s.last
+            .keys()
+            .filter(|n| !names.contains(*n))
+            .cloned()
+            .collect()
+    };
+    for name in gone {
+        let mut s = seen.lock().unwrap();
+        s.last.remove(&name);
+        s.gone.entry(name).or_insert_with(Instant::now);
+    }
+    for p in items {
+        observe(seen, WatchEvent::Modified(p));
+    }
+}
+
+/// Follows the namespace's pods until dropped.
+#[must_use = "the watch stops when this is dropped"]
+struct Watching(tokio::task::JoinHandle<()>);
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Follows the namespace's pods. A watch that ends (the API server's timeout, or an
+/// error such as a version compacted away) is begun again 100 ms later from a fresh list:
+/// once begun again at once from the same version, a version compacted away made this
+/// loop ask the API server hundreds of times a second for minutes, in whichever node's
+/// run came later (the kubelet's).
+async fn watch(api: Api<Pod>, seen: Arc<Mutex<Seen>>) -> anyhow::Result<Watching> {
     let list = api.list(&ListParams::default()).await?;
     let mut version = list.resource_version.clone();
-    tokio::spawn(async move {
+    Ok(Watching(tokio::spawn(async move {
         loop {
-            let Ok(mut stream) = api.watch(&ListParams::default(), &version).await else {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            };
-            while let Some(Ok(e)) = stream.next().await {
-                if let Some(v) = e.object().and_then(|p| p.metadata.resource_version.clone()) {
-                    version = v;
-                }
-                observe(&seen, e);
+            match api.watch(&ListParams::default(), &version).await {
+                Ok(mut stream) => loop {
+                    match stream.next().await {
+                        Some(Ok(e)) => {
+                            let object =
+                                e.object().and_then(|p| p.metadata.resource_version.clone());
+                            if let Some(v) = object {
+                                version = v;
+                            }
+                            observe(&seen, e);
+                        }
+                        Some(Err(e)) => {
+                            eprintln!("node-bench: a watch ended ({e}); begun again");
+                            break;
+                        }
+                        None => break,
+                    }
+                },
+                Err(e) => eprintln!("node-bench: a watch not begun ({e}); once more"),
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if let Ok(list) = api.list(&ListParams::default()).await {
+                version = list.resource_version.clone();
+                relisted(&seen, list.items);
             }
         }
-    });
-    Ok(())
+    })))
 }
 
 fn pod(name: &str, node: &str, command: &str, restart: &str) -> Pod {
@@ -174,6 +231,8 @@ struct Results {
     schedule: Vec<PodTimes>,
     /// CPU time each kind of process used from the batch's creates until all ran.
     batch_cpu: BTreeMap<&'static str, Duration>,
+    /// The API requests served meanwhile (every client's), by kind.
+    batch_requests: Vec<(String, u64)>,
     exit: Samples,
     /// Exited containers the runtime no longer had when asked.
     exits_lost: usize,
@@ -310,9 +369,10 @@ async fn batch(
     pods: &Api<Pod>,
     seen: &Mutex<Seen>,
     (node, ns, agent): (&str, &str, u32),
-    (cri, n): (&CriClient, usize),
+    (cri, n, admin): (&CriClient, usize, &std::path::Path),
     r: &mut Results,
 ) -> anyhow::Result<()> {
+    let requests0 = api_requests::read(admin)?;
     let cpu0 = procstat::cpu_by_kind(kind_of)?;
     let agent0 = procstat::cpu_time(agent)?;
     let (t0, wall) = (Instant::now(), SystemTime::now());
@@ -329,10 +389,8 @@ async fn batch(
         names.iter().all(|n| s.ready.contains_key(n)).then_some(())
     })
     .await?;
-    for (kind, cpu) in procstat::cpu_by_kind(kind_of)? {
-        let before = cpu0.get(kind).copied().unwrap_or_default();
-        r.batch_cpu.insert(kind, cpu.saturating_sub(before));
-    }
+    r.batch_cpu = cpu_since(&cpu0)?;
+    r.batch_requests = api_requests::served(&requests0, &api_requests::read(admin)?);
     let agent_cpu = procstat::cpu_time(agent)?.saturating_sub(agent0);
     r.batch_cpu.insert("node agent", agent_cpu);
     let mut running = HashMap::new();
@@ -456,7 +514,7 @@ async fn measure(
     namespaces.create(&PostParams::default(), n).await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let seen = Arc::new(Mutex::new(Seen::default()));
-    watch(pods.clone(), seen.clone()).await?;
+    let _watching = watch(pods.clone(), seen.clone()).await?;
     tokio::time::sleep(Duration::from_secs(5)).await;
     let window = Duration::from_secs(args.window);
     let mut r = Results {
@@ -469,6 +527,7 @@ async fn measure(
         batch_all: Duration::ZERO,
         schedule: Vec::new(),
         batch_cpu: BTreeMap::new(),
+        batch_requests: Vec::new(),
         exit: Samples::new(),
         exits_lost: 0,
         idle: usage(node.pid(), window).await?,
@@ -488,7 +547,8 @@ async fn measure(
     streams(&pods, &seen, places, (rt, &admin), args.streams, &mut r).await?;
     exits(&pods, &seen, rt, &node.name, args.exits, &mut r).await?;
     let batch_places = (node.name.as_str(), ns.as_str(), node.pid());
-    batch(&pods, &seen, batch_places, (cri, args.batch), &mut r).await?;
+    let batch_runtime = (cri, args.batch, admin.as_path());
+    batch(&pods, &seen, batch_places, batch_runtime, &mut r).await?;
     tokio::time::sleep(Duration::from_secs(5)).await;
     r.busy = usage(node.pid(), window).await?;
     drain(client, &ns, args.batch).await?;
@@ -579,7 +639,10 @@ async fn main() -> anyhow::Result<()> {
         args.nodes.kubelet.display()
     );
     let api_floor = api_floor(&client, args.singles).await?;
-    let batch_floor = floor_batch(&cri, args.batch).await?;
+    let floors = [
+        floor_batch(&cri, args.batch).await?,
+        floor_batch_api(&client, &cri, args.batch, &args.nodes.admin_kubeconfig()).await?,
+    ];
     let both = (rt, cri);
     let mut all = Vec::new();
     for kind in [NodeKind::Podvisor, NodeKind::Kubelet] {
@@ -590,18 +653,12 @@ async fn main() -> anyhow::Result<()> {
             }
             Err(e) => {
                 // The nodes measured before still count: print them, then fail.
-                report(&args, &api_floor, &all);
+                report(&args, (&api_floor, &floors), &all);
                 return Err(e.context(format!("{} not measured", kind.label())));
             }
         }
     }
-    report(&args, &api_floor, &all);
-    println!(
-        "raw CRI floor, {} at once with {} in flight (podvisor's default bound): the last running after {:.0} ms\n",
-        args.batch,
-        podvisor_cri::client::default_mutations(),
-        batch_floor.as_secs_f64() * 1e3
-    );
+    report(&args, (&api_floor, &floors), &all);
     Ok(())
 }
 
@@ -611,7 +668,7 @@ async fn main() -> anyhow::Result<()> {
 async fn api_floor(client: &Client, n: usize) -> anyhow::Result<Samples> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let seen = Arc::new(Mutex::new(Seen::default()));
-    watch(pods.clone(), seen.clone()).await?;
+    let _watching = watch(pods.clone(), seen.clone()).await?;
     let ready = serde_json::json!({"status": {"phase": "Running",
         "conditions": [{"type": "Ready", "status": "True"}]}});
     let mut out = Samples::new();
@@ -637,17 +694,134 @@ async fn api_floor(client: &Client, n: usize) -> anyhow::Result<Samples> {
     Ok(out)
 }
 
-/// The raw CRI floor of a burst: `n` pods started with the agent's default bound on calls
-/// in flight, then torn down; until the last one ran.
-async fn floor_batch(cri: &CriClient, n: usize) -> anyhow::Result<Duration> {
+/// A burst's floor: until its last pod ran, and the CPU each kind of process used and the
+/// API requests served meanwhile.
+struct BurstFloor {
+    what: &'static str,
+    took: Duration,
+    cpu: BTreeMap<&'static str, Duration>,
+    requests: Vec<(String, u64)>,
+}
+
+fn floor_logs() -> anyhow::Result<String> {
     let logs = std::env::temp_dir().join("node-bench-floor");
     std::fs::create_dir_all(&logs)?;
-    let logs = logs.to_string_lossy().into_owned();
+    Ok(logs.to_string_lossy().into_owned())
+}
+
+/// CPU each kind of process used since `cpu0`.
+fn cpu_since(
+    cpu0: &BTreeMap<&'static str, Duration>,
+) -> anyhow::Result<BTreeMap<&'static str, Duration>> {
+    Ok(procstat::cpu_by_kind(kind_of)?
+        .into_iter()
+        .map(|(kind, cpu)| {
+            let before = cpu0.get(kind).copied().unwrap_or_default();
+            (kind, cpu.saturating_sub(before))
+        })
+        .collect())
+}
+
+/// The raw CRI floor of a burst: `n` pods started with the agent's default bound on calls
+/// in flight, then torn down; until the last one ran.
+async fn floor_batch(cri: &CriClient, n: usize) -> anyhow::Result<BurstFloor> {
+    let logs = floor_logs()?;
     let bound = podvisor_cri::client::default_mutations();
+    let cpu0 = procstat::cpu_by_kind(kind_of)?;
     let (pods, took) =
         floor::start_pods_parallel(cri, "node-bench-burst", n, bound, false, &logs).await?;
+    let cpu = cpu_since(&cpu0)?;
     floor::teardown_parallel(cri, &pods, bound).await?;
-    Ok(took)
+    Ok(BurstFloor {
+        what: "the runtime alone",
+        took,
+        cpu,
+        requests: Vec::new(),
+    })
+}
+
+/// The floor of a burst with the cluster's share of it and no node: `n` pods created at
+/// once (16 requests at a time, as the batch's) bound to a node that does not exist; each,
+/// once created, started raw (the agent's default bound on calls in flight), then its
+/// status patched Running and Ready (the one write a node must make); until the watch saw
+/// the last so. What no node can do better than here.
+async fn floor_batch_api(
+    client: &Client,
+    cri: &CriClient,
+    n: usize,
+    admin: &std::path::Path,
+) -> anyhow::Result<BurstFloor> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let _watching = watch(pods.clone(), seen.clone()).await?;
+    let names: Vec<String> = (0..n)
+        .map(|i| format!("node-bench-burst-api-{i}"))
+        .collect();
+    let created = Mutex::new(std::collections::HashSet::new());
+    let patches = Mutex::new(Vec::new());
+    let (logs, bound) = (floor_logs()?, podvisor_cri::client::default_mutations());
+    let (requests0, cpu0) = (api_requests::read(admin)?, procstat::cpu_by_kind(kind_of)?);
+    let t0 = Instant::now();
+    let creates = futures_util::stream::iter(names.iter().map(|name| {
+        let (pods, created) = (&pods, &created);
+        async move {
+            let body = pod(name, "node-bench-no-node", SLEEPER, "Always");
+            pods.create(&PostParams::default(), body).await?;
+            created.lock().unwrap().insert(name.clone());
+            anyhow::Ok(())
+        }
+    }))
+    .buffer_unordered(16)
+    .try_collect::<Vec<()>>();
+    let starts = floor::start_parallel(cri, n, bound, |i| {
+        let (name, pods, created, logs, patches) = (&names[i], &pods, &created, &logs, &patches);
+        async move {
+            let limit = Duration::from_secs(60);
+            until("the pod created", limit, || {
+                created.lock().unwrap().contains(name).then_some(())
+            })
+            .await?;
+            let started = floor::start_pod(cri, name, false, logs).await?;
+            let ready = serde_json::json!({"status": {"phase": "Running",
+                "conditions": [{"type": "Ready", "status": "True"}]}});
+            let (pods, name) = (pods.clone(), name.clone());
+            patches.lock().unwrap().push(tokio::spawn(async move {
+                let patch = Patch::Merge(ready);
+                pods.patch_status(&name, &PostParams::default(), &patch)
+                    .await
+            }));
+            Ok(started)
+        }
+    });
+    let (created_all, started) = tokio::join!(creates, starts);
+    created_all?;
+    let (raw, _) = started?;
+    for patch in patches.into_inner().unwrap() {
+        patch.await??;
+    }
+    until("the burst's pods Ready", batch_limit(n), || {
+        let s = seen.lock().unwrap();
+        names.iter().all(|n| s.ready.contains_key(n)).then_some(())
+    })
+    .await?;
+    let took = t0.elapsed();
+    let cpu = cpu_since(&cpu0)?;
+    let requests = api_requests::served(&requests0, &api_requests::read(admin)?);
+    floor::teardown_parallel(cri, &raw, bound).await?;
+    let now = DeleteParams {
+        grace_seconds: Some(0),
+        ..DeleteParams::default()
+    };
+    futures_util::stream::iter(names.iter().map(|name| pods.delete(name, &now)))
+        .buffer_unordered(16)
+        .try_collect::<Vec<_>>()
+        .await?;
+    Ok(BurstFloor {
+        what: "the runtime and the API's share",
+        took,
+        cpu,
+        requests,
+    })
 }
 
 /// The raw CRI floor of one pod's start (RunPodSandbox, CreateContainer, StartContainer
@@ -700,7 +874,11 @@ async fn remove_floor_pod(cri: &CriClient, uid: &str) {
     }
 }
 
-fn report(args: &Args, api_floor: &Samples, all: &[(NodeKind, Results)]) {
+fn report(
+    args: &Args,
+    (api_floor, floors): (&Samples, &[BurstFloor]),
+    all: &[(NodeKind, Results)],
+) {
     let table = |title: &str, f: &dyn Fn(&Results) -> Summary| {
         println!("## {title}\n\n{}", Summary::HEADER);
         for (k, r) in all {
@@ -819,7 +997,8 @@ fn report(args: &Args, api_floor: &Samples, all: &[(NodeKind, Results)]) {
         );
     }
     println!();
-    print_batch_cpu(all);
+    print_batch_cpu(args.batch, floors, all);
+    print_requests(args.batch, floors, all);
     let statuses: Vec<_> = all.iter().map(|(_, r)| r.status.clone()).collect();
     if let [Some(a), Some(b)] = statuses.as_slice() {
         podvisor_bench::status_diff::print(a, b);
@@ -873,34 +1052,82 @@ fn print_schedule(node: &str, r: &Results) {
 }
 
 /// CPU seconds each kind of process used while the batch started (2 cores here: the
-/// runtime, the control plane and the node share them).
-fn print_batch_cpu(all: &[(NodeKind, Results)]) {
-    let kinds: std::collections::BTreeSet<&str> = all
+/// runtime, the control plane and the node share them), and the burst's floors beside.
+fn print_batch_cpu(n: usize, floors: &[BurstFloor], all: &[(NodeKind, Results)]) {
+    let rows: Vec<(String, Duration, &BTreeMap<&str, Duration>)> = floors
         .iter()
-        .flat_map(|(_, r)| r.batch_cpu.keys().copied())
+        .map(|f| (format!("floor: {}", f.what), f.took, &f.cpu))
+        .chain(
+            all.iter()
+                .map(|(k, r)| (k.label().to_string(), r.batch_all, &r.batch_cpu)),
+        )
         .collect();
-    let head: Vec<&str> = kinds.iter().copied().collect();
+    let kinds: std::collections::BTreeSet<&str> =
+        rows.iter().flat_map(|r| r.2.keys().copied()).collect();
+    let head: Vec<&str> = kinds.into_iter().collect();
     println!(
-        "## CPU seconds used from the batch's creates until all ran\n\n| node | until the last | {} |\n|---|---:|{}",
+        "## {n} at once, and the floors of the same burst ({} calls in flight, podvisor's default bound): CPU seconds used until the last ran\n\n| what | until the last | × the kubelet's | {} |\n|---|---:|---:|{}",
+        podvisor_cri::client::default_mutations(),
         head.join(" | "),
         "---:|".repeat(head.len())
     );
-    for (k, r) in all {
+    let kubelet = all
+        .iter()
+        .find(|(k, _)| *k == NodeKind::Kubelet)
+        .map(|(_, r)| r.batch_all.as_secs_f64());
+    for (label, took, cpu) in rows {
         let cells: Vec<String> = head
             .iter()
-            .map(|h| {
-                format!(
-                    "{:.1}",
-                    r.batch_cpu.get(h).map_or(0.0, Duration::as_secs_f64)
-                )
-            })
+            .map(|h| format!("{:.1}", cpu.get(h).map_or(0.0, Duration::as_secs_f64)))
             .collect();
+        let ratio = kubelet.map_or("–".into(), |k| format!("{:.2}×", took.as_secs_f64() / k));
         println!(
-            "| {} | {:.1} s | {} |",
-            k.label(),
-            r.batch_all.as_secs_f64(),
+            "| {label} | {:.2} s | {ratio} | {} |",
+            took.as_secs_f64(),
             cells.join(" | ")
         );
     }
     println!();
+}
+
+/// The API requests served (every client's) while each burst ran, per pod, the kinds
+/// of the most first.
+fn print_requests(n: usize, floors: &[BurstFloor], all: &[(NodeKind, Results)]) {
+    let mut columns: Vec<(String, &Vec<(String, u64)>)> = floors
+        .iter()
+        .filter(|f| !f.requests.is_empty())
+        .map(|f| (format!("floor: {}", f.what), &f.requests))
+        .collect();
+    columns.extend(
+        all.iter()
+            .map(|(k, r)| (k.label().to_string(), &r.batch_requests)),
+    );
+    let mut kinds: Vec<&str> = Vec::new();
+    for (_, reqs) in &columns {
+        for (kind, _) in reqs.iter().take(12) {
+            if !kinds.contains(&kind.as_str()) {
+                kinds.push(kind);
+            }
+        }
+    }
+    let labels: Vec<&str> = columns.iter().map(|c| c.0.as_str()).collect();
+    println!(
+        "## API requests served while {n} started, per pod (every client's, from the API server's apiserver_request_total)\n\n| request | {} |\n|---|{}",
+        labels.join(" | "),
+        "---:|".repeat(labels.len())
+    );
+    let per_pod = |reqs: &[(String, u64)], kind: Option<&str>| {
+        let count: u64 = reqs
+            .iter()
+            .filter(|(k, _)| kind.is_none_or(|kind| k == kind))
+            .map(|(_, c)| c)
+            .sum();
+        format!("{:.2}", count as f64 / n.max(1) as f64)
+    };
+    for kind in kinds {
+        let cells: Vec<String> = columns.iter().map(|c| per_pod(c.1, Some(kind))).collect();
+        println!("| {kind} | {} |", cells.join(" | "));
+    }
+    let total: Vec<String> = columns.iter().map(|c| per_pod(c.1, None)).collect();
+    println!("| all | {} |\n", total.join(" | "));
 }
