@@ -128,6 +128,23 @@ where
     Ok((pods, elapsed))
 }
 
+/// Stops and removes every sandbox whose pod UID begins with `prefix` (and so its
+/// containers): what a failed start, or an earlier run killed half way, left.
+pub async fn remove_leftovers(cri: &CriClient, prefix: &str) -> anyhow::Result<usize> {
+    let mut removed = 0;
+    for s in cri.list_pod_sandbox(None).await? {
+        if s.metadata
+            .as_ref()
+            .is_some_and(|m| m.uid.starts_with(prefix))
+        {
+            cri.stop_pod_sandbox(&s.id).await?;
+            cri.remove_pod_sandbox(&s.id).await?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 /// Tears `pods` down with at most `parallelism` in flight.
 pub async fn teardown_parallel(
     cri: &CriClient,

@@ -727,9 +727,17 @@ fn cpu_since(
 async fn floor_batch(cri: &CriClient, n: usize) -> anyhow::Result<BurstFloor> {
     let logs = floor_logs()?;
     let bound = podvisor_cri::client::default_mutations();
+    let prefix = "node-bench-burst";
+    floor::remove_leftovers(cri, prefix).await?;
     let cpu0 = procstat::cpu_by_kind(kind_of)?;
-    let (pods, took) =
-        floor::start_pods_parallel(cri, "node-bench-burst", n, bound, false, &logs).await?;
+    let started = floor::start_pods_parallel(cri, prefix, n, bound, false, &logs).await;
+    let (pods, took) = match started {
+        Ok(started) => started,
+        Err(e) => {
+            floor::remove_leftovers(cri, prefix).await?;
+            return Err(e);
+        }
+    };
     let cpu = cpu_since(&cpu0)?;
     floor::teardown_parallel(cri, &pods, bound).await?;
     Ok(BurstFloor {
@@ -751,19 +759,49 @@ async fn floor_batch_api(
     n: usize,
     admin: &std::path::Path,
 ) -> anyhow::Result<BurstFloor> {
+    let prefix = "node-bench-burst-api";
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let names: Vec<String> = (0..n).map(|i| format!("{prefix}-{i}")).collect();
+    let measured = burst_with_api(&pods, cri, &names, admin).await;
+    // Whatever happened, none of it stays.
+    floor::remove_leftovers(cri, prefix).await?;
+    let now = DeleteParams {
+        grace_seconds: Some(0),
+        ..DeleteParams::default()
+    };
+    let deletes = futures_util::stream::iter(names.iter().map(|name| pods.delete(name, &now)));
+    let _: Vec<_> = deletes.buffer_unordered(16).collect().await;
+    let (took, cpu, requests) = measured?;
+    Ok(BurstFloor {
+        what: "the runtime and the API's share",
+        took,
+        cpu,
+        requests,
+    })
+}
+
+type Measured = (
+    Duration,
+    BTreeMap<&'static str, Duration>,
+    Vec<(String, u64)>,
+);
+
+/// [`floor_batch_api`]'s burst, its runtime pods torn down after.
+async fn burst_with_api(
+    pods: &Api<Pod>,
+    cri: &CriClient,
+    names: &[String],
+    admin: &std::path::Path,
+) -> anyhow::Result<Measured> {
     let seen = Arc::new(Mutex::new(Seen::default()));
     let _watching = watch(pods.clone(), seen.clone()).await?;
-    let names: Vec<String> = (0..n)
-        .map(|i| format!("node-bench-burst-api-{i}"))
-        .collect();
     let created = Mutex::new(std::collections::HashSet::new());
     let patches = Mutex::new(Vec::new());
     let (logs, bound) = (floor_logs()?, podvisor_cri::client::default_mutations());
     let (requests0, cpu0) = (api_requests::read(admin)?, procstat::cpu_by_kind(kind_of)?);
     let t0 = Instant::now();
     let creates = futures_util::stream::iter(names.iter().map(|name| {
-        let (pods, created) = (&pods, &created);
+        let created = &created;
         async move {
             let body = pod(name, "node-bench-no-node", SLEEPER, "Always");
             pods.create(&PostParams::default(), body).await?;
@@ -773,8 +811,8 @@ async fn floor_batch_api(
     }))
     .buffer_unordered(16)
     .try_collect::<Vec<()>>();
-    let starts = floor::start_parallel(cri, n, bound, |i| {
-        let (name, pods, created, logs, patches) = (&names[i], &pods, &created, &logs, &patches);
+    let starts = floor::start_parallel(cri, names.len(), bound, |i| {
+        let (name, created, logs, patches) = (&names[i], &created, &logs, &patches);
         async move {
             let limit = Duration::from_secs(60);
             until("the pod created", limit, || {
@@ -799,7 +837,7 @@ async fn floor_batch_api(
     for patch in patches.into_inner().unwrap() {
         patch.await??;
     }
-    until("the burst's pods Ready", batch_limit(n), || {
+    until("the burst's pods Ready", batch_limit(names.len()), || {
         let s = seen.lock().unwrap();
         names.iter().all(|n| s.ready.contains_key(n)).then_some(())
     })
@@ -808,20 +846,7 @@ async fn floor_batch_api(
     let cpu = cpu_since(&cpu0)?;
     let requests = api_requests::served(&requests0, &api_requests::read(admin)?);
     floor::teardown_parallel(cri, &raw, bound).await?;
-    let now = DeleteParams {
-        grace_seconds: Some(0),
-        ..DeleteParams::default()
-    };
-    futures_util::stream::iter(names.iter().map(|name| pods.delete(name, &now)))
-        .buffer_unordered(16)
-        .try_collect::<Vec<_>>()
-        .await?;
-    Ok(BurstFloor {
-        what: "the runtime and the API's share",
-        took,
-        cpu,
-        requests,
-    })
+    Ok((took, cpu, requests))
 }
 
 /// The raw CRI floor of one pod's start (RunPodSandbox, CreateContainer, StartContainer
