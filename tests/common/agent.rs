@@ -4,8 +4,9 @@
 
 #![allow(dead_code)]
 
+use std::collections::BTreeSet;
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -463,7 +464,9 @@ impl Agent {
 /// Removes every sandbox and container the agent of `node` owns, listing again until
 /// none is left: a call the killed agent had in flight (a create, a stop) may still be
 /// running in the runtime, and what it makes or keeps shows up in a later listing.
-pub async fn remove_owned(rt: &CriRuntime, node: &str) {
+/// Removes the runtime pods of agent `node`; returns their UIDs.
+pub async fn remove_owned(rt: &CriRuntime, node: &str) -> BTreeSet<String> {
+    let mut uids = BTreeSet::new();
     for _ in 0..20 {
         let pods = rt.list_pods().await.unwrap_or_default();
         let owned: Vec<_> = pods
@@ -471,12 +474,44 @@ pub async fn remove_owned(rt: &CriRuntime, node: &str) {
             .filter(|p| podvisor_cri::labels::owned_by(p, node))
             .collect();
         if owned.is_empty() {
-            return;
+            break;
         }
         for p in owned {
             super::remove_pod(rt, &p.pod.uid).await;
+            uids.insert(p.pod.uid.clone());
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    uids
+}
+
+/// Removes the cgroups a killed agent made for pods `uids` (the cgroupfs layout, every
+/// QoS class, every hierarchy), with what the runtime left empty beneath them: no agent
+/// comes after the last test to sweep them. A cgroup still holding a process stays.
+fn remove_pod_cgroups(uids: &BTreeSet<String>) {
+    fn remove_tree(dir: &Path) -> std::io::Result<()> {
+        for e in std::fs::read_dir(dir)?.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_tree(&e.path())?;
+            }
+        }
+        std::fs::remove_dir(dir)
+    }
+    let fs = Path::new("/sys/fs/cgroup");
+    let Ok(entries) = std::fs::read_dir(fs) else {
+        return;
+    };
+    let roots: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .chain([fs.into()])
+        .collect();
+    for root in roots.iter().filter(|r| r.is_dir()) {
+        for class in ["kubepods", "kubepods/burstable", "kubepods/besteffort"] {
+            for uid in uids {
+                let _ = remove_tree(&root.join(class).join(format!("pod{uid}")));
+            }
+        }
     }
 }
 
@@ -484,20 +519,28 @@ impl Drop for Agent {
     fn drop(&mut self) {
         self.kill9();
         let node = self.node.clone();
+        // The pods it knew, some perhaps with a cgroup and no sandbox yet.
+        let known = std::fs::read_dir(self.state_dir().join("pods"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned());
+        let mut uids: BTreeSet<String> = known.collect();
         // The test's runtime is single-threaded and may be gone: clean up on a thread of
         // our own.
-        std::thread::spawn(move || {
+        let removed = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .unwrap();
             rt.block_on(async {
                 let cri = super::runtime().await;
-                remove_owned(&cri, &node).await;
-            });
+                remove_owned(&cri, &node).await
+            })
         })
-        .join()
-        .ok();
+        .join();
+        uids.extend(removed.unwrap_or_default());
+        remove_pod_cgroups(&uids);
         // The pods' subPath binds go with their containers, kept files or not.
         let _ = podvisor_kubelet::kuberuntime::subpath::unmount_beneath(&self.dir);
         if std::env::var_os("PODVISOR_KEEP_TEST_DIRS").is_none() && !std::thread::panicking() {
