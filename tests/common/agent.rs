@@ -464,7 +464,7 @@ impl Agent {
 /// Removes every sandbox and container the agent of `node` owns, listing again until
 /// none is left: a call the killed agent had in flight (a create, a stop) may still be
 /// running in the runtime, and what it makes or keeps shows up in a later listing.
-/// Removes the runtime pods of agent `node`; returns their UIDs.
+/// Returns the UIDs of the pods removed.
 pub async fn remove_owned(rt: &CriRuntime, node: &str) -> BTreeSet<String> {
     let mut uids = BTreeSet::new();
     for _ in 0..20 {
